@@ -1,0 +1,252 @@
+/**
+ * @file gcx.h
+ * @brief gcx public API: configuration, communicators, requests and dense
+ *        collectives.
+ *
+ * Model (close to UCC and NCCL):
+ * - A communicator is created collectively by all ranks from an out-of-band
+ *   allgather supplied by the caller (torch Store, MPI, ...) or, with a NULL
+ *   oob, from the environment (GCX_RANK/GCX_WORLD_SIZE, torchrun, Open MPI,
+ *   PMI, PMIx and Slurm variables, with a TCP rendezvous at GCX_ROOT_ADDR).
+ * - Every collective is non-blocking: it returns a request that is completed
+ *   by gcx_test()/gcx_wait()/gcx_progress(). Passing a NULL request pointer
+ *   makes the call blocking. All ranks must call collectives in the same order.
+ * - A communicator is used by one thread at a time.
+ * - Failure: if a peer dies or a collective does not complete within
+ *   GCX_TIMEOUT seconds, the collective fails with GCX_ERR_PEER or
+ *   GCX_ERR_TIMEOUT, every outstanding transfer is cancelled before the error
+ *   is returned (nothing lands in user buffers afterwards) and the communicator
+ *   becomes unusable: later collectives fail with the same status. Destroy it.
+ * - Ranks that disagree on counts, types, operations or roots get
+ *   GCX_ERR_MISMATCH on every rank; no buffer is overrun.
+ */
+#ifndef GCX_GCX_H
+#define GCX_GCX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <gcx/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GCX_VERSION_MAJOR 0
+#define GCX_VERSION_MINOR 1
+#define GCX_VERSION_PATCH 0
+
+/** Version string of the library that is linked ("0.1.0"). */
+const char *gcx_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Configuration                                                            */
+/* ------------------------------------------------------------------------ */
+
+/** Opaque parsed configuration (the GCX_* variables). */
+typedef struct gcx_config gcx_config_t;
+
+/**
+ * Read every GCX_* variable from the environment and validate it.
+ *
+ * @param[out] config_p  New configuration, owned by the caller
+ *                       (release with gcx_config_release()).
+ * @return GCX_OK; GCX_ERR_INVALID when a variable has a bad value (the error
+ *         is logged naming the variable and the accepted values).
+ */
+gcx_status_t gcx_config_read(gcx_config_t **config_p);
+
+/**
+ * Set one variable, by its name with or without the "GCX_" prefix, from a
+ * string, with the same validation as the environment.
+ */
+gcx_status_t gcx_config_set(gcx_config_t *config, const char *name,
+                            const char *value);
+
+/**
+ * Current value of a variable as text, written into buf (NUL-terminated).
+ * @return GCX_OK, GCX_ERR_NOT_FOUND for an unknown name, GCX_ERR_RANGE when
+ *         buf is too small.
+ */
+gcx_status_t gcx_config_get(const gcx_config_t *config, const char *name,
+                            char *buf, size_t buflen);
+
+/** Release a configuration. NULL is allowed. */
+void gcx_config_release(gcx_config_t *config);
+
+/* ------------------------------------------------------------------------ */
+/* Communicator                                                             */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Out-of-band allgather supplied by the caller (like UCC's ucc_oob_coll_t),
+ * used only while a communicator is created.
+ */
+typedef struct gcx_oob {
+    /**
+     * Blocking allgather: every rank contributes @p len bytes from @p sendbuf
+     * and receives size*len bytes in rank order into @p recvbuf.
+     * Must return GCX_OK or an error; must not return before data is there.
+     */
+    gcx_status_t (*allgather)(const void *sendbuf, void *recvbuf, size_t len,
+                              void *ctx);
+    void *ctx;  /**< Passed back to allgather(). */
+    int   rank; /**< This process's rank, 0 <= rank < size. */
+    int   size; /**< Number of ranks. */
+} gcx_oob_t;
+
+/** Opaque communicator. */
+typedef struct gcx_comm gcx_comm_t;
+
+/**
+ * Create a communicator; collective over all ranks.
+ *
+ * @param oob      Caller's allgather, or NULL to bootstrap from the
+ *                 environment (rank/size variables + TCP rendezvous).
+ * @param config   Configuration, or NULL to read the environment. The
+ *                 communicator keeps its own copy.
+ * @param[out] comm_p  The communicator, owned by the caller.
+ * @return GCX_OK; GCX_ERR_INVALID (bad variable or missing rank/size);
+ *         GCX_ERR_TIMEOUT (a rank did not join within GCX_TIMEOUT);
+ *         GCX_ERR_TRANSPORT; GCX_ERR_NOMEM.
+ */
+gcx_status_t gcx_comm_create(const gcx_oob_t *oob, const gcx_config_t *config,
+                             gcx_comm_t **comm_p);
+
+/** Rank of the calling process in @p comm. */
+int gcx_comm_rank(const gcx_comm_t *comm);
+
+/** Number of ranks in @p comm. */
+int gcx_comm_size(const gcx_comm_t *comm);
+
+/**
+ * Destroy a communicator. Outstanding requests are cancelled and must not be
+ * used afterwards. Not collective: it does not wait for peers.
+ */
+void gcx_comm_destroy(gcx_comm_t *comm);
+
+/**
+ * The configuration the communicator was created with (read-only, owned by
+ * the communicator). Lets layers above read their GCX_* variables.
+ */
+const gcx_config_t *gcx_comm_config(const gcx_comm_t *comm);
+
+/* ------------------------------------------------------------------------ */
+/* Requests and progress                                                    */
+/* ------------------------------------------------------------------------ */
+
+/** Opaque request of a non-blocking collective. */
+typedef struct gcx_request gcx_request_t;
+
+/**
+ * Progress every outstanding operation of @p comm a bounded amount; never
+ * blocks. Returns GCX_OK, or the communicator's error once it has failed.
+ */
+gcx_status_t gcx_progress(gcx_comm_t *comm);
+
+/**
+ * Progress and report: GCX_INPROGRESS while running, GCX_OK when done, an
+ * error when it failed. Never blocks.
+ */
+gcx_status_t gcx_test(gcx_request_t *req);
+
+/** Progress until the request is done; returns its final status. */
+gcx_status_t gcx_wait(gcx_request_t *req);
+
+/**
+ * Release a request. A request still in progress is cancelled first, which
+ * fails the communicator (like an abort), since ranks would fall out of step.
+ */
+void gcx_request_free(gcx_request_t *req);
+
+/* ------------------------------------------------------------------------ */
+/* Dense collectives                                                        */
+/* ------------------------------------------------------------------------ */
+
+/** Element types. F16 and BF16 are storage types: reduced in float32. */
+typedef enum gcx_dtype {
+    GCX_DT_F32 = 0,
+    GCX_DT_F64,
+    GCX_DT_I32,
+    GCX_DT_I64,
+    GCX_DT_F16,
+    GCX_DT_BF16,
+    GCX_DT_U8, /**< Raw bytes: allowed for data movement, not for reductions. */
+    GCX_DT_LAST
+} gcx_dtype_t;
+
+/** Reduction operations. AVG is the sum divided by the number of ranks. */
+typedef enum gcx_op {
+    GCX_OP_SUM = 0,
+    GCX_OP_MAX,
+    GCX_OP_MIN,
+    GCX_OP_AVG,
+    GCX_OP_LAST
+} gcx_op_t;
+
+/** Pass as the send buffer to run a collective in place. */
+#define GCX_IN_PLACE ((const void *)1)
+
+/** Size in bytes of one element of @p dtype (0 for an invalid type). */
+size_t gcx_dtype_size(gcx_dtype_t dtype);
+
+/** Name of a type ("f32") or NULL. */
+const char *gcx_dtype_name(gcx_dtype_t dtype);
+
+/** Name of an operation ("sum") or NULL. */
+const char *gcx_op_name(gcx_op_t op);
+
+/**
+ * Allreduce @p count elements. @p sendbuf may be GCX_IN_PLACE or equal to
+ * @p recvbuf. Algorithm: recursive doubling for small messages, ring
+ * reduce-scatter + allgather for large ones (GCX_ALLREDUCE_ALGO overrides).
+ * Every rank gets bit-identical results.
+ *
+ * @param req_p  Where to return the request, or NULL to block.
+ */
+gcx_status_t gcx_allreduce(gcx_comm_t *comm, const void *sendbuf,
+                           void *recvbuf, size_t count, gcx_dtype_t dtype,
+                           gcx_op_t op, gcx_request_t **req_p);
+
+/** Broadcast @p count elements of @p buf from @p root to all ranks. */
+gcx_status_t gcx_broadcast(gcx_comm_t *comm, void *buf, size_t count,
+                           gcx_dtype_t dtype, int root, gcx_request_t **req_p);
+
+/**
+ * Allgather: each rank contributes @p count elements; @p recvbuf receives
+ * size*count elements in rank order. In place: sendbuf == GCX_IN_PLACE and
+ * the rank's block already sits at recvbuf + rank*count.
+ */
+gcx_status_t gcx_allgather(gcx_comm_t *comm, const void *sendbuf,
+                           void *recvbuf, size_t count, gcx_dtype_t dtype,
+                           gcx_request_t **req_p);
+
+/**
+ * Allgatherv: rank i contributes recvcounts[i] elements (its @p sendcount
+ * must equal recvcounts[rank]), placed at recvbuf + displs[i] elements.
+ * recvcounts and displs must be the same on every rank and must stay valid
+ * until the request completes.
+ */
+gcx_status_t gcx_allgatherv(gcx_comm_t *comm, const void *sendbuf,
+                            size_t sendcount, void *recvbuf,
+                            const size_t *recvcounts, const size_t *displs,
+                            gcx_dtype_t dtype, gcx_request_t **req_p);
+
+/**
+ * Alltoallv: rank i sends sendcounts[j] elements from sendbuf + sdispls[j]
+ * to rank j, which must expect exactly that many in its recvcounts[i].
+ * Arrays must stay valid until completion. In-place is not supported.
+ */
+gcx_status_t gcx_alltoallv(gcx_comm_t *comm, const void *sendbuf,
+                           const size_t *sendcounts, const size_t *sdispls,
+                           void *recvbuf, const size_t *recvcounts,
+                           const size_t *rdispls, gcx_dtype_t dtype,
+                           gcx_request_t **req_p);
+
+/** Barrier: completes once every rank has entered it. */
+gcx_status_t gcx_barrier(gcx_comm_t *comm, gcx_request_t **req_p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GCX_GCX_H */

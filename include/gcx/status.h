@@ -1,0 +1,41 @@
+/**
+ * @file status.h
+ * @brief The one status type of gcx, shared by every public header.
+ *
+ * Convention (as in UCX): GCX_OK is zero, GCX_INPROGRESS is the only positive
+ * value, every error is negative. Functions set their output arguments only
+ * when they return GCX_OK.
+ */
+#ifndef GCX_STATUS_H
+#define GCX_STATUS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Result of every gcx call. */
+typedef enum gcx_status {
+    GCX_OK              = 0,   /**< Success. */
+    GCX_INPROGRESS      = 1,   /**< Non-blocking operation not finished yet. */
+    GCX_ERR_INVALID     = -1,  /**< Bad argument or bad environment value. */
+    GCX_ERR_NOMEM       = -2,  /**< Out of memory. */
+    GCX_ERR_TIMEOUT     = -3,  /**< Did not complete within GCX_TIMEOUT. */
+    GCX_ERR_PEER        = -4,  /**< A peer died or its connection was lost. */
+    GCX_ERR_MISMATCH    = -5,  /**< Ranks disagree on counts, types or roots. */
+    GCX_ERR_TRANSPORT   = -6,  /**< The transport (UCX, verbs) failed. */
+    GCX_ERR_UNSUPPORTED = -7,  /**< Valid request that this build cannot do. */
+    GCX_ERR_NOT_FOUND   = -8,  /**< A file, device or entry does not exist. */
+    GCX_ERR_IO          = -9,  /**< Reading or writing a file or socket failed. */
+    GCX_ERR_RANGE       = -10, /**< A value (index, NaN/Inf, capacity) is out of range. */
+    GCX_ERR_UNDECODABLE = -11, /**< The arrived set cannot be decoded (coding). */
+    GCX_ERR_CANCELED    = -12, /**< The operation was canceled. */
+} gcx_status_t;
+
+/** Short human-readable text for a status; never NULL. */
+const char *gcx_strerror(gcx_status_t status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GCX_STATUS_H */
