@@ -1,0 +1,103 @@
+/*
+ * comm.c - thin blocking wrappers over the gcx communicator; identities when
+ * there is none (one process). Costs are those of the gcx collectives.
+ */
+#include "comm.h"
+#include "util.h"
+
+#include <stdlib.h>
+
+/*
+ * Interim, until the dense collectives land in libgcx: the references are
+ * weak, so gcx-train links against a library that does not define them yet
+ * and then runs as one process. Remove once libgcx has them.
+ */
+#pragma weak gcx_comm_create
+#pragma weak gcx_comm_destroy
+#pragma weak gcx_comm_rank
+#pragma weak gcx_comm_size
+#pragma weak gcx_allreduce
+#pragma weak gcx_broadcast
+#pragma weak gcx_dtype_name
+#pragma weak gcx_op_name
+
+void train_comm_local(train_comm_t *tc)
+{
+    tc->comm = NULL;
+    tc->rank = 0;
+    tc->size = 1;
+}
+
+gcx_status_t train_comm_open(train_comm_t *tc)
+{
+    const char *world = getenv("GCX_WORLD_SIZE");
+    gcx_comm_t *comm;
+    gcx_status_t status;
+
+    if (gcx_comm_create == NULL) {
+        if (world != NULL && atoi(world) > 1) {
+            train_error("this libgcx has no communicator yet; cannot run "
+                        "%s ranks",
+                        world);
+            return GCX_ERR_UNSUPPORTED;
+        }
+        train_info("this libgcx has no communicator yet: running as one "
+                   "process");
+        train_comm_local(tc);
+        return GCX_OK;
+    }
+    status = gcx_comm_create(NULL, NULL, &comm);
+    if (status != GCX_OK) {
+        train_error("cannot create the communicator: %s (run under gcxrun, "
+                    "or set GCX_RANK, GCX_WORLD_SIZE, GCX_ROOT_ADDR and "
+                    "GCX_ROOT_PORT)",
+                    gcx_strerror(status));
+        return status;
+    }
+    tc->comm = comm;
+    tc->rank = gcx_comm_rank(comm);
+    tc->size = gcx_comm_size(comm);
+    return GCX_OK;
+}
+
+void train_comm_close(train_comm_t *tc)
+{
+    if (tc->comm != NULL) {
+        gcx_comm_destroy(tc->comm);
+        tc->comm = NULL;
+    }
+}
+
+gcx_status_t train_comm_allreduce(train_comm_t *tc, void *buf, size_t count,
+                                  gcx_dtype_t dtype, gcx_op_t op)
+{
+    gcx_status_t status;
+
+    if (tc->comm == NULL) {
+        return GCX_OK;
+    }
+    status = gcx_allreduce(tc->comm, GCX_IN_PLACE, buf, count, dtype, op,
+                           NULL);
+    if (status != GCX_OK) {
+        train_error("allreduce of %zu %s (%s) failed: %s", count,
+                    gcx_dtype_name(dtype), gcx_op_name(op),
+                    gcx_strerror(status));
+    }
+    return status;
+}
+
+gcx_status_t train_comm_broadcast(train_comm_t *tc, void *buf, size_t count,
+                                  gcx_dtype_t dtype, int root)
+{
+    gcx_status_t status;
+
+    if (tc->comm == NULL) {
+        return GCX_OK;
+    }
+    status = gcx_broadcast(tc->comm, buf, count, dtype, root, NULL);
+    if (status != GCX_OK) {
+        train_error("broadcast of %zu %s from rank %d failed: %s", count,
+                    gcx_dtype_name(dtype), root, gcx_strerror(status));
+    }
+    return status;
+}

@@ -1,0 +1,46 @@
+/*
+ * comm.h - how gcx-train talks to other ranks: a gcx communicator, or none
+ * at all for a single process (unit tests, and runs where the library has
+ * no communicator). Every call is blocking and in place.
+ */
+#ifndef GCX_TRAIN_COMM_H
+#define GCX_TRAIN_COMM_H
+
+#include <gcx/gcx.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct train_comm {
+    gcx_comm_t *comm; /**< NULL: one process, collectives are identities. */
+    int rank;
+    int size;
+} train_comm_t;
+
+/** A single process without a communicator. */
+void train_comm_local(train_comm_t *tc);
+
+/**
+ * Create the gcx communicator from the environment (gcx_comm_create with a
+ * NULL oob: GCX_RANK/GCX_WORLD_SIZE/GCX_ROOT_ADDR/GCX_ROOT_PORT or a known
+ * launcher's variables).
+ */
+gcx_status_t train_comm_open(train_comm_t *tc);
+
+/** Destroy the communicator, if any. */
+void train_comm_close(train_comm_t *tc);
+
+/** In-place blocking allreduce. */
+gcx_status_t train_comm_allreduce(train_comm_t *tc, void *buf, size_t count,
+                                  gcx_dtype_t dtype, gcx_op_t op);
+
+/** Blocking broadcast from @p root. */
+gcx_status_t train_comm_broadcast(train_comm_t *tc, void *buf, size_t count,
+                                  gcx_dtype_t dtype, int root);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

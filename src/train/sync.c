@@ -1,0 +1,195 @@
+/*
+ * sync.c - the table of sync modes, option parsing for them, and creation.
+ *
+ * A new mode is one row in train_sync_table. Nothing here is on the
+ * per-step path: exchange() is called straight through the vtable.
+ */
+#include "sync.h"
+#include "util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const train_sync_ops_t *const train_sync_table[] = {
+    &train_sync_dense,
+};
+
+#define TRAIN_SYNC_COUNT (sizeof(train_sync_table) / sizeof(train_sync_table[0]))
+
+const train_sync_ops_t *train_sync_find(const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < TRAIN_SYNC_COUNT; i++) {
+        if (strcmp(train_sync_table[i]->name, name) == 0) {
+            return train_sync_table[i];
+        }
+    }
+    return NULL;
+}
+
+void train_sync_list(FILE *file)
+{
+    size_t i;
+
+    for (i = 0; i < TRAIN_SYNC_COUNT; i++) {
+        fprintf(file, "      %-10s %s\n", train_sync_table[i]->name,
+                train_sync_table[i]->help);
+    }
+}
+
+gcx_status_t train_kv_parse(const char *text, train_kv_t *kv)
+{
+    const char *p = text;
+
+    memset(kv, 0, sizeof(*kv));
+    while (p != NULL && *p != '\0') {
+        const char *end = strchr(p, ','), *eq;
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+
+        eq = memchr(p, '=', len);
+        if (eq == NULL || eq == p) {
+            train_error("sync option '%.*s' is not key=value", (int)len, p);
+            return GCX_ERR_INVALID;
+        }
+        if (kv->n == TRAIN_KV_MAX || (size_t)(eq - p) >= sizeof(kv->key[0]) ||
+            len - (size_t)(eq - p) - 1 >= sizeof(kv->val[0])) {
+            train_error("sync option '%.*s': too many or too long", (int)len,
+                        p);
+            return GCX_ERR_INVALID;
+        }
+        snprintf(kv->key[kv->n], sizeof(kv->key[0]), "%.*s", (int)(eq - p),
+                 p);
+        snprintf(kv->val[kv->n], sizeof(kv->val[0]), "%.*s",
+                 (int)(len - (size_t)(eq - p) - 1), eq + 1);
+        kv->n++;
+        p = end ? end + 1 : NULL;
+    }
+    return GCX_OK;
+}
+
+static int train_kv_find(train_kv_t *kv, const char *key)
+{
+    int i;
+
+    for (i = 0; i < kv->n; i++) {
+        if (strcmp(kv->key[i], key) == 0) {
+            kv->used[i] = 1;
+            return i;
+        }
+    }
+    return -1;
+}
+
+gcx_status_t train_kv_double(train_kv_t *kv, const char *mode,
+                             const char *key, double def, double min,
+                             double max, double *out_p)
+{
+    int i = train_kv_find(kv, key);
+    char *end;
+    double v;
+
+    if (i < 0) {
+        *out_p = def;
+        return GCX_OK;
+    }
+    errno = 0;
+    v = strtod(kv->val[i], &end);
+    if (errno != 0 || end == kv->val[i] || *end != '\0' || !(v >= min) ||
+        !(v <= max)) {
+        train_error("--sync %s: %s=%s must be a number in [%g, %g]", mode,
+                    key, kv->val[i], min, max);
+        return GCX_ERR_INVALID;
+    }
+    *out_p = v;
+    return GCX_OK;
+}
+
+gcx_status_t train_kv_long(train_kv_t *kv, const char *mode, const char *key,
+                           long def, long min, long max, long *out_p)
+{
+    int i = train_kv_find(kv, key);
+    char *end;
+    long v;
+
+    if (i < 0) {
+        *out_p = def;
+        return GCX_OK;
+    }
+    errno = 0;
+    v = strtol(kv->val[i], &end, 10);
+    if (errno != 0 || end == kv->val[i] || *end != '\0' || v < min ||
+        v > max) {
+        train_error("--sync %s: %s=%s must be an integer in [%ld, %ld]", mode,
+                    key, kv->val[i], min, max);
+        return GCX_ERR_INVALID;
+    }
+    *out_p = v;
+    return GCX_OK;
+}
+
+const char *train_kv_str(train_kv_t *kv, const char *key, const char *def)
+{
+    int i = train_kv_find(kv, key);
+
+    return i < 0 ? def : kv->val[i];
+}
+
+gcx_status_t train_sync_create(const char *spec, train_comm_t *comm, size_t n,
+                               train_sync_t *sync_p)
+{
+    const char *colon = strchr(spec, ':');
+    const train_sync_ops_t *ops;
+    train_sync_t sync;
+    char name[32];
+    gcx_status_t status;
+    train_kv_t kv;
+    int i;
+
+    snprintf(name, sizeof(name), "%.*s",
+             (int)(colon ? (size_t)(colon - spec) : strlen(spec)), spec);
+    ops = train_sync_find(name);
+    if (ops == NULL) {
+        train_error("unknown sync mode '%s' (see --help for the list)", name);
+        return GCX_ERR_INVALID;
+    }
+    status = train_kv_parse(colon ? colon + 1 : NULL, &kv);
+    if (status != GCX_OK) {
+        return status;
+    }
+    memset(&sync, 0, sizeof(sync));
+    sync.ops = ops;
+    sync.comm = comm;
+    sync.n = n;
+    status = ops->init(&sync, &kv);
+    if (status != GCX_OK) {
+        return status;
+    }
+    for (i = 0; i < kv.n; i++) {
+        if (!kv.used[i]) {
+            train_error("--sync %s: unknown option '%s'", name, kv.key[i]);
+            ops->fini(&sync);
+            return GCX_ERR_INVALID;
+        }
+    }
+    *sync_p = sync;
+    return GCX_OK;
+}
+
+void train_sync_destroy(train_sync_t *sync)
+{
+    if (sync->ops != NULL) {
+        sync->ops->fini(sync);
+        sync->ops = NULL;
+    }
+}
+
+double train_sync_ring_bytes(size_t n, int size)
+{
+    if (size <= 1) {
+        return 0;
+    }
+    return 2.0 * (double)(size - 1) / (double)size * 4.0 * (double)n;
+}

@@ -1,0 +1,145 @@
+/*
+ * sync.h - sync modes: how the ranks turn their local gradients into the one
+ * gradient that every rank applies.
+ *
+ * A sync mode is a small hand-written vtable {name, help, init, exchange,
+ * fini}. Adding one (a static compressor at a fixed CF, GraVAC, gradient
+ * coding, ...) is one new file sync_<name>.c defining a train_sync_ops_t,
+ * one row in the table of sync.c and one line in meson.build.
+ *
+ * Options reach a mode as "name:key=value,key=value" (--sync topk:cf=100);
+ * the mode reads them with train_kv_*() in init, and any key it did not read
+ * is reported as an error, so a typo never passes silently.
+ */
+#ifndef GCX_TRAIN_SYNC_H
+#define GCX_TRAIN_SYNC_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <gcx/status.h>
+
+#include "comm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TRAIN_KV_MAX 16
+
+/** Parsed "key=value" options of a sync mode. */
+typedef struct train_kv {
+    int n;
+    char key[TRAIN_KV_MAX][32];
+    char val[TRAIN_KV_MAX][64];
+    int used[TRAIN_KV_MAX]; /**< Set by the getters. */
+} train_kv_t;
+
+/** Parse "k=v,k=v" (NULL or "" gives none). */
+gcx_status_t train_kv_parse(const char *text, train_kv_t *kv);
+
+/**
+ * Getters: set *out_p to the value of @p key, or to @p def when absent.
+ * A value that does not parse or lies outside [min, max] is an error that
+ * names the mode, the key and the range.
+ */
+gcx_status_t train_kv_double(train_kv_t *kv, const char *mode,
+                             const char *key, double def, double min,
+                             double max, double *out_p);
+gcx_status_t train_kv_long(train_kv_t *kv, const char *mode, const char *key,
+                           long def, long min, long max, long *out_p);
+/** String value (pointer into kv) or @p def. */
+const char *train_kv_str(train_kv_t *kv, const char *key, const char *def);
+
+/** What one exchange cost and kept; reported per step. */
+typedef struct train_sync_stats {
+    double bytes_sent;  /**< Bytes this rank sent for the exchange. */
+    double dense_bytes; /**< Bytes a dense ring allreduce would have sent. */
+    double cf;          /**< Compression factor (dense = 1). */
+    double gain;        /**< ||sent||^2 / ||gradient||^2 (dense = 1). */
+} train_sync_stats_t;
+
+/**
+ * Gradient source handed to exchange(), for modes that need gradients of
+ * other parts of the step's global batch (gradient coding: a worker computes
+ * the parts of its s+1 partitions).
+ */
+typedef struct train_grad_src {
+    /**
+     * Mean-loss gradient over part @p part of @p nparts equal, contiguous
+     * parts of this step's global batch, at the current weights. Writes n
+     * floats into @p grad and the part's mean loss into *loss_p.
+     */
+    gcx_status_t (*compute)(void *ctx, int part, int nparts, float *grad,
+                            double *loss_p);
+    void *ctx;
+} train_grad_src_t;
+
+typedef struct train_sync train_sync_t;
+
+/** Flags of a mode. */
+enum {
+    /**
+     * The loop does not compute the rank's gradient before exchange();
+     * the mode computes what it needs through the gradient source.
+     */
+    TRAIN_SYNC_OWN_GRADIENT = 1u << 0,
+};
+
+typedef struct train_sync_ops {
+    const char *name;
+    const char *help;  /**< One line, with its options, for --help. */
+    unsigned flags;    /**< TRAIN_SYNC_* */
+    /**
+     * Set up sync->priv for gradients of sync->n floats on sync->comm.
+     * Reads its options from @p args. Collective: all ranks call it.
+     */
+    gcx_status_t (*init)(train_sync_t *sync, train_kv_t *args);
+    /**
+     * In: @p grad holds this rank's mean gradient over its shard of the
+     * step's global batch (unless TRAIN_SYNC_OWN_GRADIENT).
+     * Out: @p grad holds the gradient to apply, bit-identical on every rank.
+     * Collective and blocking; fills @p stats.
+     */
+    gcx_status_t (*exchange)(train_sync_t *sync, float *grad,
+                             const train_grad_src_t *src,
+                             train_sync_stats_t *stats);
+    /** Release sync->priv. Not collective. */
+    void (*fini)(train_sync_t *sync);
+} train_sync_ops_t;
+
+/** An instance of a sync mode. */
+struct train_sync {
+    const train_sync_ops_t *ops;
+    train_comm_t *comm; /**< Ranks taking part. */
+    size_t n;           /**< Gradient length in floats. */
+    long step;          /**< Global step, set by the loop before exchange. */
+    void *priv;         /**< The mode's state. */
+};
+
+/** The modes compiled in. */
+extern const train_sync_ops_t train_sync_dense;
+
+/** Find a mode by name; NULL if none. */
+const train_sync_ops_t *train_sync_find(const char *name);
+
+/** Print "  name  help" for every mode. */
+void train_sync_list(FILE *file);
+
+/**
+ * Create the mode named by @p spec ("name" or "name:k=v,..."), for gradients
+ * of @p n floats. Collective.
+ */
+gcx_status_t train_sync_create(const char *spec, train_comm_t *comm, size_t n,
+                               train_sync_t *sync_p);
+
+/** Finish a sync instance. */
+void train_sync_destroy(train_sync_t *sync);
+
+/** Bytes a ring allreduce of @p n floats sends per rank: 2(P-1)/P * 4n. */
+double train_sync_ring_bytes(size_t n, int size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
