@@ -1,0 +1,440 @@
+/*
+ * loop.c - the data-parallel training loop.
+ *
+ * Every rank starts from the same seeded weights (and rank 0's are broadcast
+ * to be sure), walks the same seeded permutation of the training set and, at
+ * step s, computes the mean gradient over its own slice of the global batch
+ * (data.h). The sync mode turns the local gradients into one gradient that
+ * is bit-identical on every rank; each rank applies the same SGD update, so
+ * weights stay identical, which is verified by a checksum allreduce every
+ * --check-every steps and at every epoch end. Each epoch ends with every rank
+ * evaluating its contiguous part of the test set; counts are summed.
+ *
+ * Cost per step: gather + forward/backward of --batch samples, the sync
+ * mode's exchange, one SGD pass over the parameters, and one allreduce of
+ * three doubles (loss, hits, samples) for the global batch statistics.
+ */
+#include "loop.h"
+#include "report.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct train_state {
+    const train_opts_t *opts;
+    train_comm_t *comm;
+    const train_dataset_t *train;
+    const train_dataset_t *test;
+    train_net_t net;
+    size_t dim;          /* floats per sample */
+    float *params;
+    float *grads;
+    float *x;            /* batch x dim */
+    uint8_t *y;
+    uint32_t *perm;
+    long step_in_epoch;  /* where the current global batch starts */
+    double loss_sum;     /* since the last reset: summed sample losses */
+    double hits;
+    double samples;
+    train_sgd_t sgd;
+    train_sched_t sched;
+    train_sync_t sync;
+} train_state_t;
+
+int64_t train_checksum(const float *v, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)v;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    size_t i;
+
+    for (i = 0; i < n * sizeof(float); i++) {
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    }
+    return (int64_t)(h >> 1);
+}
+
+gcx_status_t train_check_identical(train_comm_t *comm, const float *v,
+                                   size_t n, long step)
+{
+    int64_t h = train_checksum(v, n);
+    int64_t range[2] = {h, -h}; /* max of h and of -h: max and -min */
+    gcx_status_t status;
+
+    status = train_comm_allreduce(comm, range, 2, GCX_DT_I64, GCX_OP_MAX);
+    if (status != GCX_OK) {
+        return status;
+    }
+    if (range[0] != -range[1]) {
+        train_error("WEIGHTS DIFFER BETWEEN RANKS after step %ld: checksums "
+                    "range from %lld to %lld (this rank %lld); the ranks did "
+                    "not apply the same update",
+                    step, (long long)-range[1], (long long)range[0],
+                    (long long)h);
+        return GCX_ERR_MISMATCH;
+    }
+    return GCX_OK;
+}
+
+/*
+ * Make a local outcome collective: every rank gets an error if any rank has
+ * one (so that no rank enters a collective the others have left).
+ */
+static gcx_status_t train_agree(train_comm_t *comm, gcx_status_t local)
+{
+    int32_t worst = local;
+    gcx_status_t status;
+
+    status = train_comm_allreduce(comm, &worst, 1, GCX_DT_I32, GCX_OP_MIN);
+    if (status != GCX_OK) {
+        return status;
+    }
+    if (local == GCX_OK && worst != GCX_OK) {
+        train_error("stopping: another rank failed (%s)",
+                    gcx_strerror((gcx_status_t)worst));
+    }
+    return (gcx_status_t)worst;
+}
+
+/*
+ * Mean-loss gradient over part @p part of @p nparts of the current global
+ * batch (train_grad_src_t.compute).
+ */
+static gcx_status_t train_grad_part(void *ctx, int part, int nparts,
+                                    float *grad, double *loss_p)
+{
+    train_state_t *st = ctx;
+    size_t global = (size_t)st->opts->batch * (size_t)st->comm->size;
+    size_t begin, count;
+    double loss;
+    int hits;
+
+    if (nparts <= 0 || part < 0 || part >= nparts ||
+        global % (size_t)nparts != 0 ||
+        global / (size_t)nparts > (size_t)st->opts->batch) {
+        train_error("gradient of part %d of %d: the global batch of %zu "
+                    "must split into equal parts of at most --batch %d",
+                    part, nparts, global, st->opts->batch);
+        return GCX_ERR_INVALID;
+    }
+    count = global / (size_t)nparts;
+    begin = train_shard_offset((int)st->step_in_epoch, st->opts->batch, 0,
+                               st->comm->size) +
+            (size_t)part * count;
+    train_dataset_gather(st->train, st->perm + begin, count, st->x, st->y);
+    train_net_loss_grad(&st->net, st->params, st->x, st->y, (int)count, grad,
+                        &loss, &hits);
+    st->loss_sum += loss * (double)count;
+    st->hits += hits;
+    st->samples += (double)count;
+    *loss_p = loss;
+    return GCX_OK;
+}
+
+/* Loss and accuracy over this rank's part of the test set, summed. */
+static gcx_status_t train_evaluate(train_state_t *st, double *loss_p,
+                                   double *acc_p)
+{
+    const train_dataset_t *test = st->test;
+    size_t begin, end, i, chunk = (size_t)st->net.max_batch;
+    double sums[3] = {0, 0, 0}; /* loss, hits, samples */
+    uint32_t *idx;
+    gcx_status_t status;
+
+    idx = malloc(chunk * sizeof(*idx));
+    if (idx == NULL) {
+        return GCX_ERR_NOMEM;
+    }
+    train_eval_range(test->n, st->comm->rank, st->comm->size, &begin, &end);
+    for (i = begin; i < end; i += chunk) {
+        size_t count = end - i < chunk ? end - i : chunk, j;
+        double loss;
+        int hits;
+
+        for (j = 0; j < count; j++) {
+            idx[j] = (uint32_t)(i + j);
+        }
+        train_dataset_gather(test, idx, count, st->x, st->y);
+        train_net_evaluate(&st->net, st->params, st->x, st->y, (int)count,
+                           &loss, &hits);
+        sums[0] += loss;
+        sums[1] += hits;
+        sums[2] += (double)count;
+    }
+    free(idx);
+    status = train_comm_allreduce(st->comm, sums, 3, GCX_DT_F64, GCX_OP_SUM);
+    if (status != GCX_OK) {
+        return status;
+    }
+    *loss_p = sums[2] > 0 ? sums[0] / sums[2] : 0;
+    *acc_p = sums[2] > 0 ? sums[1] / sums[2] : 0;
+    return GCX_OK;
+}
+
+static gcx_status_t train_state_init(train_state_t *st,
+                                     const train_opts_t *opts,
+                                     train_comm_t *comm,
+                                     const train_dataset_t *train,
+                                     const train_dataset_t *test)
+{
+    train_shape_t in = {1, train->rows, train->cols};
+    long spe = (long)train_steps_per_epoch(train->n, opts->batch, comm->size);
+    gcx_status_t status;
+
+    memset(st, 0, sizeof(*st));
+    st->opts = opts;
+    st->comm = comm;
+    st->train = train;
+    st->test = test;
+    if (spe == 0) {
+        train_error("a global batch of %d x %d ranks is larger than the %zu "
+                    "training samples",
+                    opts->batch, comm->size, train->n);
+        return GCX_ERR_INVALID;
+    }
+    if (test->rows != train->rows || test->cols != train->cols) {
+        train_error("test images are %dx%d but training images %dx%d",
+                    test->rows, test->cols, train->rows, train->cols);
+        return GCX_ERR_MISMATCH;
+    }
+    status = train_model_build(&opts->model, in, TRAIN_NUM_CLASSES,
+                               opts->batch, &st->net);
+    if (status != GCX_OK) {
+        return status;
+    }
+    st->dim = train_shape_size(in);
+    st->params = train_falloc(st->net.nparams);
+    st->grads = train_falloc(st->net.nparams);
+    st->x = train_falloc((size_t)opts->batch * st->dim);
+    st->y = malloc((size_t)opts->batch);
+    st->perm = malloc(train->n * sizeof(*st->perm));
+    if (st->params == NULL || st->grads == NULL || st->x == NULL ||
+        st->y == NULL || st->perm == NULL) {
+        train_error("out of memory for %zu parameters", st->net.nparams);
+        return GCX_ERR_NOMEM;
+    }
+    status = train_sgd_init(&st->sgd, st->net.nparams, opts->momentum,
+                            opts->weight_decay);
+    if (status != GCX_OK) {
+        return status;
+    }
+    st->sched.kind = opts->schedule;
+    st->sched.base_lr = opts->lr;
+    st->sched.min_lr = opts->min_lr;
+    st->sched.gamma = opts->lr_gamma;
+    st->sched.step_size = lround(opts->lr_step_epochs * (double)spe);
+    if (st->sched.step_size < 1) {
+        st->sched.step_size = 1;
+    }
+    st->sched.warmup_steps = lround(opts->warmup_epochs * (double)spe);
+    st->sched.total_steps = (long)opts->epochs * spe;
+    if (opts->max_steps > 0 && opts->max_steps < st->sched.total_steps) {
+        st->sched.total_steps = opts->max_steps;
+    }
+    return train_sync_create(opts->sync, comm, st->net.nparams, &st->sync);
+}
+
+static void train_state_fini(train_state_t *st)
+{
+    train_sync_destroy(&st->sync);
+    train_sgd_fini(&st->sgd);
+    free(st->perm);
+    free(st->y);
+    train_ffree(st->x);
+    train_ffree(st->grads);
+    train_ffree(st->params);
+    train_net_destroy(&st->net);
+}
+
+/* One global step; fills @p rec. */
+static gcx_status_t train_step(train_state_t *st, long step,
+                               train_step_rec_t *rec)
+{
+    const train_grad_src_t src = {train_grad_part, st};
+    double stats[3], loss, t0, t1, t2;
+    gcx_status_t status;
+
+    st->loss_sum = st->hits = st->samples = 0;
+    t0 = train_now();
+    if (!(st->sync.ops->flags & TRAIN_SYNC_OWN_GRADIENT)) {
+        status = train_grad_part(st, st->comm->rank, st->comm->size,
+                                 st->grads, &loss);
+        if (status != GCX_OK) {
+            return status;
+        }
+    }
+    t1 = train_now();
+    st->sync.step = step;
+    memset(&rec->sync, 0, sizeof(rec->sync));
+    status = st->sync.ops->exchange(&st->sync, st->grads, &src, &rec->sync);
+    if (status != GCX_OK) {
+        train_error("sync mode %s failed at step %ld: %s",
+                    st->sync.ops->name, step, gcx_strerror(status));
+        return status;
+    }
+    t2 = train_now();
+    rec->lr = train_sched_lr(&st->sched, step);
+    train_sgd_step(&st->sgd, st->params, st->grads, rec->lr);
+
+    stats[0] = st->loss_sum;
+    stats[1] = st->hits;
+    stats[2] = st->samples;
+    status = train_comm_allreduce(st->comm, stats, 3, GCX_DT_F64, GCX_OP_SUM);
+    if (status != GCX_OK) {
+        return status;
+    }
+    rec->step = step;
+    rec->loss = stats[2] > 0 ? stats[0] / stats[2] : 0;
+    rec->acc = stats[2] > 0 ? stats[1] / stats[2] : 0;
+    rec->compute_s = t1 - t0;
+    rec->sync_s = t2 - t1;
+    rec->step_s = train_now() - t0;
+    if (!isfinite(rec->loss)) {
+        train_error("the loss is %g at step %ld: training diverged (try a "
+                    "lower --lr)",
+                    rec->loss, step);
+        return GCX_ERR_RANGE;
+    }
+    return GCX_OK;
+}
+
+gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
+                       const train_dataset_t *train,
+                       const train_dataset_t *test, train_result_t *result_p)
+{
+    long spe = (long)train_steps_per_epoch(train->n, opts->batch,
+                                           comm->size > 0 ? comm->size : 1);
+    train_result_t res;
+    train_report_t rep;
+    train_state_t st;
+    gcx_status_t status;
+    double t_start, bytes[2];
+    long step = 0;
+    int epoch, done = 0;
+
+    memset(&res, 0, sizeof(res));
+    memset(&rep, 0, sizeof(rep));
+    res.time_to_target_s = -1;
+    status = train_state_init(&st, opts, comm, train, test);
+    if (status != GCX_OK) {
+        goto out;
+    }
+    res.world = comm->size;
+    res.nparams = st.net.nparams;
+    snprintf(res.model_desc, sizeof(res.model_desc), "%s", st.net.desc);
+    res.epochs = calloc((size_t)opts->epochs, sizeof(*res.epochs));
+    if (res.epochs == NULL) {
+        status = GCX_ERR_NOMEM;
+        goto out;
+    }
+    train_net_init_params(&st.net, st.params, opts->seed);
+    status = train_comm_broadcast(comm, st.params, st.net.nparams, GCX_DT_F32,
+                                  0);
+    if (status == GCX_OK) {
+        status = train_check_identical(comm, st.params, st.net.nparams, 0);
+    }
+    if (status != GCX_OK) {
+        goto out;
+    }
+    status = train_report_open(&rep, opts, comm->rank, spe, stdout);
+    status = train_agree(comm, status);
+    if (status != GCX_OK) {
+        goto out_report;
+    }
+
+    t_start = train_now();
+    for (epoch = 1; epoch <= opts->epochs && !done; epoch++) {
+        train_epoch_rec_t *er = &res.epochs[res.nepochs];
+        double ep_loss = 0, ep_hits = 0, ep_samples = 0;
+
+        train_epoch_permutation(opts->seed, epoch - 1, st.perm, train->n);
+        for (st.step_in_epoch = 0; st.step_in_epoch < spe;
+             st.step_in_epoch++) {
+            train_step_rec_t rec;
+
+            status = train_step(&st, step, &rec);
+            if (status != GCX_OK) {
+                goto out_report;
+            }
+            step++;
+            ep_loss += rec.loss;
+            ep_hits += rec.acc;
+            ep_samples += 1;
+            res.bytes_sent += rec.sync.bytes_sent;
+            res.dense_bytes += rec.sync.dense_bytes;
+            if (opts->check_every > 0 && step % opts->check_every == 0) {
+                status = train_check_identical(comm, st.params,
+                                               st.net.nparams, step);
+                if (status != GCX_OK) {
+                    goto out_report;
+                }
+                res.weight_checks++;
+            }
+            rec.epoch = epoch;
+            rec.epoch_step = st.step_in_epoch;
+            rec.steps_per_epoch = spe;
+            rec.bytes_total = res.bytes_sent;
+            rec.time_s = train_now() - t_start;
+            train_report_step(&rep, &rec);
+            if (opts->max_steps > 0 && step >= opts->max_steps) {
+                done = 1;
+                break;
+            }
+        }
+        status = train_check_identical(comm, st.params, st.net.nparams, step);
+        if (status != GCX_OK) {
+            goto out_report;
+        }
+        res.weight_checks++;
+        status = train_evaluate(&st, &er->test_loss, &er->test_acc);
+        if (status != GCX_OK) {
+            goto out_report;
+        }
+        er->epoch = epoch;
+        er->steps = step;
+        er->time_s = train_now() - t_start;
+        er->train_loss = ep_samples > 0 ? ep_loss / ep_samples : 0;
+        er->train_acc = ep_samples > 0 ? ep_hits / ep_samples : 0;
+        res.nepochs++;
+        if (er->test_acc > res.best_test_acc) {
+            res.best_test_acc = er->test_acc;
+        }
+        if (opts->target_acc > 0 && res.time_to_target_s < 0 &&
+            er->test_acc >= opts->target_acc) {
+            res.time_to_target_s = er->time_s;
+            res.target_epoch = epoch;
+            if (opts->stop_at_target) {
+                done = 1;
+            }
+        }
+        train_report_epoch(&rep, er, opts->epochs);
+    }
+    res.total_time_s = train_now() - t_start;
+    res.steps = step;
+    res.final_test_acc = res.nepochs ? res.epochs[res.nepochs - 1].test_acc
+                                     : 0;
+    bytes[0] = res.bytes_sent;
+    bytes[1] = res.dense_bytes;
+    status = train_comm_allreduce(comm, bytes, 2, GCX_DT_F64, GCX_OP_SUM);
+    res.bytes_sent_all = bytes[0];
+    res.dense_bytes_all = bytes[1];
+
+out_report:
+    train_report_close(&rep);
+out:
+    train_state_fini(&st);
+    if (status == GCX_OK) {
+        *result_p = res;
+    } else {
+        train_result_free(&res);
+    }
+    return status;
+}
+
+void train_result_free(train_result_t *result)
+{
+    free(result->epochs);
+    result->epochs = NULL;
+    result->nepochs = 0;
+}
