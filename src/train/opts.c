@@ -22,7 +22,7 @@ void train_opts_default(train_opts_t *opts)
     opts->model.channels[0] = 16;
     opts->model.channels[1] = 32;
     opts->model.ksize = 5;
-    opts->epochs = 15;
+    opts->epochs = 10;
     opts->batch = 64;
     opts->lr = 0.05;
     opts->momentum = 0.9;
