@@ -22,41 +22,52 @@ typedef struct conv_priv {
     float *ybuf; /* [K][max_batch*Ho*Wo] */
 } conv_priv_t;
 
-/* col[(c*k+i)*k+j][b*HoWo + oh*Wo + ow] = in[b][c][oh+i-pad][ow+j-pad]. */
+/* Output columns [lo, hi) of a kernel column j read inside the image. */
+static void conv_valid_cols(const train_layer_t *l, int j, int *lo_p,
+                            int *hi_p)
+{
+    const conv_priv_t *p = l->priv;
+    int lo = p->pad - j, hi = l->in.w + p->pad - j;
+
+    *lo_p = lo < 0 ? 0 : (lo > l->out.w ? l->out.w : lo);
+    *hi_p = hi > l->out.w ? l->out.w : (hi < *lo_p ? *lo_p : hi);
+}
+
+/*
+ * col[(c*k+i)*k+j][b*HoWo + oh*Wo + ow] = in[b][c][oh+i-pad][ow+j-pad], or 0
+ * outside the image: per output row, one contiguous copy and two zero fills.
+ */
 static void conv_im2col(const train_layer_t *l, const float *in, int batch,
                         float *col)
 {
     const conv_priv_t *p = l->priv;
     int k = p->ksize, ho = l->out.h, wo = l->out.w;
     size_t how = (size_t)ho * wo, ncol = (size_t)batch * how;
-    int c, i, j, b, oh, ow;
+    size_t plane = (size_t)l->in.h * l->in.w;
+    int c, i, j, b, oh, lo, hi;
 
     for (c = 0; c < l->in.c; c++) {
         for (i = 0; i < k; i++) {
             for (j = 0; j < k; j++) {
                 float *row = col + ((size_t)(c * k + i) * k + j) * ncol;
 
+                conv_valid_cols(l, j, &lo, &hi);
                 for (b = 0; b < batch; b++) {
-                    const float *img = in + ((size_t)b * l->in.c + c) *
-                                                (size_t)l->in.h * l->in.w;
+                    const float *img = in + ((size_t)b * l->in.c + c) * plane;
                     float *dst = row + (size_t)b * how;
 
-                    for (oh = 0; oh < ho; oh++) {
+                    for (oh = 0; oh < ho; oh++, dst += wo) {
                         int ih = oh + i - p->pad;
 
                         if (ih < 0 || ih >= l->in.h) {
-                            memset(dst + (size_t)oh * wo, 0,
-                                   (size_t)wo * sizeof(float));
+                            memset(dst, 0, (size_t)wo * sizeof(float));
                             continue;
                         }
-                        for (ow = 0; ow < wo; ow++) {
-                            int iw = ow + j - p->pad;
-
-                            dst[(size_t)oh * wo + ow] =
-                                (iw >= 0 && iw < l->in.w)
-                                    ? img[(size_t)ih * l->in.w + iw]
-                                    : 0.0f;
-                        }
+                        memset(dst, 0, (size_t)lo * sizeof(float));
+                        memcpy(dst + lo,
+                               img + (size_t)ih * l->in.w + lo + j - p->pad,
+                               (size_t)(hi - lo) * sizeof(float));
+                        memset(dst + hi, 0, (size_t)(wo - hi) * sizeof(float));
                     }
                 }
             }
@@ -64,14 +75,15 @@ static void conv_im2col(const train_layer_t *l, const float *in, int batch,
     }
 }
 
-/* Inverse scatter of conv_im2col: din += col, din zeroed first. */
+/* Inverse scatter of conv_im2col: din = sum of the columns that read it. */
 static void conv_col2im(const train_layer_t *l, const float *col, int batch,
                         float *din)
 {
     const conv_priv_t *p = l->priv;
     int k = p->ksize, ho = l->out.h, wo = l->out.w;
     size_t how = (size_t)ho * wo, ncol = (size_t)batch * how;
-    int c, i, j, b, oh, ow;
+    size_t plane = (size_t)l->in.h * l->in.w;
+    int c, i, j, b, oh, q, lo, hi;
 
     memset(din, 0, (size_t)batch * train_shape_size(l->in) * sizeof(float));
     for (c = 0; c < l->in.c; c++) {
@@ -79,24 +91,21 @@ static void conv_col2im(const train_layer_t *l, const float *col, int batch,
             for (j = 0; j < k; j++) {
                 const float *row = col + ((size_t)(c * k + i) * k + j) * ncol;
 
+                conv_valid_cols(l, j, &lo, &hi);
                 for (b = 0; b < batch; b++) {
-                    float *img = din + ((size_t)b * l->in.c + c) *
-                                           (size_t)l->in.h * l->in.w;
+                    float *img = din + ((size_t)b * l->in.c + c) * plane;
                     const float *src = row + (size_t)b * how;
 
-                    for (oh = 0; oh < ho; oh++) {
+                    for (oh = 0; oh < ho; oh++, src += wo) {
                         int ih = oh + i - p->pad;
+                        float *dst;
 
                         if (ih < 0 || ih >= l->in.h) {
                             continue;
                         }
-                        for (ow = 0; ow < wo; ow++) {
-                            int iw = ow + j - p->pad;
-
-                            if (iw >= 0 && iw < l->in.w) {
-                                img[(size_t)ih * l->in.w + iw] +=
-                                    src[(size_t)oh * wo + ow];
-                            }
+                        dst = img + (size_t)ih * l->in.w + lo + j - p->pad;
+                        for (q = 0; q < hi - lo; q++) {
+                            dst[q] += src[lo + q];
                         }
                     }
                 }
