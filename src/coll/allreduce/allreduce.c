@@ -1,0 +1,88 @@
+/*
+ * allreduce.c - dense allreduce: argument checks, the algorithm table and
+ * selection.
+ *
+ * auto: recursive doubling (latency-optimal) up to GCX_ALLREDUCE_SMALL_MSG
+ * bytes, ring reduce-scatter + allgather (bandwidth-optimal) above;
+ * GCX_ALLREDUCE_ALGO forces one. A new algorithm = one file + one row.
+ */
+#include "coll/coll.h"
+
+
+typedef gcx_task_t *(*gcx_allreduce_create_fn_t)(gcx_comm_t *comm,
+                                                 const void *sendbuf,
+                                                 void *recvbuf, size_t count,
+                                                 gcx_dtype_t dtype,
+                                                 gcx_op_t op);
+
+typedef struct gcx_allreduce_algo {
+    int                       id; /* GCX_ALLREDUCE_ALGO value */
+    const char               *name;
+    const char               *desc;
+    gcx_allreduce_create_fn_t create;
+} gcx_allreduce_algo_t;
+
+static const gcx_allreduce_algo_t gcx_allreduce_algos[] = {
+    {GCX_ALLREDUCE_ALGO_RECURSIVE_DOUBLING, "recursive_doubling",
+     "log2(P) full-vector exchanges; small messages",
+     gcx_allreduce_rd_create},
+    {GCX_ALLREDUCE_ALGO_RING, "ring",
+     "pipelined ring reduce-scatter + allgather; large messages",
+     gcx_allreduce_ring_create},
+};
+
+static const gcx_allreduce_algo_t *gcx_allreduce_select(const gcx_comm_t *comm,
+                                                        size_t bytes)
+{
+    int id = comm->config.allreduce_algo;
+    size_t i;
+
+    if (comm->size == 1) {
+        id = GCX_ALLREDUCE_ALGO_RECURSIVE_DOUBLING; /* copies, if anything */
+    } else if (id == GCX_ALLREDUCE_ALGO_AUTO) {
+        id = bytes <= comm->config.allreduce_small_msg ?
+                 GCX_ALLREDUCE_ALGO_RECURSIVE_DOUBLING :
+                 GCX_ALLREDUCE_ALGO_RING;
+    }
+    for (i = 0; i < sizeof(gcx_allreduce_algos) / sizeof(gcx_allreduce_algos[0]);
+         ++i) {
+        if (gcx_allreduce_algos[i].id == id) {
+            return &gcx_allreduce_algos[i];
+        }
+    }
+    return &gcx_allreduce_algos[0];
+}
+
+gcx_status_t gcx_allreduce(gcx_comm_t *comm, const void *sendbuf,
+                           void *recvbuf, size_t count, gcx_dtype_t dtype,
+                           gcx_op_t op, gcx_request_t **req_p)
+{
+    const gcx_allreduce_algo_t *algo;
+    gcx_coll_signature_t        signature = {0};
+    gcx_task_t                 *task;
+    size_t                      bytes;
+
+    if (comm == NULL || gcx_reduce_fn(dtype, op) == NULL ||
+        (count > 0 && (recvbuf == NULL || sendbuf == NULL))) {
+        gcx_error("gcx_allreduce: invalid arguments (comm %p, type %d, op %d, "
+                  "count %zu, buffers %p -> %p)",
+                  (void *)comm, (int)dtype, (int)op, count, sendbuf, recvbuf);
+        return GCX_ERR_INVALID;
+    }
+    if (sendbuf == GCX_IN_PLACE) {
+        sendbuf = recvbuf;
+    }
+    bytes = count * gcx_dtype_size(dtype);
+    algo = gcx_allreduce_select(comm, bytes);
+    gcx_debug("allreduce #%u: %zu x %s %s -> %s", comm->seq, count,
+              gcx_dtype_name(dtype), gcx_op_name(op), algo->name);
+    task = algo->create(comm, sendbuf, recvbuf, count, dtype, op);
+    if (task == NULL) {
+        return GCX_ERR_NOMEM;
+    }
+    signature.coll  = GCX_COLL_ALLREDUCE;
+    signature.count = count;
+    signature.dtype = dtype;
+    signature.op    = op;
+    return gcx_coll_submit_checked(comm, task, &signature, req_p);
+}

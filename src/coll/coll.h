@@ -1,0 +1,160 @@
+/*
+ * coll.h - what every collective algorithm shares: tags, request checks,
+ * block layout, the argument check, and the tasks other collectives reuse
+ * (recursive doubling, the ring pipeline).
+ */
+#ifndef GCX_COLL_H
+#define GCX_COLL_H
+
+#include "core/comm.h"
+#include "core/log.h"
+#include "core/task.h"
+#include "reduce.h"
+
+#include <gcx/gcx.h>
+#include <stdint.h>
+
+/** Tag of step @p step of @p task for a message sent by @p src. */
+static inline uint64_t gcx_coll_tag(const gcx_task_t *task, uint32_t step,
+                                    int src)
+{
+    return gcx_tl_tag(task->comm->id, task->seq, task->step_base + step,
+                      (uint32_t)src);
+}
+
+/**
+ * State of a transfer with @p peer: 1 done, 0 in flight, -1 failed (then
+ * task->status holds why: the transfer's error, GCX_ERR_PEER when the peer's
+ * connection is lost, GCX_ERR_MISMATCH when a receive got other than
+ * @p expected bytes; pass SIZE_MAX for sends).
+ */
+int gcx_coll_req_state(gcx_task_t *task, gcx_tl_req_t *req, int peer,
+                       size_t expected);
+
+/** Post a contiguous send/recv; on failure sets task->status, returns it. */
+gcx_status_t gcx_coll_send(gcx_task_t *task, int peer, uint32_t step,
+                           const void *buf, size_t len, gcx_tl_req_t *req);
+gcx_status_t gcx_coll_recv(gcx_task_t *task, int peer, uint32_t step,
+                           void *buf, size_t len, gcx_tl_req_t *req);
+
+/** Even split of @p count elements into @p nblocks blocks; block @p b. */
+static inline void gcx_coll_block(size_t count, int nblocks, int b,
+                                  size_t *offset_p, size_t *len_p)
+{
+    size_t base = count / (size_t)nblocks, extra = count % (size_t)nblocks;
+    size_t ub   = (size_t)b;
+
+    *offset_p = ub * base + (ub < extra ? ub : extra);
+    *len_p    = base + (ub < extra ? 1 : 0);
+}
+
+static inline int gcx_coll_mod(int a, int n)
+{
+    int m = a % n;
+    return m < 0 ? m + n : m;
+}
+
+/* ---- argument agreement (check.c) ----------------------------------------- */
+
+/** What every rank must agree on; hashed arrays go into @p extra. */
+typedef struct gcx_coll_signature {
+    uint32_t coll;  /* which collective */
+    uint64_t count; /* element count (or a hash of per-rank counts) */
+    int      dtype;
+    int      op;
+    int      root;
+    uint64_t extra; /* hash of per-rank arrays, 0 if none */
+    int      local_error; /* nonzero: this rank's arguments are inconsistent */
+} gcx_coll_signature_t;
+
+enum {
+    GCX_COLL_ALLREDUCE = 1,
+    GCX_COLL_BCAST,
+    GCX_COLL_ALLGATHER,
+    GCX_COLL_ALLGATHERV,
+    GCX_COLL_ALLTOALLV,
+    GCX_COLL_BARRIER,
+    GCX_COLL_INTERNAL, /* first id for collectives of later layers */
+};
+
+/** FNV-1a over bytes, for gcx_coll_signature_t.extra. */
+uint64_t gcx_coll_hash(uint64_t hash, const void *data, size_t len);
+
+/**
+ * A task that fails with GCX_ERR_MISMATCH on every rank when the ranks'
+ * signatures differ or any rank reports a local error (signature's
+ * local_error, or *local_error when not NULL, read when the task starts:
+ * that is how a check placed after an exchange learns what it saw).
+ */
+gcx_task_t *gcx_coll_check_create(gcx_comm_t *comm,
+                                  const gcx_coll_signature_t *signature,
+                                  const int *local_error);
+
+/**
+ * Wrap @p task in a schedule behind the argument check (if GCX_CHECK_ARGS)
+ * and submit it. Frees @p task on failure.
+ */
+gcx_status_t gcx_coll_submit_checked(gcx_comm_t *comm, gcx_task_t *task,
+                                     const gcx_coll_signature_t *signature,
+                                     gcx_request_t **req_p);
+
+/* ---- recursive doubling allreduce engine (allreduce/allreduce_rd.c) ------- */
+
+typedef struct gcx_rd {
+    gcx_task_t     *task;
+    void           *buf;   /* in/out */
+    void           *tmp;   /* bytes of scratch */
+    size_t          count;
+    size_t          bytes;
+    gcx_dtype_t     dtype;
+    gcx_reduce_fn_t reduce;
+    int             phase;
+    int             mask;
+    int             p2, rem, vrank;
+    int             partner;
+    int             posted;
+    gcx_tl_req_t    sreq, rreq;
+} gcx_rd_t;
+
+/** Start; returns via task->status only on failure. */
+void gcx_rd_start(gcx_rd_t *rd, gcx_task_t *task, void *buf, void *tmp,
+                  size_t count, gcx_dtype_t dtype, gcx_op_t op);
+
+/** 1 when done, 0 in progress, -1 failed (task->status says why). */
+int gcx_rd_progress(gcx_rd_t *rd);
+
+/* ---- ring pipeline (ring.c): reduce-scatter or allgather ------------------ */
+
+typedef enum gcx_ring_mode {
+    GCX_RING_REDUCE_SCATTER, /* recv into scratch, buf[b] = src[b] op tmp */
+    GCX_RING_ALLGATHER,      /* recv straight into buf */
+} gcx_ring_mode_t;
+
+/**
+ * New ring task over blocks (counts/displs in elements, copied). Rank r
+ * at step k sends block (r + shift - k) and receives (r + shift - k - 1).
+ * Reduce-scatter: afterwards rank r holds block (r + shift + 1) mod P
+ * reduced, so an allgather with shift + 1 spreads it. Reduce-scatter: @p src is the rank's input
+ * (== buf in place). Allgather: if @p src is neither NULL nor buf, the
+ * rank's own block is copied from src into buf when the task starts.
+ */
+gcx_task_t *gcx_ring_create(gcx_comm_t *comm, gcx_ring_mode_t mode, void *buf,
+                            const void *src, const size_t *counts,
+                            const size_t *displs, gcx_dtype_t dtype,
+                            gcx_op_t op, int shift);
+
+/* ---- algorithm constructors ----------------------------------------------- */
+
+gcx_task_t *gcx_allreduce_rd_create(gcx_comm_t *comm, const void *sendbuf,
+                                    void *recvbuf, size_t count,
+                                    gcx_dtype_t dtype, gcx_op_t op);
+gcx_task_t *gcx_allreduce_ring_create(gcx_comm_t *comm, const void *sendbuf,
+                                      void *recvbuf, size_t count,
+                                      gcx_dtype_t dtype, gcx_op_t op);
+gcx_task_t *gcx_bcast_binomial_create(gcx_comm_t *comm, void *buf,
+                                      size_t bytes, int root);
+gcx_task_t *gcx_bcast_chain_create(gcx_comm_t *comm, void *buf, size_t bytes,
+                                   int root);
+gcx_task_t *gcx_barrier_dissemination_create(gcx_comm_t *comm);
+
+#endif

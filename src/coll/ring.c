@@ -1,0 +1,276 @@
+/*
+ * ring.c - the ring pipeline shared by reduce-scatter and allgather.
+ *
+ * Idea: P-1 steps; at step k rank r sends block (r+shift-k) to r+1 and
+ * receives block (r+shift-k-1) from r-1. Each block is cut into chunks of
+ * GCX_PIPELINE_CHUNK bytes and the chunks flow independently: chunk c of
+ * step k is forwarded as soon as chunk c of step k-1 has arrived (and, for
+ * reduce-scatter, been reduced), so communication of one chunk overlaps the
+ * reduction of the next and a block never waits for a whole block.
+ *
+ *  - allgather mode receives straight into the user's buffer (zero copy)
+ *    and sends straight from it;
+ *  - reduce-scatter mode receives into a few chunk-sized scratch slots
+ *    (cache-resident) and reduces buf[b] = src[b] op slot, so the user's
+ *    input is read in place and never copied.
+ *
+ * Cost per rank: (P-1)/P·n bytes sent and received per mode, i.e. ring
+ * allreduce = 2(P-1)/P·n·β + (P-1)/P·n·γ + 2(P-1)·α·chunks — bandwidth-
+ * optimal. progress() handles at most the chunks that are ready, a bounded
+ * amount of work proportional to the window sizes.
+ */
+#include "coll.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define GCX_RING_REDUCE_SLOTS 4  /* scratch chunks in flight (reduce mode) */
+#define GCX_RING_RECV_WINDOW  8  /* receives in flight (allgather mode) */
+#define GCX_RING_SEND_WINDOW  8  /* sends in flight */
+
+typedef struct gcx_ring_task {
+    gcx_task_t      super;
+    gcx_ring_mode_t mode;
+    char           *buf;
+    const char     *src;
+    size_t         *counts; /* elements per block */
+    size_t         *displs; /* element offset per block */
+    size_t          esize;
+    gcx_reduce_fn_t reduce;
+    gcx_dtype_t     dtype;
+    int             average; /* reduce mode: divide the owned block by P */
+    int             shift;
+    int             left, right;
+    size_t          chunk;   /* elements per chunk */
+    size_t          nchunks; /* per step */
+    size_t          total;   /* units = (P-1)·nchunks */
+    size_t          recv_posted, recv_done, send_posted, send_done;
+    int             recv_window;
+    char           *slots;   /* reduce mode: recv_window chunks */
+    gcx_tl_req_t    rreqs[GCX_RING_RECV_WINDOW];
+    gcx_tl_req_t    sreqs[GCX_RING_SEND_WINDOW];
+} gcx_ring_task_t;
+
+/* Block and element range of unit u for a send (is_send) or a receive. */
+static void gcx_ring_unit(const gcx_ring_task_t *ring, size_t u, int is_send,
+                          size_t *offset_p, size_t *len_p, uint32_t *step_p)
+{
+    int    size  = ring->super.comm->size;
+    int    rank  = ring->super.comm->rank;
+    size_t step  = u / ring->nchunks;
+    size_t c     = u % ring->nchunks;
+    int    block = gcx_coll_mod(rank + ring->shift - (int)step - (is_send ? 0 : 1),
+                                size);
+    size_t begin = c * ring->chunk;
+    size_t end   = begin + ring->chunk;
+
+    if (begin > ring->counts[block]) {
+        begin = ring->counts[block];
+    }
+    if (end > ring->counts[block]) {
+        end = ring->counts[block];
+    }
+    *offset_p = ring->displs[block] + begin;
+    *len_p    = end - begin;
+    *step_p   = (uint32_t)step;
+}
+
+static char *gcx_ring_recv_target(gcx_ring_task_t *ring, size_t u,
+                                  size_t offset)
+{
+    if (ring->mode == GCX_RING_ALLGATHER) {
+        return ring->buf + offset * ring->esize;
+    }
+    return ring->slots + (u % (size_t)ring->recv_window) * ring->chunk *
+                             ring->esize;
+}
+
+static void gcx_ring_progress(gcx_task_t *task)
+{
+    gcx_ring_task_t *ring = (gcx_ring_task_t *)task;
+    size_t           offset, len;
+    uint32_t         step;
+    int              busy = 1, state;
+
+    while (busy) {
+        busy = 0;
+        /* completed receives, in order; reduce mode folds them in */
+        while (ring->recv_done < ring->recv_posted) {
+            gcx_tl_req_t *req = &ring->rreqs[ring->recv_done %
+                                             (size_t)ring->recv_window];
+
+            gcx_ring_unit(ring, ring->recv_done, 0, &offset, &len, &step);
+            state = gcx_coll_req_state(task, req, ring->left, len * ring->esize);
+            if (state < 0) {
+                return;
+            }
+            if (state == 0) {
+                break;
+            }
+            if (ring->mode == GCX_RING_REDUCE_SCATTER) {
+                ring->reduce(ring->buf + offset * ring->esize,
+                             ring->src + offset * ring->esize,
+                             gcx_ring_recv_target(ring, ring->recv_done,
+                                                  offset),
+                             len);
+            }
+            ++ring->recv_done;
+            busy = 1;
+        }
+        /* completed sends, in order */
+        while (ring->send_done < ring->send_posted) {
+            state = gcx_coll_req_state(
+                task, &ring->sreqs[ring->send_done % GCX_RING_SEND_WINDOW],
+                ring->right, SIZE_MAX);
+            if (state < 0) {
+                return;
+            }
+            if (state == 0) {
+                break;
+            }
+            ++ring->send_done;
+            busy = 1;
+        }
+        /* new receives while the window has room */
+        while (ring->recv_posted < ring->total &&
+               ring->recv_posted - ring->recv_done <
+                   (size_t)ring->recv_window) {
+            size_t u = ring->recv_posted;
+
+            gcx_ring_unit(ring, u, 0, &offset, &len, &step);
+            if (gcx_coll_recv(task, ring->left, step,
+                              gcx_ring_recv_target(ring, u, offset),
+                              len * ring->esize,
+                              &ring->rreqs[u % (size_t)ring->recv_window]) <
+                0) {
+                return;
+            }
+            ++ring->recv_posted;
+            busy = 1;
+        }
+        /* new sends: step 0 is ready at once, step k needs step k-1's chunk */
+        while (ring->send_posted < ring->total &&
+               ring->send_posted - ring->send_done < GCX_RING_SEND_WINDOW &&
+               (ring->send_posted < ring->nchunks ||
+                ring->send_posted - ring->nchunks < ring->recv_done)) {
+            size_t      u = ring->send_posted;
+            const char *from;
+
+            gcx_ring_unit(ring, u, 1, &offset, &len, &step);
+            from = (ring->mode == GCX_RING_REDUCE_SCATTER && step == 0) ?
+                       ring->src : ring->buf;
+            if (gcx_coll_send(task, ring->right, step,
+                              from + offset * ring->esize, len * ring->esize,
+                              &ring->sreqs[u % GCX_RING_SEND_WINDOW]) < 0) {
+                return;
+            }
+            ++ring->send_posted;
+            busy = 1;
+        }
+    }
+    if (ring->recv_done == ring->total && ring->send_done == ring->total) {
+        if (ring->average) {
+            int owned = gcx_coll_mod(task->comm->rank + ring->shift + 1,
+                                     task->comm->size);
+            gcx_reduce_divide(ring->buf + ring->displs[owned] * ring->esize,
+                              ring->counts[owned], ring->dtype,
+                              task->comm->size);
+        }
+        task->status = GCX_OK;
+    }
+}
+
+static void gcx_ring_post(gcx_task_t *task)
+{
+    gcx_ring_task_t *ring = (gcx_ring_task_t *)task;
+    gcx_comm_t      *comm = task->comm;
+    size_t           maxcount = 0;
+    int              b;
+
+    for (b = 0; b < comm->size; ++b) {
+        if (ring->counts[b] > maxcount) {
+            maxcount = ring->counts[b];
+        }
+    }
+    ring->chunk = comm->config.pipeline_chunk / ring->esize;
+    if (ring->chunk == 0) {
+        ring->chunk = 1;
+    }
+    ring->nchunks = maxcount == 0 ? 1 : (maxcount + ring->chunk - 1) / ring->chunk;
+    if (ring->chunk > maxcount && maxcount > 0) {
+        ring->chunk = maxcount;
+    }
+    ring->total = (size_t)(comm->size - 1) * ring->nchunks;
+    ring->left  = gcx_coll_mod(comm->rank - 1, comm->size);
+    ring->right = gcx_coll_mod(comm->rank + 1, comm->size);
+    ring->recv_posted = ring->recv_done = 0;
+    ring->send_posted = ring->send_done = 0;
+    if (ring->mode == GCX_RING_REDUCE_SCATTER) {
+        ring->recv_window = GCX_RING_REDUCE_SLOTS;
+        ring->slots = gcx_comm_scratch(comm, (size_t)ring->recv_window *
+                                                 ring->chunk * ring->esize +
+                                             1);
+        if (ring->slots == NULL) {
+            task->status = GCX_ERR_NOMEM;
+            return;
+        }
+    } else {
+        ring->recv_window = GCX_RING_RECV_WINDOW;
+        if (ring->src != NULL && ring->src != ring->buf) {
+            /* out-of-place allgather: the rank's own block */
+            int own = gcx_coll_mod(comm->rank + ring->shift, comm->size);
+            memcpy(ring->buf + ring->displs[own] * ring->esize, ring->src,
+                   ring->counts[own] * ring->esize);
+        }
+    }
+    gcx_ring_progress(task);
+}
+
+static void gcx_ring_finalize(gcx_task_t *task)
+{
+    gcx_ring_task_t *ring = (gcx_ring_task_t *)task;
+
+    free(ring->counts);
+    free(ring);
+}
+
+static const gcx_task_ops_t gcx_ring_ops = {
+    .name     = "ring",
+    .post     = gcx_ring_post,
+    .progress = gcx_ring_progress,
+    .finalize = gcx_ring_finalize,
+};
+
+gcx_task_t *gcx_ring_create(gcx_comm_t *comm, gcx_ring_mode_t mode, void *buf,
+                            const void *src, const size_t *counts,
+                            const size_t *displs, gcx_dtype_t dtype,
+                            gcx_op_t op, int shift)
+{
+    gcx_ring_task_t *ring = calloc(1, sizeof(*ring));
+    size_t           n    = (size_t)comm->size;
+
+    if (ring == NULL) {
+        return NULL;
+    }
+    ring->counts = malloc(2 * n * sizeof(size_t));
+    if (ring->counts == NULL) {
+        free(ring);
+        return NULL;
+    }
+    gcx_task_init(&ring->super, &gcx_ring_ops, comm);
+    ring->super.name = mode == GCX_RING_REDUCE_SCATTER ?
+                           "ring reduce-scatter" : "ring allgather";
+    ring->displs = ring->counts + n;
+    memcpy(ring->counts, counts, n * sizeof(size_t));
+    memcpy(ring->displs, displs, n * sizeof(size_t));
+    ring->mode   = mode;
+    ring->buf    = buf;
+    ring->src    = src;
+    ring->esize  = gcx_dtype_size(dtype);
+    ring->reduce = mode == GCX_RING_REDUCE_SCATTER ? gcx_reduce_fn(dtype, op) :
+                                                     NULL;
+    ring->dtype   = dtype;
+    ring->average = mode == GCX_RING_REDUCE_SCATTER && op == GCX_OP_AVG;
+    ring->shift   = shift;
+    return &ring->super;
+}

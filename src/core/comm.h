@@ -1,0 +1,53 @@
+/*
+ * comm.h - the communicator object (internal view).
+ */
+#ifndef GCX_CORE_COMM_H
+#define GCX_CORE_COMM_H
+
+#include "config.h"
+#include "task.h"
+#include "transport/transport.h"
+
+#include <gcx/gcx.h>
+#include <stdint.h>
+
+struct gcx_comm {
+    int               rank;
+    int               size;
+    uint32_t          id;     /* agreed at creation; part of every tag */
+    uint32_t          seq;    /* sequence number of the next collective */
+    struct gcx_config config;
+    gcx_tl_t         *tl;
+    gcx_status_t      error;  /* GCX_OK until the communicator fails */
+    gcx_task_t       *head;   /* active task; the queue continues via next */
+    gcx_task_t       *tail;
+    void             *scratch; /* for the active task only */
+    size_t            scratch_size;
+};
+
+/**
+ * Fail the communicator: cancel every transfer (nothing can land in a user
+ * buffer afterwards), fail every queued task with @p status. Idempotent.
+ */
+void gcx_comm_fail(gcx_comm_t *comm, gcx_status_t status);
+
+/** Scratch space of at least @p size bytes for the active task; NULL: OOM. */
+void *gcx_comm_scratch(gcx_comm_t *comm, size_t size);
+
+/** Shorthands for the transport of a communicator. */
+static inline gcx_status_t gcx_comm_send(gcx_comm_t *comm, int peer,
+                                         uint64_t tag, const gcx_iov_t *iov,
+                                         int iovcnt, gcx_tl_req_t *req)
+{
+    return comm->tl->ops->send(comm->tl, peer, tag, iov, iovcnt, req);
+}
+
+static inline gcx_status_t gcx_comm_recv(gcx_comm_t *comm, int peer,
+                                         uint64_t tag, const gcx_iov_t *iov,
+                                         int iovcnt, gcx_tl_req_t *req)
+{
+    return comm->tl->ops->recv(comm->tl, peer, tag, GCX_TL_TAG_MATCH_ALL, iov,
+                               iovcnt, req);
+}
+
+#endif

@@ -1,0 +1,144 @@
+/*
+ * transport.h - the internal transport ops table.
+ *
+ * Collectives talk to the network only through this table, so UCX (default)
+ * and raw verbs (a later addition) are interchangeable without touching
+ * src/coll. The model is tagged point-to-point messaging with caller-owned
+ * request structs:
+ *
+ *  - send/recv take an iov list that is used in place: large messages go
+ *    by rendezvous straight from/to those buffers (zero copy), so the
+ *    buffers must stay untouched until the request completes;
+ *  - a request is a gcx_tl_req_t that the caller allocates; the transport
+ *    sets status (GCX_INPROGRESS -> final) and, for receives, the length
+ *    and tag that matched; the caller polls req->status after progress();
+ *  - tags are 64 bits built by gcx_tl_tag() (comm id, collective sequence,
+ *    step, source), so a message of an old collective is recognisable;
+ *  - abort() cancels everything outstanding and returns only when no request
+ *    can touch a user buffer any more; afterwards the transport is dead.
+ *
+ * Room for the next transports and early-completion collectives: an active
+ * message entry (am_send / am_handler with a drop option, DESIGN §4) and
+ * memory registration slot in here without changing the existing entries.
+ */
+#ifndef GCX_TRANSPORT_H
+#define GCX_TRANSPORT_H
+
+#include <gcx/gcx.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct gcx_tl gcx_tl_t;
+
+/** One contiguous piece of a message. */
+typedef struct gcx_iov {
+    void  *buffer;
+    size_t length;
+} gcx_iov_t;
+
+/** Caller-owned request; fields below the line are the transport's. */
+typedef struct gcx_tl_req {
+    gcx_status_t status; /**< GCX_INPROGRESS until done, then final status */
+    size_t       length; /**< recv: bytes that arrived */
+    uint64_t     tag;    /**< recv: the tag that matched */
+    /* ---- transport private ---- */
+    void              *impl;
+    int                is_recv;
+    struct gcx_tl_req *prev, *next;
+} gcx_tl_req_t;
+
+/* Tag layout: | comm id 12 | sequence 20 | step 16 | source 16 | */
+#define GCX_TL_TAG_SRC_BITS   16
+#define GCX_TL_TAG_STEP_BITS  16
+#define GCX_TL_TAG_SEQ_BITS   20
+#define GCX_TL_TAG_COMM_BITS  12
+#define GCX_TL_TAG_MATCH_ALL  UINT64_MAX
+#define GCX_TL_MAX_RANKS      (1 << GCX_TL_TAG_SRC_BITS)
+
+static inline uint64_t gcx_tl_tag(uint32_t comm_id, uint32_t seq,
+                                  uint32_t step, uint32_t src)
+{
+    const uint64_t seq_mask  = (1u << GCX_TL_TAG_SEQ_BITS) - 1;
+    const uint64_t comm_mask = (1u << GCX_TL_TAG_COMM_BITS) - 1;
+
+    return ((comm_id & comm_mask) << 52) | ((seq & seq_mask) << 32) |
+           ((uint64_t)(step & 0xffffu) << 16) | (src & 0xffffu);
+}
+
+static inline uint32_t gcx_tl_tag_src(uint64_t tag)
+{
+    return (uint32_t)(tag & 0xffffu);
+}
+
+static inline uint32_t gcx_tl_tag_step(uint64_t tag)
+{
+    return (uint32_t)((tag >> 16) & 0xffffu);
+}
+
+static inline uint32_t gcx_tl_tag_seq(uint64_t tag)
+{
+    return (uint32_t)((tag >> 32) & ((1u << GCX_TL_TAG_SEQ_BITS) - 1));
+}
+
+/** Parameters for init. */
+typedef struct gcx_tl_params {
+    int rank;
+    int size;
+    int peer_failure_detection; /* ask for fast peer-failure reports */
+} gcx_tl_params_t;
+
+/** Every entry: may it block? Only init, connect, abort and fini may. */
+typedef struct gcx_tl_ops {
+    const char *name;
+
+    /** Create the local endpoint of the transport. */
+    gcx_status_t (*init)(const gcx_tl_params_t *params, gcx_tl_t **tl_p);
+
+    /** Local address blob to exchange over the OOB; owned by the transport. */
+    gcx_status_t (*address)(gcx_tl_t *tl, const void **addr_p, size_t *len_p);
+
+    /** Connect to every rank, given every rank's address blob. */
+    gcx_status_t (*connect)(gcx_tl_t *tl, const void *const *addrs,
+                            const size_t *lens);
+
+    /** Post a tagged send of an iov list to @p peer; non-blocking. */
+    gcx_status_t (*send)(gcx_tl_t *tl, int peer, uint64_t tag,
+                         const gcx_iov_t *iov, int iovcnt, gcx_tl_req_t *req);
+
+    /** Post a tagged receive from @p peer into an iov list; non-blocking. */
+    gcx_status_t (*recv)(gcx_tl_t *tl, int peer, uint64_t tag,
+                         uint64_t tag_mask, const gcx_iov_t *iov, int iovcnt,
+                         gcx_tl_req_t *req);
+
+    /** Progress the network a bounded amount; returns events processed. */
+    int (*progress)(gcx_tl_t *tl);
+
+    /** Nonzero once the connection to @p peer is known to be lost. */
+    int (*peer_failed)(gcx_tl_t *tl, int peer);
+
+    /**
+     * Wait (up to @p seconds) until every message sent so far is delivered,
+     * then close all connections; used by communicator destroy.
+     */
+    void (*flush_close)(gcx_tl_t *tl, double seconds);
+
+    /** Cancel everything outstanding, close connections; blocks briefly. */
+    void (*abort)(gcx_tl_t *tl);
+
+    /** Release everything; outstanding requests must be gone (abort). */
+    void (*fini)(gcx_tl_t *tl);
+} gcx_tl_ops_t;
+
+/** Base of every transport object. */
+struct gcx_tl {
+    const gcx_tl_ops_t *ops;
+    int                 rank;
+    int                 size;
+};
+
+extern const gcx_tl_ops_t gcx_tl_ucx_ops;
+
+/** Ops table for a GCX_TRANSPORT value, or NULL when not built. */
+const gcx_tl_ops_t *gcx_tl_ops_find(int transport);
+
+#endif

@@ -1,0 +1,460 @@
+/*
+ * ucx_tl.c - the UCX transport (default): tagged messages over UCP.
+ *
+ * One UCP context and worker per communicator; endpoints to every rank,
+ * created from worker addresses exchanged over the OOB. Messages use
+ * ucp_tag_send_nbx / ucp_tag_recv_nbx directly on the caller's buffers: UCX
+ * picks eager (small) or rendezvous (large: cma/knem single copy on a host,
+ * zero-copy RDMA on InfiniBand), so gcx itself never stages user data.
+ *
+ * Peer failure: with GCX_UCX_ERR_MODE=peer, endpoints use
+ * UCP_ERR_HANDLING_MODE_PEER and the error callback marks the peer failed,
+ * so collectives waiting on it fail with GCX_ERR_PEER at once. UCX 1.13 has
+ * no shared-memory transport that supports that mode, so the default is
+ * none (shm + cma single-copy on a host) and a dead peer is caught by the
+ * GCX_TIMEOUT deadline that the task queue enforces. Every posted request is on an outstanding list so abort() can
+ * cancel receives, force-close endpoints (which completes sends) and wait
+ * until nothing can write into a user buffer any more.
+ *
+ * Cost per message: one UCP call and, when it does not complete at once, a
+ * UCP request taken from UCX's own pool; no allocation in gcx.
+ */
+#include "transport/transport.h"
+#include "core/log.h"
+#include "core/time.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <ucp/api/ucp.h>
+
+typedef struct gcx_tl_ucx gcx_tl_ucx_t;
+
+typedef struct gcx_tl_ucx_peer {
+    gcx_tl_ucx_t *ucx;
+    ucp_ep_h      ep;
+    int           rank;
+    int           failed;
+} gcx_tl_ucx_peer_t;
+
+struct gcx_tl_ucx {
+    gcx_tl_t           super;
+    ucp_context_h      context;
+    ucp_worker_h       worker;
+    ucp_address_t     *address;
+    size_t             address_len;
+    gcx_tl_ucx_peer_t *peers;
+    int                err_mode_peer;
+    gcx_tl_req_t       outstanding; /* list head (sentinel) */
+};
+
+static gcx_status_t gcx_tl_ucx_status(ucs_status_t status)
+{
+    switch (status) {
+    case UCS_OK:
+        return GCX_OK;
+    case UCS_INPROGRESS:
+        return GCX_INPROGRESS;
+    case UCS_ERR_CANCELED:
+        return GCX_ERR_CANCELED;
+    case UCS_ERR_MESSAGE_TRUNCATED:
+        return GCX_ERR_MISMATCH;
+    case UCS_ERR_NO_MEMORY:
+        return GCX_ERR_NOMEM;
+    case UCS_ERR_ENDPOINT_TIMEOUT:
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_UNREACHABLE:
+    case UCS_ERR_REJECTED:
+    case UCS_ERR_NOT_CONNECTED:
+    case UCS_ERR_TIMED_OUT:
+        return GCX_ERR_PEER;
+    default:
+        return GCX_ERR_TRANSPORT;
+    }
+}
+
+static void gcx_tl_ucx_track(gcx_tl_ucx_t *ucx, gcx_tl_req_t *req)
+{
+    gcx_tl_req_t *head = &ucx->outstanding;
+
+    req->next       = head->next;
+    req->prev       = head;
+    head->next->prev = req;
+    head->next      = req;
+}
+
+static void gcx_tl_ucx_untrack(gcx_tl_req_t *req)
+{
+    req->prev->next = req->next;
+    req->next->prev = req->prev;
+    req->prev = req->next = NULL;
+}
+
+static void gcx_tl_ucx_complete(gcx_tl_req_t *req, void *ucp_req,
+                                ucs_status_t status)
+{
+    req->status = gcx_tl_ucx_status(status);
+    req->impl   = NULL;
+    gcx_tl_ucx_untrack(req);
+    ucp_request_free(ucp_req);
+}
+
+static void gcx_tl_ucx_send_cb(void *request, ucs_status_t status,
+                               void *user_data)
+{
+    gcx_tl_ucx_complete(user_data, request, status);
+}
+
+static void gcx_tl_ucx_recv_cb(void *request, ucs_status_t status,
+                               const ucp_tag_recv_info_t *info,
+                               void *user_data)
+{
+    gcx_tl_req_t *req = user_data;
+
+    if (status == UCS_OK) {
+        req->length = info->length;
+        req->tag    = info->sender_tag;
+    }
+    gcx_tl_ucx_complete(req, request, status);
+}
+
+static void gcx_tl_ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    gcx_tl_ucx_peer_t *peer = arg;
+
+    (void)ep;
+    if (!peer->failed) {
+        gcx_warn("connection to rank %d lost: %s", peer->rank,
+                 ucs_status_string(status));
+    }
+    peer->failed = 1;
+}
+
+static gcx_status_t gcx_tl_ucx_init(const gcx_tl_params_t *params,
+                                    gcx_tl_t **tl_p)
+{
+    ucp_params_t        ucp_params    = {0};
+    ucp_worker_params_t worker_params = {0};
+    ucp_config_t       *ucp_config;
+    gcx_tl_ucx_t       *ucx;
+    ucs_status_t        st;
+    gcx_status_t        status;
+
+    ucx = calloc(1, sizeof(*ucx));
+    if (ucx == NULL) {
+        return GCX_ERR_NOMEM;
+    }
+    ucx->super.ops          = &gcx_tl_ucx_ops;
+    ucx->super.rank         = params->rank;
+    ucx->super.size         = params->size;
+    ucx->err_mode_peer      = params->peer_failure_detection;
+    ucx->outstanding.next   = &ucx->outstanding;
+    ucx->outstanding.prev   = &ucx->outstanding;
+    ucx->peers = calloc((size_t)params->size, sizeof(*ucx->peers));
+    if (ucx->peers == NULL) {
+        status = GCX_ERR_NOMEM;
+        goto err_free;
+    }
+
+    st = ucp_config_read(NULL, NULL, &ucp_config);
+    if (st != UCS_OK) {
+        gcx_error("ucp_config_read failed: %s", ucs_status_string(st));
+        status = GCX_ERR_TRANSPORT;
+        goto err_free_peers;
+    }
+    ucp_params.field_mask        = UCP_PARAM_FIELD_FEATURES |
+                                   UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
+    ucp_params.features          = UCP_FEATURE_TAG;
+    ucp_params.estimated_num_eps = (size_t)params->size;
+    st = ucp_init(&ucp_params, ucp_config, &ucx->context);
+    ucp_config_release(ucp_config);
+    if (st != UCS_OK) {
+        gcx_error("ucp_init failed: %s", ucs_status_string(st));
+        status = GCX_ERR_TRANSPORT;
+        goto err_free_peers;
+    }
+
+    worker_params.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    worker_params.thread_mode = UCS_THREAD_MODE_SINGLE;
+    st = ucp_worker_create(ucx->context, &worker_params, &ucx->worker);
+    if (st != UCS_OK) {
+        gcx_error("ucp_worker_create failed: %s", ucs_status_string(st));
+        status = GCX_ERR_TRANSPORT;
+        goto err_cleanup_context;
+    }
+    st = ucp_worker_get_address(ucx->worker, &ucx->address,
+                                &ucx->address_len);
+    if (st != UCS_OK) {
+        gcx_error("ucp_worker_get_address failed: %s", ucs_status_string(st));
+        status = GCX_ERR_TRANSPORT;
+        goto err_destroy_worker;
+    }
+    *tl_p = &ucx->super;
+    return GCX_OK;
+
+err_destroy_worker:
+    ucp_worker_destroy(ucx->worker);
+err_cleanup_context:
+    ucp_cleanup(ucx->context);
+err_free_peers:
+    free(ucx->peers);
+err_free:
+    free(ucx);
+    return status;
+}
+
+static gcx_status_t gcx_tl_ucx_address(gcx_tl_t *tl, const void **addr_p,
+                                       size_t *len_p)
+{
+    gcx_tl_ucx_t *ucx = (gcx_tl_ucx_t *)tl;
+
+    *addr_p = ucx->address;
+    *len_p  = ucx->address_len;
+    return GCX_OK;
+}
+
+static gcx_status_t gcx_tl_ucx_connect(gcx_tl_t *tl, const void *const *addrs,
+                                       const size_t *lens)
+{
+    gcx_tl_ucx_t *ucx = (gcx_tl_ucx_t *)tl;
+    int           i;
+
+    (void)lens;
+    for (i = 0; i < tl->size; ++i) {
+        ucp_ep_params_t ep_params = {0};
+        ucs_status_t    st;
+
+        ucx->peers[i].ucx  = ucx;
+        ucx->peers[i].rank = i;
+        ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                               UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                               UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        ep_params.address    = addrs[i];
+        ep_params.err_mode   = ucx->err_mode_peer ?
+                                   UCP_ERR_HANDLING_MODE_PEER :
+                                   UCP_ERR_HANDLING_MODE_NONE;
+        ep_params.err_handler.cb  = gcx_tl_ucx_ep_error_cb;
+        ep_params.err_handler.arg = &ucx->peers[i];
+        st = ucp_ep_create(ucx->worker, &ep_params, &ucx->peers[i].ep);
+        if (st != UCS_OK) {
+            gcx_error("ucp_ep_create to rank %d failed: %s", i,
+                      ucs_status_string(st));
+            return GCX_ERR_TRANSPORT;
+        }
+    }
+    return GCX_OK;
+}
+
+static void gcx_tl_ucx_fill_param(ucp_request_param_t *param,
+                                  const gcx_iov_t *iov, int iovcnt,
+                                  void **buffer_p, size_t *count_p)
+{
+    param->op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+    if (iovcnt == 1) {
+        param->datatype = ucp_dt_make_contig(1);
+        *buffer_p       = iov[0].buffer;
+        *count_p        = iov[0].length;
+    } else {
+        /* gcx_iov_t has ucp_dt_iov_t's layout; the array must live until
+         * completion, which the collectives guarantee */
+        param->datatype = ucp_dt_make_iov();
+        *buffer_p       = (void *)iov;
+        *count_p        = (size_t)iovcnt;
+    }
+}
+
+/* The request is tracked before posting, since UCX may run the completion
+ * callback before the posting call returns. */
+static gcx_status_t gcx_tl_ucx_post_result(gcx_tl_req_t *req,
+                                           ucs_status_ptr_t sp)
+{
+    if (sp == NULL) {
+        gcx_tl_ucx_untrack(req);
+        req->status = GCX_OK;
+        return GCX_OK;
+    }
+    if (UCS_PTR_IS_ERR(sp)) {
+        gcx_tl_ucx_untrack(req);
+        req->status = gcx_tl_ucx_status(UCS_PTR_STATUS(sp));
+        return req->status;
+    }
+    if (req->status == GCX_INPROGRESS) {
+        req->impl = sp;
+    }
+    return GCX_OK;
+}
+
+static gcx_status_t gcx_tl_ucx_send(gcx_tl_t *tl, int peer, uint64_t tag,
+                                    const gcx_iov_t *iov, int iovcnt,
+                                    gcx_tl_req_t *req)
+{
+    gcx_tl_ucx_t       *ucx   = (gcx_tl_ucx_t *)tl;
+    ucp_request_param_t param = {0};
+    ucs_status_ptr_t    sp;
+    void               *buffer;
+    size_t              count;
+
+    req->status  = GCX_INPROGRESS;
+    req->is_recv = 0;
+    req->impl    = NULL;
+    if (ucx->peers[peer].failed || ucx->peers[peer].ep == NULL) {
+        req->status = GCX_ERR_PEER;
+        return GCX_ERR_PEER;
+    }
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send      = gcx_tl_ucx_send_cb;
+    param.user_data    = req;
+    gcx_tl_ucx_fill_param(&param, iov, iovcnt, &buffer, &count);
+    gcx_tl_ucx_track(ucx, req);
+    sp = ucp_tag_send_nbx(ucx->peers[peer].ep, buffer, count, tag, &param);
+    return gcx_tl_ucx_post_result(req, sp);
+}
+
+static gcx_status_t gcx_tl_ucx_recv(gcx_tl_t *tl, int peer, uint64_t tag,
+                                    uint64_t tag_mask, const gcx_iov_t *iov,
+                                    int iovcnt, gcx_tl_req_t *req)
+{
+    gcx_tl_ucx_t       *ucx   = (gcx_tl_ucx_t *)tl;
+    ucp_request_param_t param = {0};
+    ucs_status_ptr_t    sp;
+    void               *buffer;
+    size_t              count;
+
+    (void)peer; /* the source is part of the tag */
+    req->status  = GCX_INPROGRESS;
+    req->is_recv = 1;
+    req->impl    = NULL;
+    req->length  = 0;
+    /* UCX 1.13 leaves recv_info unset on immediate completion, so the
+     * length and tag always come through the callback */
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FIELD_USER_DATA |
+                         UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    param.cb.recv      = gcx_tl_ucx_recv_cb;
+    param.user_data    = req;
+    gcx_tl_ucx_fill_param(&param, iov, iovcnt, &buffer, &count);
+    gcx_tl_ucx_track(ucx, req);
+    sp = ucp_tag_recv_nbx(ucx->worker, buffer, count, tag, tag_mask, &param);
+    return gcx_tl_ucx_post_result(req, sp);
+}
+
+static int gcx_tl_ucx_progress(gcx_tl_t *tl)
+{
+    gcx_tl_ucx_t *ucx = (gcx_tl_ucx_t *)tl;
+
+    return (int)ucp_worker_progress(ucx->worker);
+}
+
+static int gcx_tl_ucx_peer_failed(gcx_tl_t *tl, int peer)
+{
+    return ((gcx_tl_ucx_t *)tl)->peers[peer].failed;
+}
+
+/* Waits for a UCP request (flush or close) with a deadline; 1 if done. */
+static int gcx_tl_ucx_wait_until(gcx_tl_ucx_t *ucx, ucs_status_ptr_t sp,
+                                 double deadline)
+{
+    if (sp == NULL || UCS_PTR_IS_ERR(sp)) {
+        return 1;
+    }
+    while (ucp_request_check_status(sp) == UCS_INPROGRESS) {
+        ucp_worker_progress(ucx->worker);
+        if (gcx_time_now() > deadline) {
+            return 0;
+        }
+    }
+    ucp_request_free(sp);
+    return 1;
+}
+
+static void gcx_tl_ucx_close_eps(gcx_tl_ucx_t *ucx, int force, double seconds)
+{
+    double deadline = gcx_time_now() + seconds;
+    int    i;
+
+    for (i = 0; i < ucx->super.size; ++i) {
+        ucp_request_param_t param = {0};
+        ucs_status_ptr_t    sp;
+
+        if (ucx->peers[i].ep == NULL) {
+            continue;
+        }
+        /* a failed endpoint may only be closed with FORCE */
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags = (force || ucx->peers[i].failed) ?
+                          UCP_EP_CLOSE_FLAG_FORCE : 0;
+        sp = ucp_ep_close_nbx(ucx->peers[i].ep, &param);
+        ucx->peers[i].ep = NULL;
+        if (!gcx_tl_ucx_wait_until(ucx, sp, deadline)) {
+            gcx_debug("closing the endpoint to rank %d did not finish", i);
+        }
+    }
+}
+
+static void gcx_tl_ucx_flush_close(gcx_tl_t *tl, double seconds)
+{
+    gcx_tl_ucx_t       *ucx   = (gcx_tl_ucx_t *)tl;
+    ucp_request_param_t param = {0};
+    double              deadline = gcx_time_now() + seconds;
+
+    if (!gcx_tl_ucx_wait_until(ucx, ucp_worker_flush_nbx(ucx->worker, &param),
+                               deadline)) {
+        gcx_warn("flushing outstanding messages took over %.1f s; closing",
+                 seconds);
+        gcx_tl_ucx_close_eps(ucx, 1, 1.0);
+        return;
+    }
+    gcx_tl_ucx_close_eps(ucx, 0, seconds);
+}
+
+static void gcx_tl_ucx_abort(gcx_tl_t *tl)
+{
+    gcx_tl_ucx_t *ucx      = (gcx_tl_ucx_t *)tl;
+    double        deadline = gcx_time_now() + 5.0;
+    gcx_tl_req_t *req, *next;
+
+    /* cancelling may complete (and unlink) the request at once */
+    for (req = ucx->outstanding.next; req != &ucx->outstanding; req = next) {
+        next = req->next;
+        if (req->is_recv && req->impl != NULL) {
+            ucp_request_cancel(ucx->worker, req->impl);
+        }
+    }
+    gcx_tl_ucx_close_eps(ucx, 1, 2.0);
+    while (ucx->outstanding.next != &ucx->outstanding) {
+        ucp_worker_progress(ucx->worker);
+        if (gcx_time_now() > deadline) {
+            gcx_error("transfers still outstanding after abort");
+            break;
+        }
+    }
+}
+
+static void gcx_tl_ucx_fini(gcx_tl_t *tl)
+{
+    gcx_tl_ucx_t *ucx = (gcx_tl_ucx_t *)tl;
+
+    if (ucx->outstanding.next != &ucx->outstanding) {
+        gcx_tl_ucx_abort(tl);
+    }
+    gcx_tl_ucx_close_eps(ucx, 1, 1.0);
+    ucp_worker_release_address(ucx->worker, ucx->address);
+    ucp_worker_destroy(ucx->worker);
+    ucp_cleanup(ucx->context);
+    free(ucx->peers);
+    free(ucx);
+}
+
+const gcx_tl_ops_t gcx_tl_ucx_ops = {
+    .name        = "ucx",
+    .init        = gcx_tl_ucx_init,
+    .address     = gcx_tl_ucx_address,
+    .connect     = gcx_tl_ucx_connect,
+    .send        = gcx_tl_ucx_send,
+    .recv        = gcx_tl_ucx_recv,
+    .progress    = gcx_tl_ucx_progress,
+    .peer_failed = gcx_tl_ucx_peer_failed,
+    .flush_close = gcx_tl_ucx_flush_close,
+    .abort       = gcx_tl_ucx_abort,
+    .fini        = gcx_tl_ucx_fini,
+};
