@@ -8,18 +8,26 @@
 #include <stdlib.h>
 
 /*
- * Interim, until the dense collectives land in libgcx: the references are
- * weak, so gcx-train links against a library that does not define them yet
- * and then runs as one process. Remove once libgcx has them.
+ * Variables by which a launcher tells a process its rank (DESIGN.md 2). With
+ * none of them set, gcx-train is a plain single process.
  */
-#pragma weak gcx_comm_create
-#pragma weak gcx_comm_destroy
-#pragma weak gcx_comm_rank
-#pragma weak gcx_comm_size
-#pragma weak gcx_allreduce
-#pragma weak gcx_broadcast
-#pragma weak gcx_dtype_name
-#pragma weak gcx_op_name
+static const char *const train_rank_vars[] = {
+    "GCX_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+    "SLURM_PROCID",
+};
+
+static int train_launched(void)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(train_rank_vars) / sizeof(train_rank_vars[0]);
+         i++) {
+        if (getenv(train_rank_vars[i]) != NULL) {
+            return 1;
+        }
+    }
+    return 0;
+}
 
 void train_comm_local(train_comm_t *tc)
 {
@@ -30,19 +38,13 @@ void train_comm_local(train_comm_t *tc)
 
 gcx_status_t train_comm_open(train_comm_t *tc)
 {
-    const char *world = getenv("GCX_WORLD_SIZE");
     gcx_comm_t *comm;
     gcx_status_t status;
 
-    if (gcx_comm_create == NULL) {
-        if (world != NULL && atoi(world) > 1) {
-            train_error("this libgcx has no communicator yet; cannot run "
-                        "%s ranks",
-                        world);
-            return GCX_ERR_UNSUPPORTED;
-        }
-        train_info("this libgcx has no communicator yet: running as one "
-                   "process");
+    if (!train_launched()) {
+        train_info("no launcher environment (GCX_RANK, RANK, ...): one "
+                   "process without a communicator; use gcxrun -n N for N "
+                   "ranks");
         train_comm_local(tc);
         return GCX_OK;
     }

@@ -24,7 +24,8 @@ void train_comm_local(train_comm_t *tc);
 /**
  * Create the gcx communicator from the environment (gcx_comm_create with a
  * NULL oob: GCX_RANK/GCX_WORLD_SIZE/GCX_ROOT_ADDR/GCX_ROOT_PORT or a known
- * launcher's variables).
+ * launcher's variables). When no launcher variable at all is set, the
+ * process runs alone without a communicator (and says so).
  */
 gcx_status_t train_comm_open(train_comm_t *tc);
 

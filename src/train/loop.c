@@ -19,6 +19,7 @@
 #include "util.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +42,7 @@ typedef struct train_state {
     train_sgd_t sgd;
     train_sched_t sched;
     train_sync_t sync;
+    long perturb_step;   /* fault injection (GCX_TRAIN_PERTURB); -1: off */
 } train_state_t;
 
 int64_t train_checksum(const float *v, size_t n)
@@ -172,6 +174,24 @@ static gcx_status_t train_evaluate(train_state_t *st, double *loss_p,
     return GCX_OK;
 }
 
+/*
+ * Fault injection for tests of the weight check: GCX_TRAIN_PERTURB="R:S"
+ * makes rank R nudge one weight by one ulp after step S. Returns S on rank R,
+ * -1 elsewhere or when unset.
+ */
+static long train_perturb_step(int rank)
+{
+    const char *v = getenv("GCX_TRAIN_PERTURB");
+    long r, s;
+
+    if (v == NULL || sscanf(v, "%ld:%ld", &r, &s) != 2 || r != rank) {
+        return -1;
+    }
+    train_info("GCX_TRAIN_PERTURB: this rank changes a weight after step %ld",
+               s);
+    return s;
+}
+
 static gcx_status_t train_state_init(train_state_t *st,
                                      const train_opts_t *opts,
                                      train_comm_t *comm,
@@ -183,6 +203,7 @@ static gcx_status_t train_state_init(train_state_t *st,
     gcx_status_t status;
 
     memset(st, 0, sizeof(*st));
+    st->perturb_step = train_perturb_step(comm->rank);
     st->opts = opts;
     st->comm = comm;
     st->train = train;
@@ -276,6 +297,9 @@ static gcx_status_t train_step(train_state_t *st, long step,
     t2 = train_now();
     rec->lr = train_sched_lr(&st->sched, step);
     train_sgd_step(&st->sgd, st->params, st->grads, rec->lr);
+    if (step == st->perturb_step) {
+        st->params[0] = nextafterf(st->params[0], INFINITY);
+    }
 
     stats[0] = st->loss_sum;
     stats[1] = st->hits;

@@ -1,0 +1,56 @@
+#!/bin/sh
+# ranks.sh GCXRUN GCX_TRAIN - gcx-train end to end over real ranks:
+#  1. 1 rank x batch 48 and 3 ranks x batch 16 (same global batch, a
+#     non-power-of-two world) both finish with every weight check passed and
+#     land on nearly the same accuracy (same data order, same averaged
+#     gradient up to float summation order);
+#  2. a rank that changes one weight by one ulp makes every rank stop with
+#     "WEIGHTS DIFFER" and a failing exit status.
+# Skips (77) when Fashion-MNIST is not installed.
+set -u
+gcxrun=$1
+train=$2
+dir=${GCX_DATA_DIR:-/usr/share/datasets/fashion-mnist}
+if [ ! -r "$dir/train-images-idx3-ubyte.gz" ]; then
+    echo "SKIP: no Fashion-MNIST in $dir"
+    exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OPENBLAS_NUM_THREADS=1
+fail=0
+
+common="--epochs 1 --max-steps 40 --check-every 10 --progress none --lr 0.02"
+"$gcxrun" -n 1 -- "$train" $common --batch 48 --json "$tmp/r1.json" \
+    > "$tmp/r1.log" 2>&1 || { echo "FAIL: 1 rank"; cat "$tmp/r1.log"; fail=1; }
+"$gcxrun" -n 3 -- "$train" $common --batch 16 --json "$tmp/r3.json" \
+    > "$tmp/r3.log" 2>&1 || { echo "FAIL: 3 ranks"; cat "$tmp/r3.log"; fail=1; }
+[ $fail -eq 0 ] || exit 1
+
+field() { sed -n "s/^ *\"$2\": \([^,]*\),*$/\1/p" "$1" | head -1; }
+for n in 1 3; do
+    w=$(field "$tmp/r$n.json" world_size)
+    s=$(field "$tmp/r$n.json" steps)
+    c=$(field "$tmp/r$n.json" weight_checks)
+    echo "ranks $n: world_size $w steps $s weight_checks $c" \
+         "acc $(field "$tmp/r$n.json" final_test_acc)"
+    [ "$w" = "$n" ] && [ "$s" = 40 ] && [ "$c" = 5 ] ||
+        { echo "FAIL: unexpected summary for $n ranks"; fail=1; }
+done
+a1=$(field "$tmp/r1.json" final_test_acc)
+a3=$(field "$tmp/r3.json" final_test_acc)
+awk -v a="$a1" -v b="$a3" 'BEGIN { d = a - b; if (d < 0) d = -d;
+    exit !(a > 0.6 && d <= 0.01) }' ||
+    { echo "FAIL: accuracies $a1 (1 rank) and $a3 (3 ranks) differ"; fail=1; }
+
+GCX_TRAIN_PERTURB=1:5 "$gcxrun" -n 2 -- "$train" $common --batch 24 \
+    > "$tmp/p.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] || ! grep -q "WEIGHTS DIFFER" "$tmp/p.log"; then
+    echo "FAIL: perturbed weights were not detected (exit $rc)"
+    cat "$tmp/p.log"
+    fail=1
+else
+    echo "perturbed rank detected: $(grep -m1 "WEIGHTS DIFFER" "$tmp/p.log")"
+fi
+exit $fail
