@@ -12,16 +12,15 @@
  * none of them set, gcx-train is a plain single process.
  */
 static const char *const train_rank_vars[] = {
-    "GCX_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
-    "SLURM_PROCID",
+    "GCX_RANK", "RANK",      "OMPI_COMM_WORLD_RANK",
+    "PMI_RANK", "PMIX_RANK", "SLURM_PROCID",
 };
 
 static int train_launched(void)
 {
     size_t i;
 
-    for (i = 0; i < sizeof(train_rank_vars) / sizeof(train_rank_vars[0]);
-         i++) {
+    for (i = 0; i < sizeof(train_rank_vars) / sizeof(train_rank_vars[0]); i++) {
         if (getenv(train_rank_vars[i]) != NULL) {
             return 1;
         }
@@ -78,8 +77,7 @@ gcx_status_t train_comm_allreduce(train_comm_t *tc, void *buf, size_t count,
     if (tc->comm == NULL) {
         return GCX_OK;
     }
-    status = gcx_allreduce(tc->comm, GCX_IN_PLACE, buf, count, dtype, op,
-                           NULL);
+    status = gcx_allreduce(tc->comm, GCX_IN_PLACE, buf, count, dtype, op, NULL);
     if (status != GCX_OK) {
         train_error("allreduce of %zu %s (%s) failed: %s", count,
                     gcx_dtype_name(dtype), gcx_op_name(op),

@@ -106,10 +106,8 @@ static gcx_status_t idx_header(gzFile f, const char *path, int ndims,
 
         dims[d] = ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) |
                   ((uint32_t)b[2] << 8) | b[3];
-        if (dims[d] == 0 ||
-            dims[d] > (d == 0 ? IDX_MAX_COUNT : IDX_MAX_DIM)) {
-            train_error("%s: dimension %d has a bad size %u", path, d,
-                        dims[d]);
+        if (dims[d] == 0 || dims[d] > (d == 0 ? IDX_MAX_COUNT : IDX_MAX_DIM)) {
+            train_error("%s: dimension %d has a bad size %u", path, d, dims[d]);
             return GCX_ERR_IO;
         }
     }
@@ -170,8 +168,7 @@ out_close:
 }
 
 gcx_status_t train_dataset_load(const char *images_path,
-                                const char *labels_path,
-                                train_dataset_t *set_p)
+                                const char *labels_path, train_dataset_t *set_p)
 {
     uint32_t idims[3], ldims[1];
     uint8_t *pixels, *labels;
@@ -228,10 +225,8 @@ gcx_status_t train_dataset_load_named(const char *prefix,
     if (dir == NULL || dir[0] == '\0') {
         dir = TRAIN_DATA_DEFAULT_DIR;
     }
-    snprintf(images, sizeof(images), "%s/%s-images-idx3-ubyte.gz", dir,
-             prefix);
-    snprintf(labels, sizeof(labels), "%s/%s-labels-idx1-ubyte.gz", dir,
-             prefix);
+    snprintf(images, sizeof(images), "%s/%s-images-idx3-ubyte.gz", dir, prefix);
+    snprintf(labels, sizeof(labels), "%s/%s-labels-idx1-ubyte.gz", dir, prefix);
     return train_dataset_load(images, labels, set_p);
 }
 
@@ -294,8 +289,7 @@ void train_dataset_gather(const train_dataset_t *set, const uint32_t *idx,
     }
 }
 
-void train_epoch_permutation(uint64_t seed, int epoch, uint32_t *perm,
-                             size_t n)
+void train_epoch_permutation(uint64_t seed, int epoch, uint32_t *perm, size_t n)
 {
     train_rng_t rng;
     size_t i;

@@ -28,12 +28,12 @@ extern "C" {
 
 /** One labelled image set held in memory. */
 typedef struct train_dataset {
-    size_t   n;      /**< Number of samples. */
-    int      rows;   /**< Image height. */
-    int      cols;   /**< Image width. */
+    size_t n;        /**< Number of samples. */
+    int rows;        /**< Image height. */
+    int cols;        /**< Image width. */
     uint8_t *pixels; /**< n * rows * cols bytes, sample-major. */
     uint8_t *labels; /**< n bytes, each < TRAIN_NUM_CLASSES. */
-    float    lut[256]; /**< pixel byte -> normalised float. */
+    float lut[256];  /**< pixel byte -> normalised float. */
 } train_dataset_t;
 
 /**

@@ -18,13 +18,12 @@
 
 typedef struct conv_priv {
     int ksize, pad;
-    float *col; /* [C*k*k][max_batch*Ho*Wo] */
+    float *col;  /* [C*k*k][max_batch*Ho*Wo] */
     float *ybuf; /* [K][max_batch*Ho*Wo] */
 } conv_priv_t;
 
 /* Output columns [lo, hi) of a kernel column j read inside the image. */
-static void conv_valid_cols(const train_layer_t *l, int j, int *lo_p,
-                            int *hi_p)
+static void conv_valid_cols(const train_layer_t *l, int j, int *lo_p, int *hi_p)
 {
     const conv_priv_t *p = l->priv;
     int lo = p->pad - j, hi = l->in.w + p->pad - j;
@@ -114,8 +113,8 @@ static void conv_col2im(const train_layer_t *l, const float *col, int batch,
     }
 }
 
-static void conv_forward(train_layer_t *l, const float *params,
-                         const float *in, float *out, int batch)
+static void conv_forward(train_layer_t *l, const float *params, const float *in,
+                         float *out, int batch)
 {
     conv_priv_t *p = l->priv;
     int nk = l->out.c, ckk = l->in.c * p->ksize * p->ksize;
@@ -126,8 +125,7 @@ static void conv_forward(train_layer_t *l, const float *params,
 
     conv_im2col(l, in, batch, p->col);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nk, (int)ncol, ckk,
-                1.0f, params, ckk, p->col, (int)ncol, 0.0f, p->ybuf,
-                (int)ncol);
+                1.0f, params, ckk, p->col, (int)ncol, 0.0f, p->ybuf, (int)ncol);
     /* [K][B][HoWo] -> [B][K][HoWo] with the bias. */
     for (b = 0; b < batch; b++) {
         for (f = 0; f < nk; f++) {
@@ -142,9 +140,8 @@ static void conv_forward(train_layer_t *l, const float *params,
 }
 
 static void conv_backward(train_layer_t *l, const float *params,
-                          const float *in, const float *out,
-                          const float *dout, float *din, float *dparams,
-                          int batch)
+                          const float *in, const float *out, const float *dout,
+                          float *din, float *dparams, int batch)
 {
     conv_priv_t *p = l->priv;
     int nk = l->out.c, ckk = l->in.c * p->ksize * p->ksize;
@@ -175,8 +172,8 @@ static void conv_backward(train_layer_t *l, const float *params,
                 1.0f, p->ybuf, (int)ncol, p->col, (int)ncol, 0.0f, dparams,
                 ckk);
     if (din != NULL) {
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, ckk, (int)ncol,
-                    nk, 1.0f, params, ckk, p->ybuf, (int)ncol, 0.0f, p->col,
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, ckk, (int)ncol, nk,
+                    1.0f, params, ckk, p->ybuf, (int)ncol, 0.0f, p->col,
                     (int)ncol);
         conv_col2im(l, p->col, batch, din);
     }

@@ -28,17 +28,16 @@ static void dense_forward(train_layer_t *l, const float *params,
 }
 
 static void dense_backward(train_layer_t *l, const float *params,
-                           const float *in, const float *out,
-                           const float *dout, float *din, float *dparams,
-                           int batch)
+                           const float *in, const float *out, const float *dout,
+                           float *din, float *dparams, int batch)
 {
     int nin = (int)train_shape_size(l->in), nout = l->out.c;
     float *dw = dparams, *db = dparams + (size_t)nin * nout;
     int b, j;
 
     (void)out;
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nin, nout, batch,
-                1.0f, in, nin, dout, nout, 0.0f, dw, nout);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nin, nout, batch, 1.0f,
+                in, nin, dout, nout, 0.0f, dw, nout);
     for (j = 0; j < nout; j++) {
         db[j] = 0;
     }
@@ -99,8 +98,8 @@ gcx_status_t train_layer_dense(train_shape_t in, int nout, int max_batch,
     return GCX_OK;
 }
 
-static void relu_forward(train_layer_t *l, const float *params,
-                         const float *in, float *out, int batch)
+static void relu_forward(train_layer_t *l, const float *params, const float *in,
+                         float *out, int batch)
 {
     size_t n = (size_t)batch * train_shape_size(l->in), i;
 
@@ -111,9 +110,8 @@ static void relu_forward(train_layer_t *l, const float *params,
 }
 
 static void relu_backward(train_layer_t *l, const float *params,
-                          const float *in, const float *out,
-                          const float *dout, float *din, float *dparams,
-                          int batch)
+                          const float *in, const float *out, const float *dout,
+                          float *din, float *dparams, int batch)
 {
     size_t n = (size_t)batch * train_shape_size(l->in), i;
 

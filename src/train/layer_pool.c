@@ -16,8 +16,8 @@ typedef struct pool_priv {
     uint32_t *argmax; /* per output value: index into the sample's input */
 } pool_priv_t;
 
-static void pool_forward(train_layer_t *l, const float *params,
-                         const float *in, float *out, int batch)
+static void pool_forward(train_layer_t *l, const float *params, const float *in,
+                         float *out, int batch)
 {
     pool_priv_t *p = l->priv;
     int s = p->size, c, oh, ow, i, j, b;
@@ -33,13 +33,15 @@ static void pool_forward(train_layer_t *l, const float *params,
             for (oh = 0; oh < l->out.h; oh++) {
                 for (ow = 0; ow < l->out.w; ow++) {
                     size_t o = ((size_t)c * l->out.h + oh) * l->out.w + ow;
-                    size_t best = ((size_t)c * l->in.h + (size_t)oh * s) *
-                                      l->in.w + (size_t)ow * s;
+                    size_t best =
+                        ((size_t)c * l->in.h + (size_t)oh * s) * l->in.w +
+                        (size_t)ow * s;
 
                     for (i = 0; i < s; i++) {
                         for (j = 0; j < s; j++) {
-                            size_t q = ((size_t)c * l->in.h + oh * s + i) *
-                                           l->in.w + (size_t)ow * s + j;
+                            size_t q =
+                                ((size_t)c * l->in.h + oh * s + i) * l->in.w +
+                                (size_t)ow * s + j;
 
                             if (x[q] > x[best]) {
                                 best = q;
@@ -55,9 +57,8 @@ static void pool_forward(train_layer_t *l, const float *params,
 }
 
 static void pool_backward(train_layer_t *l, const float *params,
-                          const float *in, const float *out,
-                          const float *dout, float *din, float *dparams,
-                          int batch)
+                          const float *in, const float *out, const float *dout,
+                          float *din, float *dparams, int batch)
 {
     pool_priv_t *p = l->priv;
     size_t isz = train_shape_size(l->in), osz = train_shape_size(l->out), o;
@@ -123,8 +124,8 @@ gcx_status_t train_layer_maxpool(train_shape_t in, int size, int max_batch,
         return GCX_ERR_NOMEM;
     }
     p->size = size;
-    p->argmax = calloc((size_t)max_batch * train_shape_size(out),
-                       sizeof(uint32_t));
+    p->argmax =
+        calloc((size_t)max_batch * train_shape_size(out), sizeof(uint32_t));
     if (p->argmax == NULL) {
         free(p);
         return GCX_ERR_NOMEM;

@@ -29,20 +29,20 @@ typedef struct train_state {
     const train_dataset_t *train;
     const train_dataset_t *test;
     train_net_t net;
-    size_t dim;          /* floats per sample */
+    size_t dim; /* floats per sample */
     float *params;
     float *grads;
-    float *x;            /* batch x dim */
+    float *x; /* batch x dim */
     uint8_t *y;
     uint32_t *perm;
-    long step_in_epoch;  /* where the current global batch starts */
-    double loss_sum;     /* since the last reset: summed sample losses */
+    long step_in_epoch; /* where the current global batch starts */
+    double loss_sum;    /* since the last reset: summed sample losses */
     double hits;
     double samples;
     train_sgd_t sgd;
     train_sched_t sched;
     train_sync_t sync;
-    long perturb_step;   /* fault injection (GCX_TRAIN_PERTURB); -1: off */
+    long perturb_step; /* fault injection (GCX_TRAIN_PERTURB); -1: off */
 } train_state_t;
 
 int64_t train_checksum(const float *v, size_t n)
@@ -57,8 +57,8 @@ int64_t train_checksum(const float *v, size_t n)
     return (int64_t)(h >> 1);
 }
 
-gcx_status_t train_check_identical(train_comm_t *comm, const float *v,
-                                   size_t n, long step)
+gcx_status_t train_check_identical(train_comm_t *comm, const float *v, size_t n,
+                                   long step)
 {
     int64_t h = train_checksum(v, n);
     int64_t range[2] = {h, -h}; /* max of h and of -h: max and -min */
@@ -219,8 +219,8 @@ static gcx_status_t train_state_init(train_state_t *st,
                     test->rows, test->cols, train->rows, train->cols);
         return GCX_ERR_MISMATCH;
     }
-    status = train_model_build(&opts->model, in, TRAIN_NUM_CLASSES,
-                               opts->batch, &st->net);
+    status = train_model_build(&opts->model, in, TRAIN_NUM_CLASSES, opts->batch,
+                               &st->net);
     if (status != GCX_OK) {
         return status;
     }
@@ -279,8 +279,8 @@ static gcx_status_t train_step(train_state_t *st, long step,
     st->loss_sum = st->hits = st->samples = 0;
     t0 = train_now();
     if (!(st->sync.ops->flags & TRAIN_SYNC_OWN_GRADIENT)) {
-        status = train_grad_part(st, st->comm->rank, st->comm->size,
-                                 st->grads, &loss);
+        status = train_grad_part(st, st->comm->rank, st->comm->size, st->grads,
+                                 &loss);
         if (status != GCX_OK) {
             return status;
         }
@@ -290,8 +290,8 @@ static gcx_status_t train_step(train_state_t *st, long step,
     memset(&rec->sync, 0, sizeof(rec->sync));
     status = st->sync.ops->exchange(&st->sync, st->grads, &src, &rec->sync);
     if (status != GCX_OK) {
-        train_error("sync mode %s failed at step %ld: %s",
-                    st->sync.ops->name, step, gcx_strerror(status));
+        train_error("sync mode %s failed at step %ld: %s", st->sync.ops->name,
+                    step, gcx_strerror(status));
         return status;
     }
     t2 = train_now();
@@ -353,8 +353,8 @@ gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
         goto out;
     }
     train_net_init_params(&st.net, st.params, opts->seed);
-    status = train_comm_broadcast(comm, st.params, st.net.nparams, GCX_DT_F32,
-                                  0);
+    status =
+        train_comm_broadcast(comm, st.params, st.net.nparams, GCX_DT_F32, 0);
     if (status == GCX_OK) {
         status = train_check_identical(comm, st.params, st.net.nparams, 0);
     }
@@ -373,8 +373,7 @@ gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
         double ep_loss = 0, ep_hits = 0, ep_samples = 0;
 
         train_epoch_permutation(opts->seed, epoch - 1, st.perm, train->n);
-        for (st.step_in_epoch = 0; st.step_in_epoch < spe;
-             st.step_in_epoch++) {
+        for (st.step_in_epoch = 0; st.step_in_epoch < spe; st.step_in_epoch++) {
             train_step_rec_t rec;
 
             status = train_step(&st, step, &rec);
@@ -388,8 +387,8 @@ gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
             res.bytes_sent += rec.sync.bytes_sent;
             res.dense_bytes += rec.sync.dense_bytes;
             if (opts->check_every > 0 && step % opts->check_every == 0) {
-                status = train_check_identical(comm, st.params,
-                                               st.net.nparams, step);
+                status = train_check_identical(comm, st.params, st.net.nparams,
+                                               step);
                 if (status != GCX_OK) {
                     goto out_report;
                 }
@@ -436,8 +435,7 @@ gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
     }
     res.total_time_s = train_now() - t_start;
     res.steps = step;
-    res.final_test_acc = res.nepochs ? res.epochs[res.nepochs - 1].test_acc
-                                     : 0;
+    res.final_test_acc = res.nepochs ? res.epochs[res.nepochs - 1].test_acc : 0;
     bytes[0] = res.bytes_sent;
     bytes[1] = res.dense_bytes;
     status = train_comm_allreduce(comm, bytes, 2, GCX_DT_F64, GCX_OP_SUM);

@@ -26,16 +26,16 @@ typedef struct train_epoch_rec {
 
 /** One step's outcome, for the trace and the progress line. */
 typedef struct train_step_rec {
-    long step;             /**< 0-based global step. */
-    int epoch;             /**< 1-based. */
-    long epoch_step;       /**< 0-based step within the epoch. */
+    long step;       /**< 0-based global step. */
+    int epoch;       /**< 1-based. */
+    long epoch_step; /**< 0-based step within the epoch. */
     long steps_per_epoch;
-    double time_s;         /**< Since training started, at the step's end. */
+    double time_s; /**< Since training started, at the step's end. */
     double lr;
-    double loss;           /**< Mean over the global batch. */
-    double acc;            /**< Over the global batch. */
+    double loss; /**< Mean over the global batch. */
+    double acc;  /**< Over the global batch. */
     train_sync_stats_t sync;
-    double bytes_total;    /**< This rank's bytes sent so far. */
+    double bytes_total; /**< This rank's bytes sent so far. */
     double step_s, compute_s, sync_s;
 } train_step_rec_t;
 
@@ -45,18 +45,18 @@ typedef struct train_result {
     size_t nparams;
     char model_desc[256];
     long steps;
-    int nepochs;                  /**< Epochs completed. */
-    train_epoch_rec_t *epochs;    /**< nepochs records (malloc'd). */
-    double total_time_s;          /**< Whole training, evaluations included. */
-    double time_to_target_s;      /**< < 0: target not reached (or none). */
-    int target_epoch;             /**< Epoch that reached it, else 0. */
+    int nepochs;               /**< Epochs completed. */
+    train_epoch_rec_t *epochs; /**< nepochs records (malloc'd). */
+    double total_time_s;       /**< Whole training, evaluations included. */
+    double time_to_target_s;   /**< < 0: target not reached (or none). */
+    int target_epoch;          /**< Epoch that reached it, else 0. */
     double final_test_acc;
     double best_test_acc;
-    double bytes_sent;            /**< This rank, gradient exchange only. */
-    double dense_bytes;           /**< Dense equivalent for this rank. */
-    double bytes_sent_all;        /**< Summed over ranks. */
+    double bytes_sent;     /**< This rank, gradient exchange only. */
+    double dense_bytes;    /**< Dense equivalent for this rank. */
+    double bytes_sent_all; /**< Summed over ranks. */
     double dense_bytes_all;
-    int weight_checks;            /**< Cross-rank checks passed. */
+    int weight_checks; /**< Cross-rank checks passed. */
 } train_result_t;
 
 /**
@@ -83,8 +83,8 @@ int64_t train_checksum(const float *v, size_t n);
  * Verify that every rank holds the same @p n floats (one allreduce of two
  * int64 with MAX); prints which step failed and returns GCX_ERR_MISMATCH.
  */
-gcx_status_t train_check_identical(train_comm_t *comm, const float *v,
-                                   size_t n, long step);
+gcx_status_t train_check_identical(train_comm_t *comm, const float *v, size_t n,
+                                   long step);
 
 #ifdef __cplusplus
 }

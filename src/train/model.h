@@ -26,23 +26,20 @@ typedef struct train_model_spec {
  * MLP: [dense(h_i), relu] for every hidden width, then dense(classes).
  * Default 784-1024-1024-10.
  */
-gcx_status_t train_model_mlp(const train_model_spec_t *spec,
-                             train_shape_t in, int classes, int max_batch,
-                             train_net_t *net_p);
+gcx_status_t train_model_mlp(const train_model_spec_t *spec, train_shape_t in,
+                             int classes, int max_batch, train_net_t *net_p);
 
 /**
  * Small CNN: [conv(c_i, k x k, same padding), relu, maxpool 2] per channel
  * count, then [dense(h_i), relu] per hidden width, then dense(classes).
  * Default 16,32 channels, 5x5 kernels, one hidden layer of 128.
  */
-gcx_status_t train_model_cnn(const train_model_spec_t *spec,
-                             train_shape_t in, int classes, int max_batch,
-                             train_net_t *net_p);
+gcx_status_t train_model_cnn(const train_model_spec_t *spec, train_shape_t in,
+                             int classes, int max_batch, train_net_t *net_p);
 
 /** Build by spec->kind. */
-gcx_status_t train_model_build(const train_model_spec_t *spec,
-                               train_shape_t in, int classes, int max_batch,
-                               train_net_t *net_p);
+gcx_status_t train_model_build(const train_model_spec_t *spec, train_shape_t in,
+                               int classes, int max_batch, train_net_t *net_p);
 
 #ifdef __cplusplus
 }

@@ -30,9 +30,8 @@ static gcx_status_t cnn_push(train_net_t *net, gcx_status_t built,
     return built;
 }
 
-gcx_status_t train_model_cnn(const train_model_spec_t *spec,
-                             train_shape_t in, int classes, int max_batch,
-                             train_net_t *net_p)
+gcx_status_t train_model_cnn(const train_model_spec_t *spec, train_shape_t in,
+                             int classes, int max_batch, train_net_t *net_p)
 {
     int k = spec->ksize, i;
     train_shape_t cur = in;
@@ -57,9 +56,9 @@ gcx_status_t train_model_cnn(const train_model_spec_t *spec,
                               &layer, &cur);
         }
         if (status == GCX_OK) {
-            status = cnn_push(net_p,
-                              train_layer_maxpool(cur, 2, max_batch, &layer),
-                              &layer, &cur);
+            status =
+                cnn_push(net_p, train_layer_maxpool(cur, 2, max_batch, &layer),
+                         &layer, &cur);
         }
         if (status != GCX_OK) {
             goto err_destroy;
@@ -71,9 +70,9 @@ gcx_status_t train_model_cnn(const train_model_spec_t *spec,
     for (i = 0; i <= spec->nhidden; i++) {
         int width = i < spec->nhidden ? spec->hidden[i] : classes;
 
-        status = cnn_push(net_p,
-                          train_layer_dense(cur, width, max_batch, &layer),
-                          &layer, &cur);
+        status =
+            cnn_push(net_p, train_layer_dense(cur, width, max_batch, &layer),
+                     &layer, &cur);
         if (status == GCX_OK && i < spec->nhidden) {
             status = cnn_push(net_p, train_layer_relu(cur, max_batch, &layer),
                               &layer, &cur);

@@ -10,9 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-gcx_status_t train_model_mlp(const train_model_spec_t *spec,
-                             train_shape_t in, int classes, int max_batch,
-                             train_net_t *net_p)
+gcx_status_t train_model_mlp(const train_model_spec_t *spec, train_shape_t in,
+                             int classes, int max_batch, train_net_t *net_p)
 {
     train_shape_t cur = in;
     train_layer_t layer;
@@ -21,8 +20,7 @@ gcx_status_t train_model_mlp(const train_model_spec_t *spec,
     int i;
 
     train_net_init(net_p, in, max_batch);
-    snprintf(net_p->desc, sizeof(net_p->desc), "mlp %zu",
-             train_shape_size(in));
+    snprintf(net_p->desc, sizeof(net_p->desc), "mlp %zu", train_shape_size(in));
     for (i = 0; i <= spec->nhidden; i++) {
         int width = i < spec->nhidden ? spec->hidden[i] : classes;
 
@@ -55,9 +53,8 @@ err_destroy:
     return status;
 }
 
-gcx_status_t train_model_build(const train_model_spec_t *spec,
-                               train_shape_t in, int classes, int max_batch,
-                               train_net_t *net_p)
+gcx_status_t train_model_build(const train_model_spec_t *spec, train_shape_t in,
+                               int classes, int max_batch, train_net_t *net_p)
 {
     if (strcmp(spec->kind, "mlp") == 0) {
         return train_model_mlp(spec, in, classes, max_batch, net_p);

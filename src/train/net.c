@@ -20,8 +20,8 @@ void train_net_init(train_net_t *net, train_shape_t in, int max_batch)
 
 gcx_status_t train_net_add(train_net_t *net, train_layer_t *layer)
 {
-    train_shape_t prev = net->nlayers ? net->layers[net->nlayers - 1].out
-                                      : net->in;
+    train_shape_t prev =
+        net->nlayers ? net->layers[net->nlayers - 1].out : net->in;
 
     if (net->nlayers == TRAIN_NET_MAX_LAYERS ||
         train_shape_size(prev) != train_shape_size(layer->in) ||
@@ -113,9 +113,9 @@ const float *train_net_forward(train_net_t *net, const float *params,
     return in;
 }
 
-void train_net_loss_grad(train_net_t *net, const float *params,
-                         const float *x, const uint8_t *y, int batch,
-                         float *grads, double *loss_p, int *correct_p)
+void train_net_loss_grad(train_net_t *net, const float *params, const float *x,
+                         const uint8_t *y, int batch, float *grads,
+                         double *loss_p, int *correct_p)
 {
     train_layer_t *last = &net->layers[net->nlayers - 1];
     int classes = (int)train_shape_size(last->out);
@@ -145,6 +145,6 @@ void train_net_evaluate(train_net_t *net, const float *params, const float *x,
     int classes = (int)train_shape_size(last->out);
     const float *logits = train_net_forward(net, params, x, batch);
 
-    *loss_sum_p = train_softmax_xent(logits, y, batch, classes, NULL,
-                                     correct_p);
+    *loss_sum_p =
+        train_softmax_xent(logits, y, batch, classes, NULL, correct_p);
 }

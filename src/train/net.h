@@ -41,16 +41,16 @@ typedef struct train_layer_ops {
      * out = f(in) for @p batch <= max_batch samples. May keep what backward
      * needs in the layer's workspace (valid until the next forward).
      */
-    void (*forward)(train_layer_t *layer, const float *params,
-                    const float *in, float *out, int batch);
+    void (*forward)(train_layer_t *layer, const float *params, const float *in,
+                    float *out, int batch);
     /**
      * Given dL/dout, write (not accumulate) dL/dparams into @p dparams and,
      * when @p din is not NULL, dL/din. @p in and @p out are the buffers of
      * the last forward. Must not modify dout.
      */
-    void (*backward)(train_layer_t *layer, const float *params,
-                     const float *in, const float *out, const float *dout,
-                     float *din, float *dparams, int batch);
+    void (*backward)(train_layer_t *layer, const float *params, const float *in,
+                     const float *out, const float *dout, float *din,
+                     float *dparams, int batch);
     /** Draw initial parameters (the layer's slice) from @p rng. */
     void (*init)(train_layer_t *layer, float *params, train_rng_t *rng);
     /** Free the layer's private state. */
@@ -60,12 +60,12 @@ typedef struct train_layer_ops {
 /** A layer: its shapes, its slice of the parameters, private workspace. */
 struct train_layer {
     const train_layer_ops_t *ops;
-    train_shape_t in;     /**< Input shape of one sample. */
-    train_shape_t out;    /**< Output shape of one sample. */
-    size_t nparams;       /**< Floats of parameters (0 for relu, pool). */
-    size_t param_off;     /**< Offset of the slice in the flat vector. */
-    int max_batch;        /**< Largest batch forward may be given. */
-    void *priv;           /**< Layer-specific state and workspace. */
+    train_shape_t in;  /**< Input shape of one sample. */
+    train_shape_t out; /**< Output shape of one sample. */
+    size_t nparams;    /**< Floats of parameters (0 for relu, pool). */
+    size_t param_off;  /**< Offset of the slice in the flat vector. */
+    int max_batch;     /**< Largest batch forward may be given. */
+    void *priv;        /**< Layer-specific state and workspace. */
 };
 
 /* Layer constructors. On success *layer_p is filled; sizes must be > 0. */
@@ -92,12 +92,12 @@ gcx_status_t train_layer_maxpool(train_shape_t in, int size, int max_batch,
 typedef struct train_net {
     int nlayers;
     train_layer_t layers[TRAIN_NET_MAX_LAYERS];
-    train_shape_t in;       /**< Shape of one input sample. */
-    size_t nparams;         /**< Length of the flat parameter vector. */
+    train_shape_t in; /**< Shape of one input sample. */
+    size_t nparams;   /**< Length of the flat parameter vector. */
     int max_batch;
     float *act[TRAIN_NET_MAX_LAYERS]; /**< act[i]: output of layer i. */
-    float *grad_buf[2];     /**< Ping-pong buffers for dL/dactivation. */
-    char desc[256];         /**< e.g. "784-1024-1024-10". */
+    float *grad_buf[2]; /**< Ping-pong buffers for dL/dactivation. */
+    char desc[256];     /**< e.g. "784-1024-1024-10". */
 } train_net_t;
 
 /** Start an empty network for inputs of shape @p in. */
@@ -128,9 +128,9 @@ const float *train_net_forward(train_net_t *net, const float *params,
  * @param[out] loss_p     Mean loss of the batch.
  * @param[out] correct_p  Number of samples whose arg-max is the label.
  */
-void train_net_loss_grad(train_net_t *net, const float *params,
-                         const float *x, const uint8_t *y, int batch,
-                         float *grads, double *loss_p, int *correct_p);
+void train_net_loss_grad(train_net_t *net, const float *params, const float *x,
+                         const uint8_t *y, int batch, float *grads,
+                         double *loss_p, int *correct_p);
 
 /** Forward only: sum of losses and number correct (for evaluation). */
 void train_net_evaluate(train_net_t *net, const float *params, const float *x,

@@ -49,8 +49,7 @@ double train_sched_lr(const train_sched_t *s, long step)
     switch (s->kind) {
     case TRAIN_SCHED_STEP:
         return s->base_lr *
-               pow(s->gamma, (double)(s->step_size > 0 ? t / s->step_size
-                                                       : 0));
+               pow(s->gamma, (double)(s->step_size > 0 ? t / s->step_size : 0));
     case TRAIN_SCHED_COSINE:
         span = s->total_steps - s->warmup_steps;
         if (span <= 0 || t >= span) {

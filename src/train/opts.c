@@ -81,10 +81,10 @@ void train_opts_usage(FILE *out)
             "Synchronisation:\n"
             "  --sync MODE[:k=v,...]  how gradients are combined (default "
             "%s):\n",
-            TRAIN_DATA_DIR_HELP, d.model.kind, d.model.ksize, d.epochs,
-            d.batch, d.lr, d.momentum, d.weight_decay,
-            train_sched_name(d.schedule), d.warmup_epochs, d.lr_step_epochs,
-            d.lr_gamma, d.min_lr, (unsigned long long)d.seed, d.sync);
+            TRAIN_DATA_DIR_HELP, d.model.kind, d.model.ksize, d.epochs, d.batch,
+            d.lr, d.momentum, d.weight_decay, train_sched_name(d.schedule),
+            d.warmup_epochs, d.lr_step_epochs, d.lr_gamma, d.min_lr,
+            (unsigned long long)d.seed, d.sync);
     train_sync_list(out);
     fprintf(out,
             "  --check-every N        verify every N steps that all ranks "
@@ -134,8 +134,8 @@ int train_parse_widths(const char *text, int *widths, int max, int *count_p)
     return 0;
 }
 
-static int opt_double(const char *name, const char *arg, double min,
-                      double max, double *out)
+static int opt_double(const char *name, const char *arg, double min, double max,
+                      double *out)
 {
     char *end;
     double v;
@@ -181,11 +181,31 @@ static int opt_copy(const char *name, const char *arg, char *dst, size_t len)
 }
 
 enum {
-    OPT_MODEL = 256, OPT_HIDDEN, OPT_CHANNELS, OPT_KERNEL, OPT_EPOCHS,
-    OPT_BATCH, OPT_LR, OPT_MOMENTUM, OPT_WD, OPT_SCHEDULE, OPT_WARMUP,
-    OPT_LR_STEP, OPT_LR_GAMMA, OPT_MIN_LR, OPT_SEED, OPT_MAX_STEPS, OPT_SYNC,
-    OPT_CHECK_EVERY, OPT_TARGET, OPT_STOP, OPT_JSON, OPT_CSV, OPT_PROGRESS,
-    OPT_LOG_EVERY, OPT_HELP,
+    OPT_MODEL = 256,
+    OPT_HIDDEN,
+    OPT_CHANNELS,
+    OPT_KERNEL,
+    OPT_EPOCHS,
+    OPT_BATCH,
+    OPT_LR,
+    OPT_MOMENTUM,
+    OPT_WD,
+    OPT_SCHEDULE,
+    OPT_WARMUP,
+    OPT_LR_STEP,
+    OPT_LR_GAMMA,
+    OPT_MIN_LR,
+    OPT_SEED,
+    OPT_MAX_STEPS,
+    OPT_SYNC,
+    OPT_CHECK_EVERY,
+    OPT_TARGET,
+    OPT_STOP,
+    OPT_JSON,
+    OPT_CSV,
+    OPT_PROGRESS,
+    OPT_LOG_EVERY,
+    OPT_HELP,
 };
 
 static const struct option train_long_opts[] = {
@@ -242,8 +262,7 @@ static int train_opts_apply(int opt, const char *arg, train_opts_t *o)
         return 0;
     case OPT_CHANNELS:
         if (strcmp(arg, "none") == 0 ||
-            train_parse_widths(arg, o->model.channels,
-                               TRAIN_MODEL_MAX_WIDTHS,
+            train_parse_widths(arg, o->model.channels, TRAIN_MODEL_MAX_WIDTHS,
                                &o->model.nchannels) != 0) {
             train_error("--channels %s: expected up to %d filter counts in "
                         "[1, 65536] separated by commas",

@@ -24,24 +24,24 @@ typedef enum train_progress {
 typedef struct train_opts {
     train_model_spec_t model;
     int epochs;
-    int batch;               /**< Per rank. */
+    int batch; /**< Per rank. */
     double lr;
     double momentum;
     double weight_decay;
     train_sched_kind_t schedule;
     double warmup_epochs;
-    double lr_step_epochs;   /**< Step schedule: epochs between decays. */
+    double lr_step_epochs; /**< Step schedule: epochs between decays. */
     double lr_gamma;
     double min_lr;
     uint64_t seed;
-    char sync[256];          /**< "name" or "name:k=v,...". */
-    double target_acc;       /**< 0: none. */
+    char sync[256];    /**< "name" or "name:k=v,...". */
+    double target_acc; /**< 0: none. */
     int stop_at_target;
-    char json[1024];         /**< "" : no JSON file. */
-    char csv[1024];          /**< "" : no CSV trace. */
-    long log_every;          /**< Steps between plain lines; 0: auto. */
-    long check_every;        /**< Steps between weight checks; 0: epochs. */
-    long max_steps;          /**< Stop after this many steps; 0: no limit. */
+    char json[1024];  /**< "" : no JSON file. */
+    char csv[1024];   /**< "" : no CSV trace. */
+    long log_every;   /**< Steps between plain lines; 0: auto. */
+    long check_every; /**< Steps between weight checks; 0: epochs. */
+    long max_steps;   /**< Stop after this many steps; 0: no limit. */
     train_progress_t progress;
 } train_opts_t;
 

@@ -27,8 +27,8 @@ gcx_status_t train_report_open(train_report_t *rep, const train_opts_t *opts,
     }
     rep->mode = opts->progress;
     if (rep->mode == TRAIN_PROGRESS_AUTO) {
-        rep->mode = isatty(fileno(out)) ? TRAIN_PROGRESS_TTY
-                                        : TRAIN_PROGRESS_PLAIN;
+        rep->mode =
+            isatty(fileno(out)) ? TRAIN_PROGRESS_TTY : TRAIN_PROGRESS_PLAIN;
     }
     rep->log_every = opts->log_every;
     if (rep->log_every <= 0) {
@@ -122,8 +122,8 @@ void train_report_step(train_report_t *rep, const train_step_rec_t *rec)
                 "sent %s\n",
                 rec->epoch, rec->epoch_step + 1, rec->steps_per_epoch,
                 rec->step + 1, rec->loss, rec->acc, rec->sync.cf,
-                rec->sync.gain, 1e3 * rec->step_s, 1e3 * rec->sync_s,
-                rec->lr, report_bytes(rec->bytes_total, bytes, sizeof(bytes)));
+                rec->sync.gain, 1e3 * rec->step_s, 1e3 * rec->sync_s, rec->lr,
+                report_bytes(rec->bytes_total, bytes, sizeof(bytes)));
         fflush(rep->out);
         return;
     case TRAIN_PROGRESS_AUTO:
@@ -149,8 +149,8 @@ void train_report_epoch(train_report_t *rep, const train_epoch_rec_t *rec,
     fprintf(rep->out,
             "epoch %d/%d done: train loss %.4f acc %.4f | test loss %.4f "
             "acc %.4f | %.1f s\n",
-            rec->epoch, epochs, rec->train_loss, rec->train_acc,
-            rec->test_loss, rec->test_acc, rec->time_s);
+            rec->epoch, epochs, rec->train_loss, rec->train_acc, rec->test_loss,
+            rec->test_acc, rec->time_s);
     fflush(rep->out);
 }
 

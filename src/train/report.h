@@ -19,15 +19,15 @@ typedef struct train_report {
     FILE *out;             /**< Progress goes here (stdout). */
     FILE *csv;             /**< NULL without --csv. */
     long log_every;
-    double last_draw;      /**< Time of the last tty redraw. */
-    int line_open;         /**< A tty line waits to be ended. */
-    int have_pending;      /**< pending is a CSV row not written yet. */
+    double last_draw; /**< Time of the last tty redraw. */
+    int line_open;    /**< A tty line waits to be ended. */
+    int have_pending; /**< pending is a CSV row not written yet. */
     train_step_rec_t pending;
 } train_report_t;
 
 /** CSV header of the per-step trace. */
-#define TRAIN_CSV_HEADER                                                     \
-    "step,epoch,time_s,lr,loss,train_acc,test_acc,cf,gain,bytes_sent,"       \
+#define TRAIN_CSV_HEADER                                                       \
+    "step,epoch,time_s,lr,loss,train_acc,test_acc,cf,gain,bytes_sent,"         \
     "dense_bytes,bytes_total,step_s,compute_s,sync_s"
 
 /** Open the report (rank 0: progress mode, the CSV file and its header). */

@@ -16,7 +16,8 @@ static const train_sync_ops_t *const train_sync_table[] = {
     &train_sync_dense,
 };
 
-#define TRAIN_SYNC_COUNT (sizeof(train_sync_table) / sizeof(train_sync_table[0]))
+#define TRAIN_SYNC_COUNT                                                       \
+    (sizeof(train_sync_table) / sizeof(train_sync_table[0]))
 
 const train_sync_ops_t *train_sync_find(const char *name)
 {
@@ -60,8 +61,7 @@ gcx_status_t train_kv_parse(const char *text, train_kv_t *kv)
                         p);
             return GCX_ERR_INVALID;
         }
-        snprintf(kv->key[kv->n], sizeof(kv->key[0]), "%.*s", (int)(eq - p),
-                 p);
+        snprintf(kv->key[kv->n], sizeof(kv->key[0]), "%.*s", (int)(eq - p), p);
         snprintf(kv->val[kv->n], sizeof(kv->val[0]), "%.*s",
                  (int)(len - (size_t)(eq - p) - 1), eq + 1);
         kv->n++;
@@ -83,9 +83,8 @@ static int train_kv_find(train_kv_t *kv, const char *key)
     return -1;
 }
 
-gcx_status_t train_kv_double(train_kv_t *kv, const char *mode,
-                             const char *key, double def, double min,
-                             double max, double *out_p)
+gcx_status_t train_kv_double(train_kv_t *kv, const char *mode, const char *key,
+                             double def, double min, double max, double *out_p)
 {
     int i = train_kv_find(kv, key);
     char *end;
@@ -99,8 +98,8 @@ gcx_status_t train_kv_double(train_kv_t *kv, const char *mode,
     v = strtod(kv->val[i], &end);
     if (errno != 0 || end == kv->val[i] || *end != '\0' || !(v >= min) ||
         !(v <= max)) {
-        train_error("--sync %s: %s=%s must be a number in [%g, %g]", mode,
-                    key, kv->val[i], min, max);
+        train_error("--sync %s: %s=%s must be a number in [%g, %g]", mode, key,
+                    kv->val[i], min, max);
         return GCX_ERR_INVALID;
     }
     *out_p = v;
@@ -120,8 +119,7 @@ gcx_status_t train_kv_long(train_kv_t *kv, const char *mode, const char *key,
     }
     errno = 0;
     v = strtol(kv->val[i], &end, 10);
-    if (errno != 0 || end == kv->val[i] || *end != '\0' || v < min ||
-        v > max) {
+    if (errno != 0 || end == kv->val[i] || *end != '\0' || v < min || v > max) {
         train_error("--sync %s: %s=%s must be an integer in [%ld, %ld]", mode,
                     key, kv->val[i], min, max);
         return GCX_ERR_INVALID;

@@ -42,9 +42,8 @@ gcx_status_t train_kv_parse(const char *text, train_kv_t *kv);
  * A value that does not parse or lies outside [min, max] is an error that
  * names the mode, the key and the range.
  */
-gcx_status_t train_kv_double(train_kv_t *kv, const char *mode,
-                             const char *key, double def, double min,
-                             double max, double *out_p);
+gcx_status_t train_kv_double(train_kv_t *kv, const char *mode, const char *key,
+                             double def, double min, double max, double *out_p);
 gcx_status_t train_kv_long(train_kv_t *kv, const char *mode, const char *key,
                            long def, long min, long max, long *out_p);
 /** String value (pointer into kv) or @p def. */
@@ -87,8 +86,8 @@ enum {
 
 typedef struct train_sync_ops {
     const char *name;
-    const char *help;  /**< One line, with its options, for --help. */
-    unsigned flags;    /**< TRAIN_SYNC_* */
+    const char *help; /**< One line, with its options, for --help. */
+    unsigned flags;   /**< TRAIN_SYNC_* */
     /**
      * Set up sync->priv for gradients of sync->n floats on sync->comm.
      * Reads its options from @p args. Collective: all ranks call it.

@@ -22,8 +22,8 @@ static gcx_status_t dense_exchange(train_sync_t *sync, float *grad,
     gcx_status_t status;
 
     (void)src;
-    status = train_comm_allreduce(sync->comm, grad, sync->n, GCX_DT_F32,
-                                  GCX_OP_AVG);
+    status =
+        train_comm_allreduce(sync->comm, grad, sync->n, GCX_DT_F32, GCX_OP_AVG);
     if (status != GCX_OK) {
         return status;
     }
