@@ -386,7 +386,9 @@ static gcx_status_t gcx_bootstrap_root_accept(gcx_bootstrap_t *bs,
         bs->fds[hello.rank] = fd;
         ++joined;
     }
-    close(listen_fd);
+    if (listen_fd != config->bootstrap_fd) {
+        close(listen_fd); /* an inherited one serves later communicators */
+    }
     /* tell every joined rank whether the world is complete */
     for (r = 1; r < bs->size; ++r) {
         if (bs->fds[r] >= 0) {
