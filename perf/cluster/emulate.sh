@@ -11,6 +11,8 @@
 # Rank i runs as `ip netns exec <ns_i> env GCX_RANK=i ... PROGRAM ARGS`, with the same
 # rendezvous variables a real launcher would give (see README.md). Everything is torn down
 # on exit, on failure and on SIGINT/SIGTERM; --cleanup removes leftovers of crashed runs.
+
+# shellcheck disable=SC2317  # functions called by trap, poll and after look unreachable
 set -euo pipefail
 
 readonly PROG=${0##*/}
@@ -113,7 +115,15 @@ default_burst() {
     echo "$b"
 }
 
-rank_ns() { echo "$ns_base-r$1"; }
+# poll TENTHS COMMAND...: run COMMAND every 0.1 s until it succeeds, at most TENTHS times.
+poll() {
+    local tenths=$1; shift
+    until "$@"; do
+        (( tenths-- > 0 )) || return 1
+        sleep 0.1
+    done
+}
+
 rank_ip() { echo "$subnet.$(( $1 + 1 ))"; }
 
 # ns_pids NS...: pids of every process inside the given namespaces.
@@ -128,23 +138,20 @@ signal_ns() {
     for pid in $(ns_pids "$@"); do kill -s "$sig" "$pid" 2>/dev/null || true; done
 }
 
-# wait_ns_empty SECONDS NS...: wait until no process is left in the namespaces.
-wait_ns_empty() {
-    local tenths=$(( $1 * 10 )); shift
-    while [[ -n $(ns_pids "$@") ]] && (( tenths-- > 0 )); do sleep 0.1; done
-    [[ -z $(ns_pids "$@") ]]
-}
+# ns_empty NS...: no process is left in the namespaces.
+ns_empty() { [[ -z $(ns_pids "$@") ]]; }
 
 # stop_ns NS...: SIGTERM, then SIGKILL after the grace period.
 stop_ns() {
     signal_ns TERM "$@"
-    wait_ns_empty "$grace_s" "$@" && return 0
+    poll $(( grace_s * 10 )) ns_empty "$@" && return 0
     signal_ns KILL "$@"
-    wait_ns_empty 5 "$@" || true
+    poll 50 ns_empty "$@" || true
 }
 
 # ---- cleanup ---------------------------------------------------------------------------
 
+rank_nss=()       # the rank namespaces, by rank
 created_ns=()     # namespaces this run made, in creation order
 watchdogs=()      # pids of timer subshells (see after)
 taggers=()        # pids of the output-tagging jobs
@@ -159,7 +166,6 @@ delete_ns() {
     done
 }
 
-# shellcheck disable=SC2317  # trap handler
 on_exit() {
     local rc=$? pid
     set +e
@@ -209,6 +215,8 @@ cleanup_stale() {
 
 # ---- setup -----------------------------------------------------------------------------
 
+link_up() { ip -n "$1" link show eth0 | grep -q LOWER_UP; }
+
 # shape NS DEV: tbf on DEV's egress inside NS.
 shape() {
     [[ $rate == none ]] && return 0
@@ -233,7 +241,7 @@ setup() {
     ip -n "$sw_ns" link add br0 type bridge
     ip -n "$sw_ns" link set br0 up
     for (( i = 0 ; i < nranks ; i++ )); do
-        ns=$(rank_ns "$i")
+        ns=${rank_nss[i]}
         add_ns "$ns"
         # The veth is born in the switch namespace and its peer goes straight into the rank's.
         ip -n "$sw_ns" link add "p$i" type veth peer name eth0 netns "$ns"
@@ -244,12 +252,8 @@ setup() {
         shape "$sw_ns" "p$i"      # switch -> rank: what rank i receives
     done
     # A veth has carrier as soon as both ends are up; wait for it so rank 0 can bind at once.
-    for (( i = 0 ; i < nranks ; i++ )); do
-        local tries=50
-        until ip -n "$(rank_ns "$i")" link show eth0 | grep -q LOWER_UP; do
-            (( tries-- > 0 )) || die "eth0 of rank $i did not come up"
-            sleep 0.1
-        done
+    for ns in "${rank_nss[@]}"; do
+        poll 50 link_up "$ns" || die "eth0 in $ns did not come up"
     done
     if [[ $rate == none ]]; then
         log "$nranks ranks on bridge br0 in $sw_ns, $subnet.1-$nranks/24, links not limited"
@@ -272,24 +276,25 @@ perftest() {
         (( iters <= 50 )) || iters=50
         secs=$(( secs + 3 * (iters + 2) * size / rate_Bps ))
     fi
-    ip netns exec "$(rank_ns "$1")" env UCX_TLS=tcp UCX_NET_DEVICES=eth0 timeout "$secs" \
+    ip netns exec "${rank_nss[$1]}" env UCX_TLS=tcp UCX_NET_DEVICES=eth0 timeout "$secs" \
         ucx_perftest ${2:+"$2"} -p "$PERFTEST_PORT" -t tag_bw -s "$size" -n "$iters" -w 2
+}
+
+perftest_listens() {
+    [[ -n $(ip netns exec "${rank_nss[$1]}" ss -Hltn "sport = :$PERFTEST_PORT") ]]
 }
 
 # measure SRC...: rank SRC sends to rank SRC+1 (mod N), for all given SRC at the same time.
 measure() {
-    local src dst tries pid pids=() failed=
+    local src dst pid pids=() failed=
     for src in "$@"; do
         dst=$(( (src + 1) % nranks ))
         perftest "$dst" >/dev/null 2>&1 &
         pids+=($!)
     done
     for src in "$@"; do
-        dst=$(( (src + 1) % nranks )) tries=50
-        until [[ -n $(ip netns exec "$(rank_ns "$dst")" ss -Hltn "sport = :$PERFTEST_PORT") ]]; do
-            (( tries-- > 0 )) || die "ucx_perftest server in rank $dst did not start"
-            sleep 0.1
-        done
+        dst=$(( (src + 1) % nranks ))
+        poll 50 perftest_listens "$dst" || die "ucx_perftest server in rank $dst did not start"
     done
     for src in "$@"; do
         perftest "$src" "$(rank_ip $(( (src + 1) % nranks )))" >"$tmp_dir/check.$src" 2>&1 &
@@ -338,13 +343,13 @@ exit_rc=0
 # SIGINT/SIGQUIT, which bash ignores in background commands of a script.
 rank_exec() {
     local i=$1; shift
-    exec setsid ip netns exec "$(rank_ns "$i")" env --default-signal=INT,QUIT \
+    exec setsid ip netns exec "${rank_nss[i]}" env --default-signal=INT,QUIT \
         GCX_RANK="$i" GCX_WORLD_SIZE="$nranks" GCX_LOCAL_RANK=0 GCX_LOCAL_SIZE=1 \
         GCX_ROOT_ADDR="$(rank_ip 0)" GCX_ROOT_PORT="$root_port" \
         MASTER_ADDR="$(rank_ip 0)" MASTER_PORT="$root_port" \
         RANK="$i" WORLD_SIZE="$nranks" LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 \
         UCX_TLS=tcp,self UCX_NET_DEVICES=eth0 \
-        GCX_EMU_NETNS="$(rank_ns "$i")" GCX_EMU_SWITCH_NETNS="$sw_ns" GCX_EMU_SWITCH_PORT="p$i" \
+        GCX_EMU_NETNS="${rank_nss[i]}" GCX_EMU_SWITCH_NETNS="$sw_ns" GCX_EMU_SWITCH_PORT="p$i" \
         "$@" </dev/null
 }
 
@@ -372,11 +377,6 @@ start_rank() {
     rank_of[$!]=$i
 }
 
-rank_namespaces() {
-    local i
-    for (( i = 0 ; i < nranks ; i++ )); do rank_ns "$i"; done
-}
-
 # after SECONDS COMMAND...: run COMMAND in the background after SECONDS (killed on exit).
 after() {
     local secs=$1; shift
@@ -396,16 +396,13 @@ after() {
 stop_ranks() {
     [[ -z $stop_reason ]] || return 0
     stop_reason=$1
-    local -a all
-    mapfile -t all < <(rank_namespaces)
     log "$1: stopping the ranks (SIG${2:-TERM}, SIGKILL after ${grace_s} s)"
-    signal_ns "${2:-TERM}" "${all[@]}"
-    after "$grace_s" signal_ns KILL "${all[@]}"
+    signal_ns "${2:-TERM}" "${rank_nss[@]}"
+    after "$grace_s" signal_ns KILL "${rank_nss[@]}"
 }
 
 # on_signal SIG: before the ranks start, just exit (on_exit cleans up); then forward SIG
 # to the ranks; a second signal kills them at once.
-# shellcheck disable=SC2317  # trap handler
 on_signal() {
     local num
     num=$(kill -l "$1")
@@ -416,15 +413,12 @@ on_signal() {
     fi
     if [[ -n $stop_reason ]]; then
         log "caught SIG$1 while stopping: killing the ranks"
-        local -a all
-        mapfile -t all < <(rank_namespaces)
-        signal_ns KILL "${all[@]}"
+        signal_ns KILL "${rank_nss[@]}"
         return 0
     fi
     stop_ranks "caught SIG$1" "$1"
 }
 
-# shellcheck disable=SC2317  # trap handler
 on_timeout() {
     (( exit_rc != 0 )) || exit_rc=124
     stop_ranks "timeout after ${timeout_s} s"
@@ -533,6 +527,7 @@ need_host() {
 }
 
 main() {
+    local i
     parse_args "$@"
     if [[ -n $cleanup_mode ]]; then
         need_host
@@ -543,6 +538,7 @@ main() {
     need_host
     ns_base=$NS_PREFIX-$$
     sw_ns=$ns_base-sw
+    for (( i = 0 ; i < nranks ; i++ )); do rank_nss+=("$ns_base-r$i"); done
     trap on_exit EXIT
     trap 'on_signal INT' INT
     trap 'on_signal TERM' TERM

@@ -99,24 +99,19 @@ run_emulate() {
     job=$!
 }
 
-# finish OUTFILE: wait for the run; $st its status, $run_pid the launcher's pid, which names
-# its namespaces (read from its setup line).
+# launcher_pid OUTFILE: the launcher's pid, which names its namespaces, from its setup
+# line, into $run_pid.
+launcher_pid() {
+    run_pid=$(sed -n 's/.* in gcxemu-\([0-9]*\)-sw,.*/\1/p' "$1")
+    [[ -n $run_pid ]] || return 1
+    started+=("$run_pid")
+}
+
+# finish OUTFILE: wait for the run; $st its status, $run_pid its launcher's pid.
 finish() {
     st=0
     wait "$job" 2>/dev/null || st=$?  # no "Killed" notice for the crash test
-    run_pid=$(sed -n 's/.* in gcxemu-\([0-9]*\)-sw,.*/\1/p' "$1")
-    [[ -n $run_pid ]] && started+=("$run_pid")
-}
-
-# launcher_pid OUTFILE: the pid of a run still going, from its setup line.
-launcher_pid() {
-    local tries=200
-    until grep -q ' in gcxemu-[0-9]*-sw,' "$1"; do
-        (( tries-- > 0 )) || return 1
-        sleep 0.1
-    done
-    run_pid=$(sed -n 's/.* in gcxemu-\([0-9]*\)-sw,.*/\1/p' "$1")
-    started+=("$run_pid")
+    launcher_pid "$1" || true
 }
 
 # wait_for FILE...: wait up to 20 s until the files exist.
