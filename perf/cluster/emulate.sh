@@ -251,7 +251,7 @@ setup() {
         shape "$ns" eth0          # rank -> switch: what rank i sends
         shape "$sw_ns" "p$i"      # switch -> rank: what rank i receives
     done
-    # A veth has carrier as soon as both ends are up; wait for it so rank 0 can bind at once.
+    # A veth has carrier once both ends are up; wait for it, so that no first connect waits.
     for ns in "${rank_nss[@]}"; do
         poll 50 link_up "$ns" || die "eth0 in $ns did not come up"
     done
