@@ -120,7 +120,10 @@ extern "C" {
  * messages grows by at most this factor in the decoded sum (1e5: about
  * 1e-2 of the gradients' magnitude in the worst case, far less typically);
  * a set needing more is ill-conditioned and reported as
- * GCX_ERR_UNDECODABLE. gcx's CR stays below 1e3 for n <= 64, s <= 3.
+ * GCX_ERR_UNDECODABLE. Worst case over all straggler sets of gcx's CR
+ * (measured, n <= 64): below 1e3 for s <= 3 and n + s odd, below 2e4 for
+ * s = 3 and n odd; for s >= 4 and n >= 40 some sets exceed 1e5
+ * (src/coding/README.md): use FR there, or raise the limit.
  */
 #define GCX_CODE_MAX_AMPLIFICATION 1e5
 

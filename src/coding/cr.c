@@ -35,9 +35,15 @@
  * BLAS), and angles are reduced exactly (k j mod n) before cos/sin, so the
  * same binary builds the same B bit for bit.
  *
+ * Scoring is cheap because all decoding vectors are a0 + Y z (one solution
+ * plus the left null space of B), so a straggler set costs an s x s solve
+ * (cr_dual()). Measured worst amplification over all straggler sets for
+ * s = 3, n odd: 2.5e3 (n = 27), 3.6e3 (35), 1.9e4 (55), 1.1e4 (63).
+ *
  * Cost: O(s^2 n + n s^3) when n + s is odd; when even, CR_SEEDS times
- * O(n s^3) plus the scoring, about 1.5 n solves of O(n^3): ~0.1 s at
- * n = 64, once per code. Memory O(n^2).
+ * O(n^3) for the dual plus O(s^3 + n s) per scored straggler set (at most
+ * CR_EXHAUSTIVE): up to ~0.3 s at n = 64, s = 3, once per code. Memory
+ * O(n^2).
  */
 #include "code_int.h"
 
@@ -46,11 +52,11 @@
 #include <string.h>
 
 #define CR_SEED   UINT64_C(0x6763782d63722d31) /* "gcx-cr-1" */
-#define CR_SEEDS  8
+#define CR_SEEDS  16
 #define CR_PIVOT  1e-9
 #define CR_MAXAMP 1e300
-/* Score every straggler set while (sets * n^3) stays below this. */
-#define CR_EXHAUSTIVE 3e7
+#define CR_EXHAUSTIVE 50000 /* score every straggler set up to this many */
+#define CR_SAMPLE 2000      /* else this many pseudo-random ones */
 
 static uint64_t cr_splitmix64(uint64_t *state)
 {
@@ -172,11 +178,12 @@ typedef struct cr_work {
     int n, s;
     double *h;    /* [(s+1)*n] H, or the s+1 Fourier rows */
     double *hs;   /* [s*n] H built from them */
-    double *m;    /* [s*s] */
+    double *m;    /* [s*s] small system */
     double *rhs;  /* [s] */
     double *x;    /* [s] */
-    double *q;    /* [n*n] scoring: Q of B_F^T */
-    double *r;    /* [n*n] scoring: R */
+    double *u;    /* [n*n] scoring: B^T, eliminated */
+    double *a0;   /* [n] scoring: a particular a with B^T a = 1 */
+    double *y;    /* [s*n] scoring: basis of the left null space of B */
     double *cand; /* [n*n] candidate B */
 } cr_work_t;
 
@@ -204,113 +211,172 @@ static int cr_fill_rows(cr_work_t *w, const double *h, double *b)
     return 1;
 }
 
-/* Amplification max_j sum_i |a_i B_ij| of the decoding of the workers
- * outside `erased`, by least squares with modified Gram-Schmidt QR of
- * B_F^T (plain C, deterministic); CR_MAXAMP if it does not decode. */
-static double cr_amplification(cr_work_t *w, const double *b,
-                               uint64_t erased)
+/*
+ * Every decoding vector at once: with a0 one solution of B^T a = 1 and Y
+ * (n x s) a basis of {y : B^T y = 0}, the decoding vectors are a0 + Y z,
+ * and the one for erased workers E is fixed by a_E = 0, an s x s system
+ * Y_E z = -a0_E. So scoring one straggler set costs O(s^3 + n s) instead
+ * of a least-squares solve. a0 and Y come from Gaussian elimination with
+ * complete pivoting of B^T, whose rank is n - s.
+ */
+static int cr_dual(cr_work_t *w, const double *b)
 {
-    int n = w->n, k = 0, idx[GCX_CODE_MAX_WORKERS];
-    double a[GCX_CODE_MAX_WORKERS], qt1[GCX_CODE_MAX_WORKERS], worst = 0.0;
+    int n = w->n, s = w->s, r0 = n - s, perm[GCX_CODE_MAX_WORKERS];
+    double rhs[GCX_CODE_MAX_WORKERS], x[GCX_CODE_MAX_WORKERS], big = 0.0;
+    double *u = w->u;
 
-    for (int i = 0; i < n; i++) {
-        if (!(erased & (UINT64_C(1) << i))) {
-            idx[k++] = i;
+    for (int j = 0; j < n; j++) {
+        for (int i = 0; i < n; i++) {
+            u[(size_t)j * n + i] = b[(size_t)i * n + j];
+            big = fmax(big, fabs(b[(size_t)i * n + j]));
         }
+        rhs[j] = 1.0;
     }
-    for (int c = 0; c < k; c++) {
-        double *qc = w->q + (size_t)c * n;
-        double n0 = 0.0, nn = 0.0;
-        memcpy(qc, b + (size_t)idx[c] * n, sizeof(double) * (size_t)n);
-        for (int j = 0; j < n; j++) {
-            n0 += qc[j] * qc[j];
-        }
-        for (int p = 0; p < c; p++) {
-            w->r[(size_t)p * n + c] = 0.0;
-        }
-        for (int pass = 0; pass < 2; pass++) {
-            for (int p = 0; p < c; p++) {
-                const double *qp = w->q + (size_t)p * n;
-                double dot       = 0.0;
-                for (int j = 0; j < n; j++) {
-                    dot += qp[j] * qc[j];
+    for (int i = 0; i < n; i++) {
+        perm[i] = i;
+    }
+    for (int r = 0; r < r0; r++) {
+        int pr = r, pc = r;
+        for (int q = r; q < n; q++) {
+            for (int c = r; c < n; c++) {
+                if (fabs(u[(size_t)q * n + c]) > fabs(u[(size_t)pr * n + pc])) {
+                    pr = q;
+                    pc = c;
                 }
-                for (int j = 0; j < n; j++) {
-                    qc[j] -= dot * qp[j];
-                }
-                w->r[(size_t)p * n + c] += dot;
             }
         }
-        for (int j = 0; j < n; j++) {
-            nn += qc[j] * qc[j];
+        if (!(fabs(u[(size_t)pr * n + pc]) > 1e-12 * big)) {
+            return 0; /* rank below n - s */
         }
-        nn = sqrt(nn);
-        if (!(nn > 1e-10 * sqrt(n0))) {
-            return CR_MAXAMP; /* dependent rows */
+        for (int c = 0; c < n; c++) {
+            double t                = u[(size_t)r * n + c];
+            u[(size_t)r * n + c]    = u[(size_t)pr * n + c];
+            u[(size_t)pr * n + c]   = t;
         }
-        for (int j = 0; j < n; j++) {
-            qc[j] /= nn;
+        double t = rhs[r];
+        rhs[r]   = rhs[pr];
+        rhs[pr]  = t;
+        for (int q = 0; q < n; q++) {
+            double v                = u[(size_t)q * n + r];
+            u[(size_t)q * n + r]    = u[(size_t)q * n + pc];
+            u[(size_t)q * n + pc]   = v;
         }
-        w->r[(size_t)c * n + c] = nn;
-        qt1[c]                  = 0.0;
-        for (int j = 0; j < n; j++) {
-            qt1[c] += qc[j];
+        int p    = perm[r];
+        perm[r]  = perm[pc];
+        perm[pc] = p;
+        for (int q = r + 1; q < n; q++) {
+            double f = u[(size_t)q * n + r] / u[(size_t)r * n + r];
+            for (int c = r; c < n; c++) {
+                u[(size_t)q * n + c] -= f * u[(size_t)r * n + c];
+            }
+            rhs[q] -= f * rhs[r];
         }
     }
-    for (int c = k - 1; c >= 0; c--) {
-        double v = qt1[c];
-        for (int p = c + 1; p < k; p++) {
-            v -= w->r[(size_t)c * n + p] * a[p];
+    /* Back substitution: a0 with the free unknowns 0, then one null vector
+     * per free unknown. */
+    for (int v = -1; v < s; v++) {
+        double norm = 0.0;
+        for (int c = r0; c < n; c++) {
+            x[c] = (c - r0 == v) ? 1.0 : 0.0;
         }
-        a[c] = v / w->r[(size_t)c * n + c];
+        for (int r = r0 - 1; r >= 0; r--) {
+            double acc = (v < 0) ? rhs[r] : 0.0;
+            for (int c = r + 1; c < n; c++) {
+                acc -= u[(size_t)r * n + c] * x[c];
+            }
+            x[r] = acc / u[(size_t)r * n + r];
+        }
+        double *dst = (v < 0) ? w->a0 : w->y + (size_t)v * n;
+        for (int c = 0; c < n; c++) {
+            dst[perm[c]] = x[c];
+            norm += x[c] * x[c];
+        }
+        if (v >= 0) {
+            norm = sqrt(norm);
+            for (int c = 0; c < n; c++) {
+                dst[c] /= norm;
+            }
+        }
     }
+    return 1;
+}
+
+/* Amplification max_j sum_i |a_i B_ij| of the decoding vector for the
+ * erased workers e[0..s-1]; CR_MAXAMP when Y_E is singular. */
+static double cr_pattern_amp(cr_work_t *w, const double *b, const int *e)
+{
+    int n = w->n, s = w->s;
+    double a[GCX_CODE_MAX_WORKERS], worst = 0.0;
+
+    for (int r = 0; r < s; r++) {
+        for (int k = 0; k < s; k++) {
+            w->m[r * s + k] = w->y[(size_t)k * n + e[r]];
+        }
+        w->rhs[r] = -w->a0[e[r]];
+    }
+    if (!cr_solve_small(s, w->m, w->rhs, w->x)) {
+        return CR_MAXAMP;
+    }
+    for (int i = 0; i < n; i++) {
+        double v = w->a0[i];
+        for (int k = 0; k < s; k++) {
+            v += w->y[(size_t)k * n + i] * w->x[k];
+        }
+        a[i] = v;
+    }
+    for (int r = 0; r < s; r++) {
+        a[e[r]] = 0.0;
+    }
+    /* Partition j is held by workers j-s..j (mod n). */
     for (int j = 0; j < n; j++) {
-        double sum = 0.0, mag = 0.0;
-        for (int c = 0; c < k; c++) {
-            double t = a[c] * b[(size_t)idx[c] * n + j];
-            sum += t;
-            mag += fabs(t);
+        double mag = 0.0;
+        for (int k = 0; k <= s; k++) {
+            int i = (j - k + n) % n;
+            mag += fabs(a[i] * b[(size_t)i * n + j]);
         }
-        if (!(fabs(sum - 1.0) <= GCX_CODE_RESIDUAL_TOL)) {
-            return CR_MAXAMP;
-        }
-        if (mag > worst) {
-            worst = mag;
-        }
+        worst = fmax(worst, mag);
     }
     return worst;
 }
 
-/* Next s-subset of n bits in increasing order (Gosper); 0 after the last. */
-static uint64_t cr_next_subset(uint64_t x, int n)
-{
-    uint64_t c = x & (~x + 1), r = x + c;
-    x = (((r ^ x) >> 2) / c) | r;
-    return (n < 64 && (x >> n)) || r == 0 ? 0 : x;
-}
-
-/* Worst amplification over every straggler set when that is cheap, else
- * over a fixed sample; stops early above `bound`. */
+/* Worst amplification over every straggler set when there are at most
+ * CR_EXHAUSTIVE of them, else over a fixed sample (every run of s
+ * consecutive workers, a hard case, plus CR_SAMPLE pseudo-random sets);
+ * stops early once above `bound`. */
 static double cr_score(cr_work_t *w, const double *b, double bound)
 {
-    int n = w->n, s = w->s;
+    int n = w->n, s = w->s, e[GCX_CODE_MAX_WORKERS];
     uint64_t state = CR_SEED ^ UINT64_C(0x5c0e);
-    double worst   = 0.0, binom = 1.0;
+    double worst = 0.0, binom = 1.0;
 
+    if (!cr_dual(w, b)) {
+        return CR_MAXAMP;
+    }
     for (int k = 0; k < s; k++) {
         binom = binom * (n - k) / (k + 1);
     }
-    if (binom * n * n * n <= CR_EXHAUSTIVE) {
-        for (uint64_t e = (UINT64_C(1) << s) - 1; e != 0 && worst < bound;
-             e = cr_next_subset(e, n)) {
-            double amp = cr_amplification(w, b, e);
-            if (amp > worst) {
-                worst = amp;
+    if (binom <= CR_EXHAUSTIVE) {
+        /* Erased sets e[0] < ... < e[s-1], in lexicographic order. */
+        for (int k = 0; k < s; k++) {
+            e[k] = k;
+        }
+        while (worst < bound) {
+            worst = fmax(worst, cr_pattern_amp(w, b, e));
+            int k = s - 1;
+            while (k >= 0 && e[k] == n - s + k) {
+                k--;
+            }
+            if (k < 0) {
+                break;
+            }
+            e[k]++;
+            for (int q = k + 1; q < s; q++) {
+                e[q] = e[q - 1] + 1;
             }
         }
         return worst;
     }
-    for (int t = 0; t < n + n / 2 && worst < bound; t++) {
+    for (int t = 0; t < n + CR_SAMPLE && worst < bound; t++) {
         uint64_t erased = 0;
         if (t < n) {
             for (int k = 0; k < s; k++) {
@@ -321,10 +387,12 @@ static double cr_score(cr_work_t *w, const double *b, double bound)
                 erased |= UINT64_C(1) << (cr_splitmix64(&state) % n);
             }
         }
-        double amp = cr_amplification(w, b, erased);
-        if (amp > worst) {
-            worst = amp;
+        for (int i = 0, k = 0; i < n; i++) {
+            if (erased & (UINT64_C(1) << i)) {
+                e[k++] = i;
+            }
         }
+        worst = fmax(worst, cr_pattern_amp(w, b, e));
     }
     return worst;
 }
@@ -400,11 +468,13 @@ gcx_status_t gcx_code_cr_fill(int n, int s, double *b)
     w.m    = malloc(sizeof(double) * (size_t)s * (size_t)s);
     w.rhs  = malloc(sizeof(double) * (size_t)s);
     w.x    = malloc(sizeof(double) * (size_t)s);
-    w.q    = malloc(sizeof(double) * nn);
-    w.r    = malloc(sizeof(double) * nn);
+    w.u    = malloc(sizeof(double) * nn);
+    w.a0   = malloc(sizeof(double) * (size_t)n);
+    w.y    = malloc(sizeof(double) * (size_t)s * (size_t)n);
     w.cand = malloc(sizeof(double) * nn);
     if (w.h == NULL || w.hs == NULL || w.m == NULL || w.rhs == NULL ||
-        w.x == NULL || w.q == NULL || w.r == NULL || w.cand == NULL) {
+        w.x == NULL || w.u == NULL || w.a0 == NULL || w.y == NULL ||
+        w.cand == NULL) {
         ok = -1;
         goto out_free;
     }
@@ -417,8 +487,9 @@ gcx_status_t gcx_code_cr_fill(int n, int s, double *b)
 
 out_free:
     free(w.cand);
-    free(w.r);
-    free(w.q);
+    free(w.y);
+    free(w.a0);
+    free(w.u);
     free(w.x);
     free(w.rhs);
     free(w.m);
