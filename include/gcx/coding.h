@@ -85,9 +85,9 @@
  * weight sum 3 = n: p0 is over-represented, p1 and p2 under; averaged over
  * the three straggler choices every partition has weight 1. With EXACT CR
  * on the same slots, when workers 1 and 2 both arrive p2 appears at
- * staleness 0 (from worker 1) and 1 (from worker 2), weights summing to 1. With FR (n = 4,
- * s = 1): worker 0 and 1 hold (p0, p1), workers 2 and 3 hold (p2, p3); at
- * t = 5 every worker of group 0 sends g0(4) + g1(5) and of group 1
+ * staleness 0 (from worker 1) and 1 (from worker 2), weights summing to 1. With
+ * FR (n = 4, s = 1): worker 0 and 1 hold (p0, p1), workers 2 and 3 hold (p2,
+ * p3); at t = 5 every worker of group 0 sends g0(4) + g1(5) and of group 1
  * g2(4) + g3(5); any one reply per group gives staleness (1, 0, 1, 0).
  *
  * A training loop (worker i), per step t:
@@ -133,9 +133,9 @@ extern "C" {
 /** Which code. */
 typedef enum gcx_code_kind {
     GCX_CODE_UNCODED = 0, /**< s = 0, B = I. */
-    GCX_CODE_FR      = 1, /**< Fractional repetition, needs (s+1) | n. */
-    GCX_CODE_CR      = 2, /**< Cyclic repetition (Tandon et al.). */
-    GCX_CODE_MATRIX  = 3, /**< Caller-supplied encoding matrix. */
+    GCX_CODE_FR = 1,      /**< Fractional repetition, needs (s+1) | n. */
+    GCX_CODE_CR = 2,      /**< Cyclic repetition (Tandon et al.). */
+    GCX_CODE_MATRIX = 3,  /**< Caller-supplied encoding matrix. */
 } gcx_code_kind_t;
 
 /** How the root decodes. */
@@ -220,8 +220,7 @@ gcx_status_t gcx_code_matrix(const gcx_code_t *code, double *b);
  * @return GCX_OK; GCX_ERR_INVALID for a bad worker or NULL pointer.
  */
 gcx_status_t gcx_code_assignment(const gcx_code_t *code, int worker,
-                                 int *partitions, double *coeffs,
-                                 int *count_p);
+                                 int *partitions, double *coeffs, int *count_p);
 
 /**
  * Whether the arrived set can be decoded. This is the predicate of the coded
@@ -275,8 +274,7 @@ gcx_status_t gcx_code_decode_vector(gcx_code_t *code, uint64_t arrived,
  * @param[out] coeff_p  The coefficient (0 when not known).
  */
 gcx_status_t gcx_code_arrival_coeff(const gcx_code_t *code, uint64_t before,
-                                    int worker, int *known_p,
-                                    double *coeff_p);
+                                    int worker, int *known_p, double *coeff_p);
 
 /**
  * out = sum_k coeffs[k] * vecs[k] (float vectors of length len,
@@ -290,8 +288,7 @@ gcx_status_t gcx_code_arrival_coeff(const gcx_code_t *code, uint64_t before,
  * @return GCX_OK; GCX_ERR_INVALID (count < 0, NULL pointers with len > 0).
  */
 gcx_status_t gcx_code_encode(int count, const double *coeffs,
-                             const float *const *vecs, size_t len,
-                             float *out);
+                             const float *const *vecs, size_t len, float *out);
 
 /**
  * acc += coeff * vec over len floats (the root's streaming fold).
@@ -385,8 +382,8 @@ gcx_status_t gcx_pgc_coeffs(const gcx_pgc_t *pgc, int worker, int64_t step,
  *
  * @param[out] staleness  Caller array of P ints.
  */
-gcx_status_t gcx_pgc_staleness(const gcx_pgc_t *pgc, int worker,
-                               int64_t step, int *staleness);
+gcx_status_t gcx_pgc_staleness(const gcx_pgc_t *pgc, int worker, int64_t step,
+                               int *staleness);
 
 /**
  * Decode step t from the used set U (the arrived senders the collective

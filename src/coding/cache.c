@@ -36,13 +36,13 @@ gcx_status_t gcx_code_cache_init(gcx_code_cache_t *cache, int n, int capacity)
     while (slots < 2u * (uint32_t)capacity) {
         slots <<= 1;
     }
-    cache->n        = n;
+    cache->n = n;
     cache->capacity = capacity;
-    cache->mask     = slots - 1;
-    cache->keys     = calloc(slots, sizeof(uint64_t));
-    cache->entry    = calloc(slots, sizeof(int32_t));
-    cache->ok       = calloc((size_t)capacity, sizeof(int8_t));
-    cache->vectors  = calloc((size_t)capacity * (size_t)n, sizeof(double));
+    cache->mask = slots - 1;
+    cache->keys = calloc(slots, sizeof(uint64_t));
+    cache->entry = calloc(slots, sizeof(int32_t));
+    cache->ok = calloc((size_t)capacity, sizeof(int8_t));
+    cache->vectors = calloc((size_t)capacity * (size_t)n, sizeof(double));
     if (cache->keys == NULL || cache->entry == NULL || cache->ok == NULL ||
         cache->vectors == NULL) {
         gcx_code_cache_fini(cache);
@@ -68,10 +68,10 @@ int gcx_code_cache_lookup(const gcx_code_cache_t *cache, uint64_t key,
     while (cache->keys[slot] != 0) {
         if (cache->keys[slot] == key) {
             int32_t e = cache->entry[slot];
-            *ok_p     = cache->ok[e];
-            *vec_p    = cache->ok[e]
-                            ? cache->vectors + (size_t)e * (size_t)cache->n
-                            : NULL;
+            *ok_p = cache->ok[e];
+            *vec_p = cache->ok[e]
+                         ? cache->vectors + (size_t)e * (size_t)cache->n
+                         : NULL;
             return 1;
         }
         slot = (slot + 1) & cache->mask;
@@ -99,10 +99,10 @@ void gcx_code_cache_insert(gcx_code_cache_t *cache, uint64_t key,
         }
         slot = (slot + 1) & cache->mask;
     }
-    e                  = cache->count++;
-    cache->keys[slot]  = key;
+    e = cache->count++;
+    cache->keys[slot] = key;
     cache->entry[slot] = e;
-    cache->ok[e]       = (int8_t)(ok != 0);
+    cache->ok[e] = (int8_t)(ok != 0);
     if (ok) {
         memcpy(cache->vectors + (size_t)e * (size_t)cache->n, vec,
                sizeof(double) * (size_t)cache->n);

@@ -151,20 +151,20 @@ gcx_status_t gcx_code_create(const gcx_code_params_t *params,
     if (code == NULL) {
         return GCX_ERR_NOMEM;
     }
-    code->kind     = params->kind;
+    code->kind = params->kind;
     code->decoding = params->decoding;
-    code->n        = params->n;
-    code->s        = params->s;
-    code->all      = (n == 64) ? ~UINT64_C(0) : (UINT64_C(1) << n) - 1;
-    code->max_amp  = (params->max_amplification > 0.0)
-                         ? params->max_amplification
-                         : GCX_CODE_MAX_AMPLIFICATION;
-    code->weight   = (double)params->n /
-                   ((double)(params->n - params->s) * (params->s + 1));
+    code->n = params->n;
+    code->s = params->s;
+    code->all = (n == 64) ? ~UINT64_C(0) : (UINT64_C(1) << n) - 1;
+    code->max_amp = (params->max_amplification > 0.0)
+                        ? params->max_amplification
+                        : GCX_CODE_MAX_AMPLIFICATION;
+    code->weight =
+        (double)params->n / ((double)(params->n - params->s) * (params->s + 1));
 
-    code->b       = calloc(n * n, sizeof(double));
+    code->b = calloc(n * n, sizeof(double));
     code->holders = calloc(n, sizeof(uint64_t));
-    code->nparts  = calloc(n, sizeof(int));
+    code->nparts = calloc(n, sizeof(int));
     code->scratch = calloc(n, sizeof(double));
     if (code->b == NULL || code->holders == NULL || code->nparts == NULL ||
         code->scratch == NULL) {
@@ -253,8 +253,7 @@ gcx_status_t gcx_code_matrix(const gcx_code_t *code, double *b)
 }
 
 gcx_status_t gcx_code_assignment(const gcx_code_t *code, int worker,
-                                 int *partitions, double *coeffs,
-                                 int *count_p)
+                                 int *partitions, double *coeffs, int *count_p)
 {
     int cnt;
 
@@ -264,9 +263,9 @@ gcx_status_t gcx_code_assignment(const gcx_code_t *code, int worker,
     }
     cnt = code->nparts[worker];
     for (int k = 0; k < cnt; k++) {
-        int j         = code->parts[worker * code->load + k];
+        int j = code->parts[worker * code->load + k];
         partitions[k] = j;
-        coeffs[k]     = code->b[worker * code->n + j];
+        coeffs[k] = code->b[worker * code->n + j];
     }
     *count_p = cnt;
     return GCX_OK;

@@ -25,30 +25,30 @@ typedef struct gcx_code_solver gcx_code_solver_t;
 /* Decoding-vector cache (cache.c): open addressing on the 64-bit key, a
  * fixed number of entries, emptied at once when full. */
 typedef struct gcx_code_cache {
-    int n;            /* Length of a vector. */
-    int capacity;     /* Entries before the cache is emptied. */
-    int count;        /* Entries in use. */
-    uint32_t mask;    /* Slots - 1 (slots: a power of two >= 2 capacity). */
-    uint64_t *keys;   /* [slots] arrived set, 0 = empty (never a key). */
-    int32_t *entry;   /* [slots] index of the entry of a used slot. */
-    int8_t *ok;       /* [capacity] 1 decodable, 0 undecodable. */
-    double *vectors;  /* [capacity * n] decoding vectors. */
+    int n;           /* Length of a vector. */
+    int capacity;    /* Entries before the cache is emptied. */
+    int count;       /* Entries in use. */
+    uint32_t mask;   /* Slots - 1 (slots: a power of two >= 2 capacity). */
+    uint64_t *keys;  /* [slots] arrived set, 0 = empty (never a key). */
+    int32_t *entry;  /* [slots] index of the entry of a used slot. */
+    int8_t *ok;      /* [capacity] 1 decodable, 0 undecodable. */
+    double *vectors; /* [capacity * n] decoding vectors. */
 } gcx_code_cache_t;
 
 struct gcx_code {
     gcx_code_kind_t kind;
     gcx_code_decoding_t decoding;
-    int n;              /* Workers = partitions. */
-    int s;              /* Stragglers tolerated. */
-    int load;           /* Most partitions held by a worker. */
-    uint64_t all;       /* Mask of all n workers. */
-    double weight;      /* WEIGHTED coefficient n/((n-s)(s+1)). */
-    double max_amp;     /* Accepted amplification of a decoding vector. */
-    double *b;          /* [n*n] effective encoding matrix, row-major. */
-    uint64_t *holders;  /* [n] workers i with B_ij != 0, per partition j. */
-    int *parts;         /* [n*load] partitions of worker i, increasing. */
-    int *nparts;        /* [n] how many. */
-    double *scratch;    /* [n] decoding vector before it is published. */
+    int n;             /* Workers = partitions. */
+    int s;             /* Stragglers tolerated. */
+    int load;          /* Most partitions held by a worker. */
+    uint64_t all;      /* Mask of all n workers. */
+    double weight;     /* WEIGHTED coefficient n/((n-s)(s+1)). */
+    double max_amp;    /* Accepted amplification of a decoding vector. */
+    double *b;         /* [n*n] effective encoding matrix, row-major. */
+    uint64_t *holders; /* [n] workers i with B_ij != 0, per partition j. */
+    int *parts;        /* [n*load] partitions of worker i, increasing. */
+    int *nparts;       /* [n] how many. */
+    double *scratch;   /* [n] decoding vector before it is published. */
     gcx_code_solver_t *solver;
     gcx_code_cache_t cache;
 };
@@ -67,8 +67,7 @@ gcx_status_t gcx_code_solver_solve(gcx_code_solver_t *solver, const double *b,
                                    double *a);
 
 /* cache.c */
-gcx_status_t gcx_code_cache_init(gcx_code_cache_t *cache, int n,
-                                 int capacity);
+gcx_status_t gcx_code_cache_init(gcx_code_cache_t *cache, int n, int capacity);
 void gcx_code_cache_fini(gcx_code_cache_t *cache);
 /* 1 when found: *vec_p (NULL if undecodable) and *ok_p are set. */
 int gcx_code_cache_lookup(const gcx_code_cache_t *cache, uint64_t key,

@@ -51,18 +51,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CR_SEED   UINT64_C(0x6763782d63722d31) /* "gcx-cr-1" */
-#define CR_SEEDS  16
-#define CR_PIVOT  1e-9
-#define CR_MAXAMP 1e300
+#define CR_SEED       UINT64_C(0x6763782d63722d31) /* "gcx-cr-1" */
+#define CR_SEEDS      16
+#define CR_PIVOT      1e-9
+#define CR_MAXAMP     1e300
 #define CR_EXHAUSTIVE 50000 /* score every straggler set up to this many */
-#define CR_SAMPLE 2000      /* else this many pseudo-random ones */
+#define CR_SAMPLE     2000  /* else this many pseudo-random ones */
 
 static uint64_t cr_splitmix64(uint64_t *state)
 {
     uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
-    z          = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z          = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
     return z ^ (z >> 31);
 }
 
@@ -93,7 +93,7 @@ static int cr_orthonormalize(int m, int len, int ones, double *h)
             }
             for (int q = 0; q < r; q++) {
                 const double *prev = h + (size_t)q * len;
-                double dot         = 0.0;
+                double dot = 0.0;
                 for (int j = 0; j < len; j++) {
                     dot += row[j] * prev[j];
                 }
@@ -121,7 +121,7 @@ static int cr_orthonormalize(int m, int len, int ones, double *h)
 static void cr_fourier_rows(int n, int m, double *h)
 {
     const double two_pi = 6.283185307179586476925286766559;
-    int k0              = (n - m + 1) / 2;
+    int k0 = (n - m + 1) / 2;
 
     for (int r = 0; r < m; r++) {
         int k = k0 + r;
@@ -148,12 +148,12 @@ static int cr_solve_small(int s, double *m, double *rhs, double *x)
         }
         if (piv != c) {
             for (int k = 0; k < s; k++) {
-                double t       = m[c * s + k];
-                m[c * s + k]   = m[piv * s + k];
+                double t = m[c * s + k];
+                m[c * s + k] = m[piv * s + k];
                 m[piv * s + k] = t;
             }
             double t = rhs[c];
-            rhs[c]   = rhs[piv];
+            rhs[c] = rhs[piv];
             rhs[piv] = t;
         }
         for (int r = c + 1; r < s; r++) {
@@ -249,20 +249,20 @@ static int cr_dual(cr_work_t *w, const double *b)
             return 0; /* rank below n - s */
         }
         for (int c = 0; c < n; c++) {
-            double t                = u[(size_t)r * n + c];
-            u[(size_t)r * n + c]    = u[(size_t)pr * n + c];
-            u[(size_t)pr * n + c]   = t;
+            double t = u[(size_t)r * n + c];
+            u[(size_t)r * n + c] = u[(size_t)pr * n + c];
+            u[(size_t)pr * n + c] = t;
         }
         double t = rhs[r];
-        rhs[r]   = rhs[pr];
-        rhs[pr]  = t;
+        rhs[r] = rhs[pr];
+        rhs[pr] = t;
         for (int q = 0; q < n; q++) {
-            double v                = u[(size_t)q * n + r];
-            u[(size_t)q * n + r]    = u[(size_t)q * n + pc];
-            u[(size_t)q * n + pc]   = v;
+            double v = u[(size_t)q * n + r];
+            u[(size_t)q * n + r] = u[(size_t)q * n + pc];
+            u[(size_t)q * n + pc] = v;
         }
-        int p    = perm[r];
-        perm[r]  = perm[pc];
+        int p = perm[r];
+        perm[r] = perm[pc];
         perm[pc] = p;
         for (int q = r + 1; q < n; q++) {
             double f = u[(size_t)q * n + r] / u[(size_t)r * n + r];
@@ -402,7 +402,7 @@ static int cr_fill_projected(cr_work_t *w, double *b)
 {
     int n = w->n, s = w->s, m = s + 1, found = 0;
     uint64_t state = CR_SEED;
-    double best    = CR_MAXAMP;
+    double best = CR_MAXAMP;
     double g[GCX_CODE_MAX_WORKERS * GCX_CODE_MAX_WORKERS];
 
     cr_fourier_rows(n, m, w->h);
@@ -441,7 +441,7 @@ static int cr_fill_projected(cr_work_t *w, double *b)
         }
         double score = cr_score(w, w->cand, best);
         if (score < best) {
-            best  = score;
+            best = score;
             found = 1;
             memcpy(b, w->cand, sizeof(double) * (size_t)n * (size_t)n);
         }
@@ -452,8 +452,8 @@ static int cr_fill_projected(cr_work_t *w, double *b)
 gcx_status_t gcx_code_cr_fill(int n, int s, double *b)
 {
     cr_work_t w = {.n = n, .s = s};
-    size_t nn   = (size_t)n * (size_t)n;
-    int ok      = 0;
+    size_t nn = (size_t)n * (size_t)n;
+    int ok = 0;
 
     memset(b, 0, sizeof(double) * nn);
     if (s == 0) {
@@ -463,14 +463,14 @@ gcx_status_t gcx_code_cr_fill(int n, int s, double *b)
         return GCX_OK;
     }
 
-    w.h    = malloc(sizeof(double) * (size_t)(s + 1) * (size_t)n);
-    w.hs   = malloc(sizeof(double) * (size_t)s * (size_t)n);
-    w.m    = malloc(sizeof(double) * (size_t)s * (size_t)s);
-    w.rhs  = malloc(sizeof(double) * (size_t)s);
-    w.x    = malloc(sizeof(double) * (size_t)s);
-    w.u    = malloc(sizeof(double) * nn);
-    w.a0   = malloc(sizeof(double) * (size_t)n);
-    w.y    = malloc(sizeof(double) * (size_t)s * (size_t)n);
+    w.h = malloc(sizeof(double) * (size_t)(s + 1) * (size_t)n);
+    w.hs = malloc(sizeof(double) * (size_t)s * (size_t)n);
+    w.m = malloc(sizeof(double) * (size_t)s * (size_t)s);
+    w.rhs = malloc(sizeof(double) * (size_t)s);
+    w.x = malloc(sizeof(double) * (size_t)s);
+    w.u = malloc(sizeof(double) * nn);
+    w.a0 = malloc(sizeof(double) * (size_t)n);
+    w.y = malloc(sizeof(double) * (size_t)s * (size_t)n);
     w.cand = malloc(sizeof(double) * nn);
     if (w.h == NULL || w.hs == NULL || w.m == NULL || w.rhs == NULL ||
         w.x == NULL || w.u == NULL || w.a0 == NULL || w.y == NULL ||

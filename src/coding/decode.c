@@ -22,7 +22,7 @@
 static uint64_t decode_first_needed(const gcx_code_t *code, uint64_t arrived)
 {
     uint64_t used = 0;
-    int need      = code->n - code->s;
+    int need = code->n - code->s;
 
     while (need-- > 0) {
         uint64_t low = arrived & (~arrived + 1);
@@ -35,15 +35,14 @@ static uint64_t decode_first_needed(const gcx_code_t *code, uint64_t arrived)
 static uint64_t decode_fr_group(const gcx_code_t *code, int group)
 {
     int g = code->s + 1;
-    return ((g == 64) ? ~UINT64_C(0) : ((UINT64_C(1) << g) - 1))
-           << (group * g);
+    return ((g == 64) ? ~UINT64_C(0) : ((UINT64_C(1) << g) - 1)) << (group * g);
 }
 
 /* Decoding vector into code->scratch. */
 static gcx_status_t decode_compute(gcx_code_t *code, uint64_t arrived)
 {
     double *a = code->scratch;
-    int n     = code->n;
+    int n = code->n;
     const double *cached;
     gcx_status_t status;
     int ok;
@@ -137,11 +136,10 @@ gcx_status_t gcx_code_decode_vector(gcx_code_t *code, uint64_t arrived,
 }
 
 gcx_status_t gcx_code_arrival_coeff(const gcx_code_t *code, uint64_t before,
-                                    int worker, int *known_p,
-                                    double *coeff_p)
+                                    int worker, int *known_p, double *coeff_p)
 {
     uint64_t bit;
-    int known    = 0;
+    int known = 0;
     double coeff = 0.0;
 
     if (code == NULL || known_p == NULL || coeff_p == NULL || worker < 0 ||
@@ -162,9 +160,8 @@ gcx_status_t gcx_code_arrival_coeff(const gcx_code_t *code, uint64_t before,
         coeff = 1.0;
     } else if (code->kind == GCX_CODE_FR) {
         known = 1;
-        coeff = (before & decode_fr_group(code, worker / (code->s + 1)))
-                    ? 0.0
-                    : 1.0;
+        coeff = (before & decode_fr_group(code, worker / (code->s + 1))) ? 0.0
+                                                                         : 1.0;
     }
     *known_p = known;
     *coeff_p = coeff;

@@ -35,8 +35,7 @@ static void encode_axpy(float c, const float *restrict v, size_t len,
 }
 
 gcx_status_t gcx_code_encode(int count, const double *coeffs,
-                             const float *const *vecs, size_t len,
-                             float *out)
+                             const float *const *vecs, size_t len, float *out)
 {
     if (count < 0 || (count > 0 && coeffs == NULL) ||
         (len > 0 && out == NULL) || (count > 0 && vecs == NULL)) {
@@ -49,7 +48,7 @@ gcx_status_t gcx_code_encode(int count, const double *coeffs,
     }
 
     for (size_t off = 0; off < len; off += ENCODE_BLOCK) {
-        size_t m  = (len - off < ENCODE_BLOCK) ? len - off : ENCODE_BLOCK;
+        size_t m = (len - off < ENCODE_BLOCK) ? len - off : ENCODE_BLOCK;
         int first = 1;
 
         for (int k = 0; k < count; k++) {

@@ -35,20 +35,20 @@
 #define PGC_EXACT_TOL 1e-9  /* |weight - 1| of an "exact" term */
 
 struct gcx_pgc {
-    gcx_code_t *code;    /* borrowed */
+    gcx_code_t *code; /* borrowed */
     int n;
-    int period;          /* P */
-    int *slot_part;      /* [n*P] partition in slot l of worker i, or -1 */
-    double *slot_coeff;  /* [n*P] its encoding coefficient */
-    double *a;           /* [n] decoding vector before it is published */
-    double *wsum;        /* [n*P] weight of (partition, staleness) */
-    uint8_t *touched;    /* [n*P] whether (partition, staleness) occurs */
+    int period;         /* P */
+    int *slot_part;     /* [n*P] partition in slot l of worker i, or -1 */
+    double *slot_coeff; /* [n*P] its encoding coefficient */
+    double *a;          /* [n] decoding vector before it is published */
+    double *wsum;       /* [n*P] weight of (partition, staleness) */
+    uint8_t *touched;   /* [n*P] whether (partition, staleness) occurs */
 };
 
 static void pgc_assign_slots(gcx_pgc_t *pgc)
 {
     const gcx_code_t *code = pgc->code;
-    int P                  = pgc->period;
+    int P = pgc->period;
 
     for (int i = 0; i < pgc->n; i++) {
         int *slots = pgc->slot_part + (size_t)i * P;
@@ -90,15 +90,15 @@ gcx_status_t gcx_pgc_create(gcx_code_t *code, gcx_pgc_t **pgc_p)
     if (pgc == NULL) {
         return GCX_ERR_NOMEM;
     }
-    pgc->code       = code;
-    pgc->n          = code->n;
-    pgc->period     = code->load;
-    np              = (size_t)pgc->n * (size_t)pgc->period;
-    pgc->slot_part  = calloc(np, sizeof(int));
+    pgc->code = code;
+    pgc->n = code->n;
+    pgc->period = code->load;
+    np = (size_t)pgc->n * (size_t)pgc->period;
+    pgc->slot_part = calloc(np, sizeof(int));
     pgc->slot_coeff = calloc(np, sizeof(double));
-    pgc->a          = calloc((size_t)pgc->n, sizeof(double));
-    pgc->wsum       = calloc(np, sizeof(double));
-    pgc->touched    = calloc(np, sizeof(uint8_t));
+    pgc->a = calloc((size_t)pgc->n, sizeof(double));
+    pgc->wsum = calloc(np, sizeof(double));
+    pgc->touched = calloc(np, sizeof(uint8_t));
     if (pgc->slot_part == NULL || pgc->slot_coeff == NULL || pgc->a == NULL ||
         pgc->wsum == NULL || pgc->touched == NULL) {
         gcx_pgc_destroy(pgc);
@@ -165,8 +165,8 @@ gcx_status_t gcx_pgc_compute(const gcx_pgc_t *pgc, int worker, int64_t step,
         partition_p == NULL) {
         return GCX_ERR_INVALID;
     }
-    l            = (int)(step % pgc->period);
-    *slot_p      = l;
+    l = (int)(step % pgc->period);
+    *slot_p = l;
     *partition_p = pgc->slot_part[(size_t)worker * pgc->period + l];
     return GCX_OK;
 }
@@ -178,21 +178,21 @@ gcx_status_t gcx_pgc_coeffs(const gcx_pgc_t *pgc, int worker, int64_t step,
         return GCX_ERR_INVALID;
     }
     for (int l = 0; l < pgc->period; l++) {
-        coeffs[l] = (step < l) ? 0.0
-                               : pgc->slot_coeff[(size_t)worker * pgc->period +
-                                                 l];
+        coeffs[l] = (step < l)
+                        ? 0.0
+                        : pgc->slot_coeff[(size_t)worker * pgc->period + l];
     }
     return GCX_OK;
 }
 
-gcx_status_t gcx_pgc_staleness(const gcx_pgc_t *pgc, int worker,
-                               int64_t step, int *staleness)
+gcx_status_t gcx_pgc_staleness(const gcx_pgc_t *pgc, int worker, int64_t step,
+                               int *staleness)
 {
     if (pgc_bad_worker(pgc, worker, step) || staleness == NULL) {
         return GCX_ERR_INVALID;
     }
     for (int l = 0; l < pgc->period; l++) {
-        int idle     = pgc->slot_part[(size_t)worker * pgc->period + l] < 0;
+        int idle = pgc->slot_part[(size_t)worker * pgc->period + l] < 0;
         staleness[l] = idle ? -1 : pgc_slot_staleness(pgc, step, l);
     }
     return GCX_OK;
@@ -210,9 +210,9 @@ static void pgc_collect(gcx_pgc_t *pgc, int64_t step)
             continue;
         }
         for (int l = 0; l < P; l++) {
-            int j    = pgc->slot_part[(size_t)i * P + l];
+            int j = pgc->slot_part[(size_t)i * P + l];
             double c = pgc->slot_coeff[(size_t)i * P + l];
-            int d    = pgc_slot_staleness(pgc, step, l);
+            int d = pgc_slot_staleness(pgc, step, l);
             if (j < 0 || c == 0.0 || d < 0) {
                 continue;
             }
@@ -227,14 +227,14 @@ gcx_status_t gcx_pgc_decode(gcx_pgc_t *pgc, int64_t step, uint64_t used,
                             gcx_pgc_info_t *info_p)
 {
     gcx_pgc_info_t info = {0};
-    double wd           = 0.0;
+    double wd = 0.0;
     int P;
     gcx_status_t status;
 
     if (pgc == NULL || step < 0 || a == NULL || info_p == NULL) {
         return GCX_ERR_INVALID;
     }
-    P      = pgc->period;
+    P = pgc->period;
     status = gcx_code_decode_vector(pgc->code, used, pgc->a);
     if (status != GCX_OK) {
         return status;
@@ -255,7 +255,7 @@ gcx_status_t gcx_pgc_decode(gcx_pgc_t *pgc, int64_t step, uint64_t used,
             if (terms != NULL) {
                 terms[info.nterms].partition = j;
                 terms[info.nterms].staleness = d;
-                terms[info.nterms].weight    = w;
+                terms[info.nterms].weight = w;
             }
             info.nterms++;
             nj++;
@@ -275,8 +275,7 @@ gcx_status_t gcx_pgc_decode(gcx_pgc_t *pgc, int64_t step, uint64_t used,
             info.exact = 0;
         }
     }
-    info.mean_staleness = (info.weight_sum != 0.0) ? wd / info.weight_sum
-                                                   : 0.0;
+    info.mean_staleness = (info.weight_sum != 0.0) ? wd / info.weight_sum : 0.0;
 
     memcpy(a, pgc->a, sizeof(double) * (size_t)pgc->n);
     *info_p = info;

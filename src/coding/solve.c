@@ -8,10 +8,10 @@
  * least-squares solution, treating singular values below
  * GCX_CODE_RCOND * sigma_max as zero. The result is then checked, in double:
  *   residual       max_j |sum_{i in F} a_i B_ij - 1| <= GCX_CODE_RESIDUAL_TOL
- *   amplification  max_j sum_{i in F} |a_i B_ij|     <= params.max_amplification
- * The first rejects sets that cannot decode (1 not in the row space); the
- * second rejects sets that decode only by cancelling huge coefficients,
- * which would amplify the float rounding of the messages.
+ *   amplification  max_j sum_{i in F} |a_i B_ij|     <=
+ * params.max_amplification The first rejects sets that cannot decode (1 not in
+ * the row space); the second rejects sets that decode only by cancelling huge
+ * coefficients, which would amplify the float rounding of the messages.
  *
  * Cost: O(n k^2) flops per solve (about 0.1 ms at n = 64); the workspace
  * for every k <= n is sized once at creation, so a solve never allocates.
@@ -24,12 +24,12 @@
 
 struct gcx_code_solver {
     int n;
-    double *a;          /* [n*n] B_F^T, column-major, overwritten. */
-    double *rhs;        /* [n] right-hand side, then solution. */
-    double *sv;         /* [n] singular values. */
-    double *work;       /* [lwork] */
+    double *a;    /* [n*n] B_F^T, column-major, overwritten. */
+    double *rhs;  /* [n] right-hand side, then solution. */
+    double *sv;   /* [n] singular values. */
+    double *work; /* [lwork] */
     lapack_int lwork;
-    lapack_int *iwork;  /* [liwork] */
+    lapack_int *iwork; /* [liwork] */
 };
 
 /* Largest workspace dgelsd asks for over every k in 1..n. */
@@ -38,11 +38,11 @@ static int solver_query(int n, lapack_int *lwork_p, lapack_int *liwork_p)
     lapack_int lwork = 1, liwork = 1;
 
     for (int k = 1; k <= n; k++) {
-        double wq     = 0.0;
+        double wq = 0.0;
         lapack_int iq = 0, rank = 0;
-        lapack_int info = LAPACKE_dgelsd_work(LAPACK_COL_MAJOR, n, k, 1, NULL,
-                                              n, NULL, n, NULL, GCX_CODE_RCOND,
-                                              &rank, &wq, -1, &iq);
+        lapack_int info =
+            LAPACKE_dgelsd_work(LAPACK_COL_MAJOR, n, k, 1, NULL, n, NULL, n,
+                                NULL, GCX_CODE_RCOND, &rank, &wq, -1, &iq);
         if (info != 0) {
             return 0;
         }
@@ -53,7 +53,7 @@ static int solver_query(int n, lapack_int *lwork_p, lapack_int *liwork_p)
             liwork = iq;
         }
     }
-    *lwork_p  = lwork;
+    *lwork_p = lwork;
     *liwork_p = liwork;
     return 1;
 }
@@ -72,10 +72,10 @@ gcx_status_t gcx_code_solver_create(int n, gcx_code_solver_t **solver_p)
         free(sv);
         return GCX_ERR_INVALID;
     }
-    sv->a     = malloc(sizeof(double) * (size_t)n * (size_t)n);
-    sv->rhs   = malloc(sizeof(double) * (size_t)n);
-    sv->sv    = malloc(sizeof(double) * (size_t)n);
-    sv->work  = malloc(sizeof(double) * (size_t)sv->lwork);
+    sv->a = malloc(sizeof(double) * (size_t)n * (size_t)n);
+    sv->rhs = malloc(sizeof(double) * (size_t)n);
+    sv->sv = malloc(sizeof(double) * (size_t)n);
+    sv->work = malloc(sizeof(double) * (size_t)sv->lwork);
     sv->iwork = malloc(sizeof(lapack_int) * (size_t)liwork);
     if (sv->a == NULL || sv->rhs == NULL || sv->sv == NULL ||
         sv->work == NULL || sv->iwork == NULL) {
@@ -113,8 +113,7 @@ static int solver_accept(const double *b, int n, uint64_t arrived,
                 mag += fabs(t);
             }
         }
-        if (!(fabs(sum - 1.0) <= GCX_CODE_RESIDUAL_TOL) ||
-            !(mag <= max_amp)) {
+        if (!(fabs(sum - 1.0) <= GCX_CODE_RESIDUAL_TOL) || !(mag <= max_amp)) {
             return 0; /* also rejects NaN */
         }
     }
@@ -145,10 +144,9 @@ gcx_status_t gcx_code_solver_solve(gcx_code_solver_t *solver, const double *b,
     for (int j = 0; j < n; j++) {
         solver->rhs[j] = 1.0;
     }
-    info = LAPACKE_dgelsd_work(LAPACK_COL_MAJOR, n, k, 1, solver->a, n,
-                               solver->rhs, n, solver->sv, GCX_CODE_RCOND,
-                               &rank, solver->work, solver->lwork,
-                               solver->iwork);
+    info = LAPACKE_dgelsd_work(
+        LAPACK_COL_MAJOR, n, k, 1, solver->a, n, solver->rhs, n, solver->sv,
+        GCX_CODE_RCOND, &rank, solver->work, solver->lwork, solver->iwork);
     if (info != 0) {
         return GCX_ERR_UNDECODABLE; /* the SVD did not converge */
     }
@@ -158,5 +156,6 @@ gcx_status_t gcx_code_solver_solve(gcx_code_solver_t *solver, const double *b,
     for (int c = 0; c < k; c++) {
         a[idx[c]] = solver->rhs[c];
     }
-    return solver_accept(b, n, arrived, max_amp, a) ? GCX_OK : GCX_ERR_UNDECODABLE;
+    return solver_accept(b, n, arrived, max_amp, a) ? GCX_OK
+                                                    : GCX_ERR_UNDECODABLE;
 }

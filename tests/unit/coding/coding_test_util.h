@@ -16,26 +16,32 @@
 #include <random>
 #include <vector>
 
-namespace gcxtest {
+namespace gcxtest
+{
 
 struct CodeDeleter {
-    void operator()(gcx_code_t *c) const { gcx_code_destroy(c); }
+    void operator()(gcx_code_t *c) const
+    {
+        gcx_code_destroy(c);
+    }
 };
 struct PgcDeleter {
-    void operator()(gcx_pgc_t *p) const { gcx_pgc_destroy(p); }
+    void operator()(gcx_pgc_t *p) const
+    {
+        gcx_pgc_destroy(p);
+    }
 };
 using CodePtr = std::unique_ptr<gcx_code_t, CodeDeleter>;
-using PgcPtr  = std::unique_ptr<gcx_pgc_t, PgcDeleter>;
+using PgcPtr = std::unique_ptr<gcx_pgc_t, PgcDeleter>;
 
 inline gcx_code_params_t params(gcx_code_kind_t kind, int n, int s,
-                                gcx_code_decoding_t dec =
-                                    GCX_CODE_DECODE_EXACT)
+                                gcx_code_decoding_t dec = GCX_CODE_DECODE_EXACT)
 {
     gcx_code_params_t p{};
-    p.kind     = kind;
+    p.kind = kind;
     p.decoding = dec;
-    p.n        = n;
-    p.s        = s;
+    p.n = n;
+    p.s = s;
     return p;
 }
 
@@ -44,8 +50,8 @@ inline CodePtr make_code(const gcx_code_params_t &p)
 {
     gcx_code_t *c = nullptr;
     gcx_status_t st = gcx_code_create(&p, &c);
-    EXPECT_EQ(st, GCX_OK) << "kind " << p.kind << " n " << p.n << " s "
-                          << p.s << ": " << gcx_strerror(st);
+    EXPECT_EQ(st, GCX_OK) << "kind " << p.kind << " n " << p.n << " s " << p.s
+                          << ": " << gcx_strerror(st);
     return CodePtr(c);
 }
 
@@ -68,7 +74,10 @@ inline uint64_t all_mask(int n)
     return n == 64 ? ~UINT64_C(0) : (UINT64_C(1) << n) - 1;
 }
 
-inline int popcount(uint64_t x) { return __builtin_popcountll(x); }
+inline int popcount(uint64_t x)
+{
+    return __builtin_popcountll(x);
+}
 
 /* Call f on every subset of {0..n-1} of size k (Gosper's hack). */
 inline void for_each_subset(int n, int k,
@@ -81,7 +90,7 @@ inline void for_each_subset(int n, int k,
     if (k > n) {
         return;
     }
-    uint64_t x   = all_mask(k);
+    uint64_t x = all_mask(k);
     uint64_t end = all_mask(n);
     while (true) {
         f(x);

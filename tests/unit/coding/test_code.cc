@@ -9,13 +9,14 @@
 
 using namespace gcxtest;
 
-namespace {
+namespace
+{
 
 gcx_status_t try_create(const gcx_code_params_t &p)
 {
     gcx_code_t *sentinel = reinterpret_cast<gcx_code_t *>(0x1);
-    gcx_code_t *c        = sentinel;
-    gcx_status_t st      = gcx_code_create(&p, &c);
+    gcx_code_t *c = sentinel;
+    gcx_status_t st = gcx_code_create(&p, &c);
     if (st == GCX_OK) {
         gcx_code_destroy(c);
     } else {
@@ -43,7 +44,7 @@ TEST(CodingCreate, RejectsBadParameters)
     EXPECT_EQ(try_create(params((gcx_code_kind_t)9, 4, 1)), GCX_ERR_INVALID);
     EXPECT_EQ(try_create(params(GCX_CODE_CR, 4, 1, (gcx_code_decoding_t)5)),
               GCX_ERR_INVALID);
-    p            = params(GCX_CODE_CR, 4, 1);
+    p = params(GCX_CODE_CR, 4, 1);
     p.cache_size = -1;
     EXPECT_EQ(try_create(p), GCX_ERR_INVALID);
 
@@ -54,10 +55,10 @@ TEST(CodingCreate, RejectsBadParameters)
 
     /* Caller matrices. */
     std::vector<double> m(9, 0.0);
-    p        = params(GCX_CODE_MATRIX, 3, 1);
+    p = params(GCX_CODE_MATRIX, 3, 1);
     p.matrix = m.data();
     EXPECT_EQ(try_create(p), GCX_ERR_INVALID) << "all-zero matrix";
-    m        = {0.5, 1, 0, 0, 1, -1, 0.5, 0, 1};
+    m = {0.5, 1, 0, 0, 1, -1, 0.5, 0, 1};
     p.matrix = m.data();
     EXPECT_EQ(try_create(p), GCX_OK);
     m[4] = std::numeric_limits<double>::quiet_NaN();
@@ -66,11 +67,11 @@ TEST(CodingCreate, RejectsBadParameters)
     EXPECT_EQ(try_create(p), GCX_ERR_RANGE);
 
     /* WEIGHTED needs s+1 holders per partition. */
-    m          = {1, 1, 0, 0, 1, 1, 1, 0, 1};
-    p.matrix   = m.data();
+    m = {1, 1, 0, 0, 1, 1, 1, 0, 1};
+    p.matrix = m.data();
     p.decoding = GCX_CODE_DECODE_WEIGHTED;
     EXPECT_EQ(try_create(p), GCX_OK);
-    m        = {1, 1, 1, 0, 1, 1, 1, 0, 1};
+    m = {1, 1, 1, 0, 1, 1, 1, 0, 1};
     p.matrix = m.data();
     EXPECT_EQ(try_create(p), GCX_ERR_INVALID);
 }
@@ -174,8 +175,8 @@ TEST(CodingCreate, CyclicRepetitionBuildsUpToTheLimit)
                 continue;
             }
             gcx_code_params_t p = params(GCX_CODE_CR, n, s);
-            gcx_code_t *c       = nullptr;
-            gcx_status_t st     = gcx_code_create(&p, &c);
+            gcx_code_t *c = nullptr;
+            gcx_status_t st = gcx_code_create(&p, &c);
             if (s <= 7 || s == n - 1) {
                 EXPECT_EQ(st, GCX_OK) << "n " << n << " s " << s;
             } else {
@@ -205,9 +206,9 @@ TEST(CodingCreate, WeightedUsesSupportIndicator)
 TEST(CodingCreate, MatrixLoadAndAssignment)
 {
     std::vector<double> m = {0.5, 1, 0, 0, 1, -1, 0.5, 0, 1};
-    auto p                = params(GCX_CODE_MATRIX, 3, 1);
-    p.matrix              = m.data();
-    auto c                = make_code(p);
+    auto p = params(GCX_CODE_MATRIX, 3, 1);
+    p.matrix = m.data();
+    auto c = make_code(p);
     ASSERT_TRUE(c);
     m[0] = 99; /* the code keeps its own copy */
     EXPECT_EQ(gcx_code_load(c.get()), 2);

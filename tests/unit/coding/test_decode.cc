@@ -9,7 +9,8 @@
 
 using namespace gcxtest;
 
-namespace {
+namespace
+{
 
 constexpr int kLen = 16; /* length of the random "gradients" */
 
@@ -75,9 +76,9 @@ void check_decodes(gcx_code_t *code, const std::vector<double> &b,
                 m[i][k] += b[i * n + j] * g[j][k];
             }
         }
-        ASSERT_EQ(gcx_code_encode(n, &b[i * n], gptr.data(), kLen,
-                                  mf[i].data()),
-                  GCX_OK);
+        ASSERT_EQ(
+            gcx_code_encode(n, &b[i * n], gptr.data(), kLen, mf[i].data()),
+            GCX_OK);
     }
     std::vector<const float *> mptr(n);
     for (int i = 0; i < n; i++) {
@@ -127,8 +128,8 @@ TEST(CodingDecode, EveryStragglerPatternUpTo12)
                 if (kind == GCX_CODE_FR && n % (s + 1) != 0) {
                     continue;
                 }
-                SCOPED_TRACE(testing::Message() << "kind " << kind << " n "
-                                                << n << " s " << s);
+                SCOPED_TRACE(testing::Message()
+                             << "kind " << kind << " n " << n << " s " << s);
                 auto c = make_code(kind, n, s);
                 ASSERT_TRUE(c);
                 auto b = matrix_of(c.get());
@@ -187,9 +188,8 @@ TEST(CodingDecode, TooFewWorkers)
                     std::vector<double> a(n, 42.0);
                     bool truth = truly_decodable(bc, n, f);
                     ASSERT_EQ(gcx_code_decodable(cr.get(), f, &dec), GCX_OK);
-                    EXPECT_EQ(dec, truth ? 1 : 0)
-                        << "CR n " << n << " s " << s << " F 0x" << std::hex
-                        << f;
+                    EXPECT_EQ(dec, truth ? 1 : 0) << "CR n " << n << " s " << s
+                                                  << " F 0x" << std::hex << f;
                     gcx_status_t st =
                         gcx_code_decode_vector(cr.get(), f, a.data());
                     if (truth) {
@@ -227,8 +227,8 @@ TEST(CodingDecode, TooFewWorkers)
                     EXPECT_LE(residual(b, n, a), 0.0);
                     /* lowest-numbered arrived worker per group */
                     for (int i = 0; i < n; i++) {
-                        uint64_t lower = f & all_mask(i) &
-                                         ~all_mask(i / (s + 1) * (s + 1));
+                        uint64_t lower =
+                            f & all_mask(i) & ~all_mask(i / (s + 1) * (s + 1));
                         bool first = (f >> i & 1) && lower == 0;
                         EXPECT_EQ(a[i], first ? 1.0 : 0.0);
                     }
@@ -259,9 +259,9 @@ TEST(CodingDecode, UncodedNeedsEveryone)
 TEST(CodingDecode, WorkedExampleCallerMatrix)
 {
     std::vector<double> m = {0.5, 1, 0, 0, 1, -1, 0.5, 0, 1};
-    auto p                = params(GCX_CODE_MATRIX, 3, 1);
-    p.matrix              = m.data();
-    auto c                = make_code(p);
+    auto p = params(GCX_CODE_MATRIX, 3, 1);
+    p.matrix = m.data();
+    auto c = make_code(p);
     ASSERT_TRUE(c);
 
     struct {
@@ -295,9 +295,9 @@ TEST(CodingDecode, CallerMatrixThatCannotDecode)
     for (int i = 0; i < 4; i++) {
         eye[i * 5] = 1.0;
     }
-    auto p   = params(GCX_CODE_MATRIX, 4, 1);
+    auto p = params(GCX_CODE_MATRIX, 4, 1);
     p.matrix = eye.data();
-    auto c   = make_code(p);
+    auto c = make_code(p);
     ASSERT_TRUE(c);
     for_each_subset(4, 3, [&](uint64_t f) {
         std::vector<double> a(4, 7.0);
@@ -311,9 +311,9 @@ TEST(CodingDecode, CallerMatrixThatCannotDecode)
 
     /* Every partition covered, but 1 is not in the row space. */
     std::vector<double> m = {1, 2, 0, 0, 1, 1, 1, 0, 1};
-    p                     = params(GCX_CODE_MATRIX, 3, 1);
-    p.matrix              = m.data();
-    c                     = make_code(p);
+    p = params(GCX_CODE_MATRIX, 3, 1);
+    p.matrix = m.data();
+    c = make_code(p);
     ASSERT_TRUE(c);
     std::vector<double> a(3);
     for (uint64_t f : {0b011, 0b101, 0b110}) {
@@ -334,9 +334,9 @@ TEST(CodingDecode, IllConditionedIsUndecodable)
      * amplification of about 2/eps. */
     for (double eps : {1e-3, 1e-9}) {
         std::vector<double> m = {1, 0, 1, eps};
-        auto p                = params(GCX_CODE_MATRIX, 2, 0);
-        p.matrix              = m.data();
-        auto c                = make_code(p);
+        auto p = params(GCX_CODE_MATRIX, 2, 0);
+        p.matrix = m.data();
+        auto c = make_code(p);
         ASSERT_TRUE(c);
         std::vector<double> a(2);
         gcx_status_t st = gcx_code_decode_vector(c.get(), 0b11, a.data());
@@ -355,13 +355,11 @@ TEST(CodingDecode, InvalidArguments)
     ASSERT_TRUE(c);
     std::vector<double> a(5);
     int dec;
-    EXPECT_EQ(gcx_code_decode_vector(c.get(), 0x20, a.data()),
-              GCX_ERR_INVALID);
+    EXPECT_EQ(gcx_code_decode_vector(c.get(), 0x20, a.data()), GCX_ERR_INVALID);
     EXPECT_EQ(gcx_code_decodable(c.get(), 0x3f, &dec), GCX_ERR_INVALID);
     EXPECT_EQ(gcx_code_decode_vector(c.get(), 0xf, nullptr), GCX_ERR_INVALID);
     EXPECT_EQ(gcx_code_decodable(c.get(), 0xf, nullptr), GCX_ERR_INVALID);
-    EXPECT_EQ(gcx_code_decode_vector(nullptr, 0xf, a.data()),
-              GCX_ERR_INVALID);
+    EXPECT_EQ(gcx_code_decode_vector(nullptr, 0xf, a.data()), GCX_ERR_INVALID);
 }
 
 TEST(CodingDecode, WeightedDecoding)
@@ -374,8 +372,8 @@ TEST(CodingDecode, WeightedDecoding)
                 }
                 auto c = make_code(kind, n, s, GCX_CODE_DECODE_WEIGHTED);
                 ASSERT_TRUE(c);
-                auto b       = matrix_of(c.get());
-                double w     = (double)n / ((n - s) * (s + 1));
+                auto b = matrix_of(c.get());
+                double w = (double)n / ((n - s) * (s + 1));
                 /* Exact average over all straggler patterns: weight 1 per
                  * partition (unbiased), though no single pattern need be. */
                 std::vector<double> mean(n, 0.0);
@@ -403,9 +401,9 @@ TEST(CodingDecode, WeightedDecoding)
                 EXPECT_EQ(dec, 0);
                 EXPECT_EQ(gcx_code_decode_vector(c.get(), few, a.data()),
                           GCX_ERR_UNDECODABLE);
-                ASSERT_EQ(gcx_code_decode_vector(c.get(), all_mask(n),
-                                                 a.data()),
-                          GCX_OK);
+                ASSERT_EQ(
+                    gcx_code_decode_vector(c.get(), all_mask(n), a.data()),
+                    GCX_OK);
                 for (int i = 0; i < n; i++) {
                     EXPECT_EQ(a[i], i < n - s ? w : 0.0);
                 }
@@ -446,10 +444,10 @@ TEST(CodingDecode, SmallCacheStaysCorrectWhenEmptied)
 {
     /* A cache of 5 entries cycled through 120 sets: emptied many times,
      * every answer still equals a fresh code's, bit for bit. */
-    auto p       = params(GCX_CODE_CR, 10, 3);
+    auto p = params(GCX_CODE_CR, 10, 3);
     p.cache_size = 5;
-    auto small   = make_code(p);
-    auto big     = make_code(GCX_CODE_CR, 10, 3);
+    auto small = make_code(p);
+    auto big = make_code(GCX_CODE_CR, 10, 3);
     ASSERT_TRUE(small && big);
     std::vector<uint64_t> sets;
     for_each_subset(10, 7, [&](uint64_t f) { sets.push_back(f); });
@@ -475,14 +473,13 @@ TEST(CodingDecode, SixtyFourWorkers)
         for (int s : {1, 3}) {
             auto c = make_code(kind, 64, s);
             ASSERT_TRUE(c);
-            auto b     = matrix_of(c.get());
+            auto b = matrix_of(c.get());
             double amp = 0;
             for (int rep = 0; rep < 60; rep++) {
                 uint64_t f = random_subset(64, 64 - s, rng);
                 check_decodes(c.get(), b, f, rng);
                 std::vector<double> a(64);
-                ASSERT_EQ(gcx_code_decode_vector(c.get(), f, a.data()),
-                          GCX_OK);
+                ASSERT_EQ(gcx_code_decode_vector(c.get(), f, a.data()), GCX_OK);
                 for (int j = 0; j < 64; j++) {
                     double mag = 0;
                     for (int i = 0; i < 64; i++) {
@@ -491,8 +488,8 @@ TEST(CodingDecode, SixtyFourWorkers)
                     amp = std::max(amp, mag);
                 }
             }
-            RecordProperty("max_amplification_" + std::to_string(kind) +
-                               "_s" + std::to_string(s),
+            RecordProperty("max_amplification_" + std::to_string(kind) + "_s" +
+                               std::to_string(s),
                            std::to_string(amp));
             EXPECT_LT(amp, GCX_CODE_MAX_AMPLIFICATION);
         }

@@ -23,12 +23,12 @@ TEST(CodingEncode, MatchesDoubleReference)
                     x = u(rng);
                 }
                 vp[k] = v[k].data();
-                c[k]  = cu(rng);
+                c[k] = cu(rng);
             }
             std::vector<float> out(len + 1, 123.0f);
-            ASSERT_EQ(gcx_code_encode(count, c.data(), vp.data(), len,
-                                      out.data()),
-                      GCX_OK);
+            ASSERT_EQ(
+                gcx_code_encode(count, c.data(), vp.data(), len, out.data()),
+                GCX_OK);
             for (size_t e = 0; e < len; e++) {
                 double want = 0, mag = 0;
                 for (int k = 0; k < count; k++) {
@@ -48,7 +48,7 @@ TEST(CodingEncode, ZeroCoefficientsAreNotRead)
     std::vector<float> a(len, 1.0f);
     std::vector<float> nan(len, std::numeric_limits<float>::quiet_NaN());
     const float *vp[3] = {nullptr, a.data(), nan.data()};
-    double c[3]        = {0.0, 2.5, 0.0};
+    double c[3] = {0.0, 2.5, 0.0};
     std::vector<float> out(len, 9.0f);
     ASSERT_EQ(gcx_code_encode(3, c, vp, len, out.data()), GCX_OK);
     for (float x : out) {
@@ -73,7 +73,7 @@ TEST(CodingEncode, InvalidArguments)
 {
     float out[4];
     const float *vp[1] = {nullptr};
-    double c[1]        = {1.0};
+    double c[1] = {1.0};
     EXPECT_EQ(gcx_code_encode(-1, c, vp, 4, out), GCX_ERR_INVALID);
     EXPECT_EQ(gcx_code_encode(1, c, vp, 4, out), GCX_ERR_INVALID);
     EXPECT_EQ(gcx_code_encode(1, nullptr, vp, 4, out), GCX_ERR_INVALID);

@@ -10,7 +10,8 @@
 
 using namespace gcxtest;
 
-namespace {
+namespace
+{
 
 constexpr size_t kLen = 33;
 
@@ -34,8 +35,8 @@ double from_terms(const std::vector<gcx_pgc_term_t> &terms, int nterms,
 {
     double v = 0;
     for (int q = 0; q < nterms; q++) {
-        v += terms[q].weight * synth(terms[q].partition,
-                                     t - terms[q].staleness, k);
+        v += terms[q].weight *
+             synth(terms[q].partition, t - terms[q].staleness, k);
     }
     return v;
 }
@@ -104,9 +105,9 @@ void simulate(gcx_code_kind_t kind, gcx_code_decoding_t dec, int n, int s,
             for (int q = 0; q < P; q++) {
                 bp[q] = buf[i][q].data();
             }
-            ASSERT_EQ(gcx_code_encode(P, c.data(), bp.data(), kLen,
-                                      msg[i].data()),
-                      GCX_OK);
+            ASSERT_EQ(
+                gcx_code_encode(P, c.data(), bp.data(), kLen, msg[i].data()),
+                GCX_OK);
         }
 
         /* Root: a few straggler patterns per step. */
@@ -114,17 +115,17 @@ void simulate(gcx_code_kind_t kind, gcx_code_decoding_t dec, int n, int s,
             uint64_t f = random_subset(n, n - s, rng);
             std::vector<double> a(n);
             gcx_pgc_info_t info;
-            ASSERT_EQ(gcx_pgc_decode(pgc.get(), t, f, a.data(), terms.data(),
-                                     &info),
-                      GCX_OK);
+            ASSERT_EQ(
+                gcx_pgc_decode(pgc.get(), t, f, a.data(), terms.data(), &info),
+                GCX_OK);
             std::vector<const float *> mp(n);
             for (int i = 0; i < n; i++) {
                 mp[i] = msg[i].data();
             }
             std::vector<float> decoded(kLen);
-            ASSERT_EQ(gcx_code_encode(n, a.data(), mp.data(), kLen,
-                                      decoded.data()),
-                      GCX_OK);
+            ASSERT_EQ(
+                gcx_code_encode(n, a.data(), mp.data(), kLen, decoded.data()),
+                GCX_OK);
 
             /* Always: the decoded vector is what the terms say. */
             for (size_t k = 0; k < kLen; k++) {
@@ -134,12 +135,11 @@ void simulate(gcx_code_kind_t kind, gcx_code_decoding_t dec, int n, int s,
             }
             /* Terms sorted by partition then staleness; summary fields. */
             double wsum = 0;
-            int maxd    = 0;
+            int maxd = 0;
             for (int q = 0; q < info.nterms; q++) {
                 if (q > 0) {
                     EXPECT_TRUE(terms[q - 1].partition < terms[q].partition ||
-                                (terms[q - 1].partition ==
-                                     terms[q].partition &&
+                                (terms[q - 1].partition == terms[q].partition &&
                                  terms[q - 1].staleness < terms[q].staleness));
                 }
                 wsum += terms[q].weight;
@@ -212,8 +212,7 @@ void simulate(gcx_code_kind_t kind, gcx_code_decoding_t dec, int n, int s,
                         }
                         for (int l = 0; l < P; l++) {
                             if (t >= l) {
-                                want += synth(slots[i][l], t - (t - l) % P,
-                                              k);
+                                want += synth(slots[i][l], t - (t - l) % P, k);
                             }
                         }
                     }
@@ -330,8 +329,7 @@ TEST(CodingPipelined, ExactCyclicRepetition)
     for (int n = 3; n <= 12; n++) {
         for (int s = 1; s <= std::min(3, n - 1); s++) {
             simulate(GCX_CODE_CR, GCX_CODE_DECODE_EXACT, n, s,
-                     n % (s + 1) == 0 ? Expect::kSingle : Expect::kAffine,
-                     rng);
+                     n % (s + 1) == 0 ? Expect::kSingle : Expect::kAffine, rng);
         }
     }
 }
@@ -351,9 +349,9 @@ TEST(CodingPipelined, WeightedCyclicRepetition)
 TEST(CodingPipelined, CallerMatrixWithIdleSlot)
 {
     std::vector<double> m = {1, 1, 0, 0, 1, 0, 1, 0, 1};
-    auto p                = params(GCX_CODE_MATRIX, 3, 1);
-    p.matrix              = m.data();
-    auto c                = make_code(p);
+    auto p = params(GCX_CODE_MATRIX, 3, 1);
+    p.matrix = m.data();
+    auto c = make_code(p);
     ASSERT_TRUE(c);
     auto pg = make_pgc(c.get());
     ASSERT_TRUE(pg);
@@ -396,8 +394,7 @@ TEST(CodingPipelined, Errors)
     EXPECT_EQ(info.nterms, 77) << "output written on failure";
     EXPECT_EQ(gcx_pgc_decode(pg.get(), 3, 0b11110, a, nullptr, nullptr),
               GCX_ERR_INVALID);
-    EXPECT_EQ(gcx_pgc_decode(pg.get(), 3, 0b11110, a, nullptr, &info),
-              GCX_OK);
+    EXPECT_EQ(gcx_pgc_decode(pg.get(), 3, 0b11110, a, nullptr, &info), GCX_OK);
     EXPECT_EQ(info.missing, 0);
     gcx_pgc_destroy(nullptr);
     gcx_code_destroy(nullptr);

@@ -8,13 +8,14 @@
 
 using namespace gcxtest;
 
-namespace {
+namespace
+{
 
 constexpr size_t kLen = 257;
 
 struct Round {
     uint64_t arrived = 0, used = 0;
-    int complete_at  = -1; /* arrivals when decodable first held */
+    int complete_at = -1; /* arrivals when decodable first held */
     std::vector<double> applied;
     std::vector<float> acc;
 };
@@ -34,9 +35,9 @@ Round run_round(gcx_code_t *code, const std::vector<int> &order,
         EXPECT_EQ(gcx_code_arrival_coeff(code, r.arrived, w, &known, &coeff),
                   GCX_OK);
         EXPECT_EQ(known, 1);
-        EXPECT_EQ(gcx_code_accumulate(coeff, msgs[w].data(), kLen,
-                                      r.acc.data()),
-                  GCX_OK);
+        EXPECT_EQ(
+            gcx_code_accumulate(coeff, msgs[w].data(), kLen, r.acc.data()),
+            GCX_OK);
         r.applied[w] = coeff;
         if (coeff != 0.0) {
             r.used |= UINT64_C(1) << w;
@@ -101,13 +102,13 @@ TEST(CodingStream, FractionalRepetitionFoldsFirstReplyPerGroup)
 
                 /* Complete exactly when every group has replied. */
                 uint64_t seen = 0;
-                int want_at   = -1;
+                int want_at = -1;
                 for (int k = 0; k < n && want_at < 0; k++) {
                     seen |= UINT64_C(1) << order[k];
                     bool all = true;
                     for (int g = 0; g < n / (s + 1); g++) {
-                        all = all && ((seen >> (g * (s + 1))) &
-                                      all_mask(s + 1)) != 0;
+                        all = all &&
+                              ((seen >> (g * (s + 1))) & all_mask(s + 1)) != 0;
                     }
                     if (all) {
                         want_at = k + 1;
@@ -117,8 +118,8 @@ TEST(CodingStream, FractionalRepetitionFoldsFirstReplyPerGroup)
                 /* One used worker per group, the first to arrive. */
                 EXPECT_EQ(popcount(r.used), n / (s + 1));
                 for (int k = 0; k < r.complete_at; k++) {
-                    int w       = order[k];
-                    bool first  = true;
+                    int w = order[k];
+                    bool first = true;
                     for (int q = 0; q < k; q++) {
                         first = first && order[q] / (s + 1) != w / (s + 1);
                     }
@@ -195,9 +196,8 @@ TEST(CodingStream, ExactCyclicRepetitionWaitsForTheSet)
                 for (int k = 0; k < n; k++) {
                     int known = -1, dec = -1;
                     double coeff = -1;
-                    ASSERT_EQ(gcx_code_arrival_coeff(c.get(), arrived,
-                                                     order[k], &known,
-                                                     &coeff),
+                    ASSERT_EQ(gcx_code_arrival_coeff(c.get(), arrived, order[k],
+                                                     &known, &coeff),
                               GCX_OK);
                     EXPECT_EQ(known, 0);
                     EXPECT_EQ(coeff, 0.0);
@@ -206,8 +206,8 @@ TEST(CodingStream, ExactCyclicRepetitionWaitsForTheSet)
                               GCX_OK);
                     /* Any n - s decode; fewer only when 1 is in the span
                      * (the structured CR of gcx sometimes allows it). */
-                    bool truth = k + 1 >= n - s ||
-                                 truly_decodable(b, n, arrived);
+                    bool truth =
+                        k + 1 >= n - s || truly_decodable(b, n, arrived);
                     EXPECT_EQ(dec, truth ? 1 : 0);
                 }
             }
