@@ -245,20 +245,24 @@ static int gcx_bootstrap_wait_fd(int fd, short events, double deadline)
     }
 }
 
-static gcx_status_t gcx_bootstrap_send_all(int fd, const void *buf, size_t len,
-                                           double deadline)
+/* Moves all @p len bytes (send or receive) before @p deadline. A closed or
+ * reset connection means the peer died: GCX_ERR_PEER. */
+static gcx_status_t gcx_bootstrap_io_all(int fd, void *buf, size_t len,
+                                         int is_send, double deadline)
 {
-    const char *p = buf;
+    char *p = buf;
 
     while (len > 0) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n = is_send ? send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT) :
+                              recv(fd, p, len, MSG_DONTWAIT);
         if (n > 0) {
             p += n;
             len -= (size_t)n;
             continue;
         }
         if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-            int w = gcx_bootstrap_wait_fd(fd, POLLOUT, deadline);
+            int w = gcx_bootstrap_wait_fd(fd, is_send ? POLLOUT : POLLIN,
+                                          deadline);
             if (w == 0) {
                 return GCX_ERR_TIMEOUT;
             }
@@ -271,33 +275,16 @@ static gcx_status_t gcx_bootstrap_send_all(int fd, const void *buf, size_t len,
     return GCX_OK;
 }
 
+static gcx_status_t gcx_bootstrap_send_all(int fd, const void *buf, size_t len,
+                                           double deadline)
+{
+    return gcx_bootstrap_io_all(fd, (void *)buf, len, 1, deadline);
+}
+
 static gcx_status_t gcx_bootstrap_recv_all(int fd, void *buf, size_t len,
                                            double deadline)
 {
-    char *p = buf;
-
-    while (len > 0) {
-        ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
-        if (n > 0) {
-            p += n;
-            len -= (size_t)n;
-            continue;
-        }
-        if (n == 0) {
-            return GCX_ERR_PEER; /* closed: the peer died */
-        }
-        if (errno == EAGAIN || errno == EINTR) {
-            int w = gcx_bootstrap_wait_fd(fd, POLLIN, deadline);
-            if (w == 0) {
-                return GCX_ERR_TIMEOUT;
-            }
-            if (w > 0) {
-                continue;
-            }
-        }
-        return GCX_ERR_PEER;
-    }
-    return GCX_OK;
+    return gcx_bootstrap_io_all(fd, buf, len, 0, deadline);
 }
 
 static void gcx_bootstrap_tune(int fd)
@@ -386,7 +373,9 @@ static gcx_status_t gcx_bootstrap_root_accept(gcx_bootstrap_t *bs,
         bs->fds[hello.rank] = fd;
         ++joined;
     }
-    close(listen_fd);
+    if (listen_fd != config->bootstrap_fd) {
+        close(listen_fd); /* an inherited one serves later communicators */
+    }
     /* tell every joined rank whether the world is complete */
     for (r = 1; r < bs->size; ++r) {
         if (bs->fds[r] >= 0) {

@@ -232,33 +232,27 @@ gcx_status_t gcx_config_parse_entry(const gcx_config_entry_t *entry,
 
     switch (entry->type) {
     case GCX_CONFIG_INT:
-        if (!gcx_config_parse_number(value, 0, &number) ||
-            number != floor(number)) {
-            return gcx_config_bad(entry, value, "not an integer");
-        }
-        if (number < entry->min || number > entry->max) {
-            return gcx_config_bad(entry, value, "out of range");
-        }
-        *(int *)field = (int)number;
-        return GCX_OK;
     case GCX_CONFIG_DOUBLE:
-        if (!gcx_config_parse_number(value, 0, &number)) {
-            return gcx_config_bad(entry, value, "not a number");
-        }
-        if (number < entry->min || number > entry->max) {
-            return gcx_config_bad(entry, value, "out of range");
-        }
-        *(double *)field = number;
-        return GCX_OK;
     case GCX_CONFIG_SIZE:
-        if (!gcx_config_parse_number(value, 1, &number) ||
-            number != floor(number)) {
-            return gcx_config_bad(entry, value, "not a size");
+        /* numbers: parse (sizes take K/M/G), integrality, range */
+        if (!gcx_config_parse_number(value, entry->type == GCX_CONFIG_SIZE,
+                                     &number) ||
+            (entry->type != GCX_CONFIG_DOUBLE && number != floor(number))) {
+            return gcx_config_bad(entry, value,
+                                  entry->type == GCX_CONFIG_INT ? "not an integer" :
+                                  entry->type == GCX_CONFIG_SIZE ? "not a size" :
+                                                                   "not a number");
         }
         if (number < entry->min || number > entry->max) {
             return gcx_config_bad(entry, value, "out of range");
         }
-        *(size_t *)field = (size_t)number;
+        if (entry->type == GCX_CONFIG_INT) {
+            *(int *)field = (int)number;
+        } else if (entry->type == GCX_CONFIG_SIZE) {
+            *(size_t *)field = (size_t)number;
+        } else {
+            *(double *)field = number;
+        }
         return GCX_OK;
     case GCX_CONFIG_BOOL:
         if (!gcx_config_parse_bool(value, &flag)) {

@@ -29,7 +29,10 @@ static gcx_status_t gcx_allgather_submit(gcx_comm_t *comm, const void *sendbuf,
     }
     task->name      = coll == GCX_COLL_ALLGATHER ? "allgather" : "allgatherv";
     signature.coll  = coll;
-    signature.count = counts[comm->rank];
+    signature.count = 0;
+    for (size_t r = 0; r < n; ++r) {
+        signature.count += counts[r]; /* the same on every rank */
+    }
     signature.dtype = dtype;
     signature.extra = gcx_coll_hash(gcx_coll_hash(0, counts, n * sizeof(*counts)),
                                     displs, n * sizeof(*displs));
@@ -76,7 +79,8 @@ gcx_status_t gcx_allgatherv(gcx_comm_t *comm, const void *sendbuf,
     int local_error;
 
     if (comm == NULL || gcx_dtype_size(dtype) == 0 || recvcounts == NULL ||
-        displs == NULL || sendbuf == NULL || recvbuf == NULL) {
+        displs == NULL || (sendbuf == NULL && sendcount > 0) ||
+        recvbuf == NULL) {
         gcx_error("gcx_allgatherv: invalid arguments");
         return GCX_ERR_INVALID;
     }

@@ -36,6 +36,21 @@ typedef struct gcx_tl_ucx_peer {
     int           failed;
 } gcx_tl_ucx_peer_t;
 
+/*
+ * Lives inside every UCP request (ucp_params.request_size), so completion
+ * reaches the gcx request through it and abort() can orphan a request that
+ * UCX cannot finish: the callback then frees it without touching the
+ * (possibly freed) task memory that held the gcx_tl_req_t.
+ */
+typedef struct gcx_tl_ucx_priv {
+    gcx_tl_req_t *owner;    /* NULL until attached, and once orphaned */
+    int           early;    /* completed before it was attached */
+    int           orphaned; /* abandoned by abort(): just free it */
+    ucs_status_t  status;
+    size_t        length;
+    uint64_t      tag;
+} gcx_tl_ucx_priv_t;
+
 struct gcx_tl_ucx {
     gcx_tl_t           super;
     ucp_context_h      context;
@@ -44,6 +59,7 @@ struct gcx_tl_ucx {
     size_t             address_len;
     gcx_tl_ucx_peer_t *peers;
     int                err_mode_peer;
+    int                aborted;
     gcx_tl_req_t       outstanding; /* list head (sentinel) */
 };
 
@@ -66,6 +82,8 @@ static gcx_status_t gcx_tl_ucx_status(ucs_status_t status)
     case UCS_ERR_REJECTED:
     case UCS_ERR_NOT_CONNECTED:
     case UCS_ERR_TIMED_OUT:
+    case UCS_ERR_IO_ERROR:       /* e.g. cma reading a process that died */
+    case UCS_ERR_SHMEM_SEGMENT:
         return GCX_ERR_PEER;
     default:
         return GCX_ERR_TRANSPORT;
@@ -89,32 +107,60 @@ static void gcx_tl_ucx_untrack(gcx_tl_req_t *req)
     req->prev = req->next = NULL;
 }
 
-static void gcx_tl_ucx_complete(gcx_tl_req_t *req, void *ucp_req,
-                                ucs_status_t status)
+static void gcx_tl_ucx_request_init(void *request)
 {
-    req->status = gcx_tl_ucx_status(status);
-    req->impl   = NULL;
-    gcx_tl_ucx_untrack(req);
-    ucp_request_free(ucp_req);
+    gcx_tl_ucx_priv_t *priv = request;
+
+    priv->owner    = NULL;
+    priv->early    = 0;
+    priv->orphaned = 0;
+}
+
+static void gcx_tl_ucx_release(gcx_tl_ucx_priv_t *priv)
+{
+    gcx_tl_ucx_request_init(priv); /* the pool reuses it as it is */
+    ucp_request_free(priv);
+}
+
+/* Completion: to the owner if attached, else remembered for attach(). */
+static void gcx_tl_ucx_done(void *request, ucs_status_t status, size_t length,
+                            uint64_t tag)
+{
+    gcx_tl_ucx_priv_t *priv = request;
+    gcx_tl_req_t      *req  = priv->owner;
+
+    if (req != NULL) {
+        if (status == UCS_OK) {
+            req->length = length;
+            req->tag    = tag;
+        }
+        req->status = gcx_tl_ucx_status(status);
+        req->impl   = NULL;
+        gcx_tl_ucx_untrack(req);
+        gcx_tl_ucx_release(priv);
+    } else if (priv->orphaned) {
+        gcx_tl_ucx_release(priv);
+    } else {
+        priv->early  = 1;
+        priv->status = status;
+        priv->length = length;
+        priv->tag    = tag;
+    }
 }
 
 static void gcx_tl_ucx_send_cb(void *request, ucs_status_t status,
                                void *user_data)
 {
-    gcx_tl_ucx_complete(user_data, request, status);
+    (void)user_data;
+    gcx_tl_ucx_done(request, status, 0, 0);
 }
 
 static void gcx_tl_ucx_recv_cb(void *request, ucs_status_t status,
                                const ucp_tag_recv_info_t *info,
                                void *user_data)
 {
-    gcx_tl_req_t *req = user_data;
-
-    if (status == UCS_OK) {
-        req->length = info->length;
-        req->tag    = info->sender_tag;
-    }
-    gcx_tl_ucx_complete(req, request, status);
+    (void)user_data;
+    gcx_tl_ucx_done(request, status, info->length, info->sender_tag);
 }
 
 static void gcx_tl_ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
@@ -162,7 +208,11 @@ static gcx_status_t gcx_tl_ucx_init(const gcx_tl_params_t *params,
         goto err_free_peers;
     }
     ucp_params.field_mask        = UCP_PARAM_FIELD_FEATURES |
-                                   UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
+                                   UCP_PARAM_FIELD_ESTIMATED_NUM_EPS |
+                                   UCP_PARAM_FIELD_REQUEST_SIZE |
+                                   UCP_PARAM_FIELD_REQUEST_INIT;
+    ucp_params.request_size      = sizeof(gcx_tl_ucx_priv_t);
+    ucp_params.request_init      = gcx_tl_ucx_request_init;
     ucp_params.features          = UCP_FEATURE_TAG;
     ucp_params.estimated_num_eps = (size_t)params->size;
     st = ucp_init(&ucp_params, ucp_config, &ucx->context);
@@ -262,24 +312,31 @@ static void gcx_tl_ucx_fill_param(ucp_request_param_t *param,
     }
 }
 
-/* The request is tracked before posting, since UCX may run the completion
- * callback before the posting call returns. */
-static gcx_status_t gcx_tl_ucx_post_result(gcx_tl_req_t *req,
-                                           ucs_status_ptr_t sp)
+/* Ties a posted operation to its gcx request (or finishes it at once). */
+static gcx_status_t gcx_tl_ucx_attach(gcx_tl_ucx_t *ucx, gcx_tl_req_t *req,
+                                      ucs_status_ptr_t sp)
 {
+    gcx_tl_ucx_priv_t *priv;
+
     if (sp == NULL) {
-        gcx_tl_ucx_untrack(req);
         req->status = GCX_OK;
         return GCX_OK;
     }
     if (UCS_PTR_IS_ERR(sp)) {
-        gcx_tl_ucx_untrack(req);
         req->status = gcx_tl_ucx_status(UCS_PTR_STATUS(sp));
         return req->status;
     }
-    if (req->status == GCX_INPROGRESS) {
-        req->impl = sp;
+    priv = sp;
+    if (priv->early) {
+        req->status = gcx_tl_ucx_status(priv->status);
+        req->length = priv->length;
+        req->tag    = priv->tag;
+        gcx_tl_ucx_release(priv);
+        return GCX_OK;
     }
+    priv->owner = req;
+    req->impl   = priv;
+    gcx_tl_ucx_track(ucx, req);
     return GCX_OK;
 }
 
@@ -300,14 +357,11 @@ static gcx_status_t gcx_tl_ucx_send(gcx_tl_t *tl, int peer, uint64_t tag,
         req->status = GCX_ERR_PEER;
         return GCX_ERR_PEER;
     }
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                         UCP_OP_ATTR_FIELD_USER_DATA;
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
     param.cb.send      = gcx_tl_ucx_send_cb;
-    param.user_data    = req;
     gcx_tl_ucx_fill_param(&param, iov, iovcnt, &buffer, &count);
-    gcx_tl_ucx_track(ucx, req);
     sp = ucp_tag_send_nbx(ucx->peers[peer].ep, buffer, count, tag, &param);
-    return gcx_tl_ucx_post_result(req, sp);
+    return gcx_tl_ucx_attach(ucx, req, sp);
 }
 
 static gcx_status_t gcx_tl_ucx_recv(gcx_tl_t *tl, int peer, uint64_t tag,
@@ -328,14 +382,11 @@ static gcx_status_t gcx_tl_ucx_recv(gcx_tl_t *tl, int peer, uint64_t tag,
     /* UCX 1.13 leaves recv_info unset on immediate completion, so the
      * length and tag always come through the callback */
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                         UCP_OP_ATTR_FIELD_USER_DATA |
                          UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     param.cb.recv      = gcx_tl_ucx_recv_cb;
-    param.user_data    = req;
     gcx_tl_ucx_fill_param(&param, iov, iovcnt, &buffer, &count);
-    gcx_tl_ucx_track(ucx, req);
     sp = ucp_tag_recv_nbx(ucx->worker, buffer, count, tag, tag_mask, &param);
-    return gcx_tl_ucx_post_result(req, sp);
+    return gcx_tl_ucx_attach(ucx, req, sp);
 }
 
 static int gcx_tl_ucx_progress(gcx_tl_t *tl)
@@ -410,9 +461,10 @@ static void gcx_tl_ucx_flush_close(gcx_tl_t *tl, double seconds)
 static void gcx_tl_ucx_abort(gcx_tl_t *tl)
 {
     gcx_tl_ucx_t *ucx      = (gcx_tl_ucx_t *)tl;
-    double        deadline = gcx_time_now() + 5.0;
+    double        deadline = gcx_time_now() + 0.3;
     gcx_tl_req_t *req, *next;
 
+    ucx->aborted = 1;
     /* cancelling may complete (and unlink) the request at once */
     for (req = ucx->outstanding.next; req != &ucx->outstanding; req = next) {
         next = req->next;
@@ -420,13 +472,23 @@ static void gcx_tl_ucx_abort(gcx_tl_t *tl)
             ucp_request_cancel(ucx->worker, req->impl);
         }
     }
-    gcx_tl_ucx_close_eps(ucx, 1, 2.0);
-    while (ucx->outstanding.next != &ucx->outstanding) {
+    gcx_tl_ucx_close_eps(ucx, 1, 0.2);
+    while (ucx->outstanding.next != &ucx->outstanding &&
+           gcx_time_now() < deadline) {
         ucp_worker_progress(ucx->worker);
-        if (gcx_time_now() > deadline) {
-            gcx_error("transfers still outstanding after abort");
-            break;
-        }
+    }
+    /* what UCX cannot finish (a send whose peer died before pulling it) is
+     * orphaned: its gcx request completes as cancelled now, and nothing of
+     * it is touched again; the worker is never progressed after an abort */
+    for (req = ucx->outstanding.next; req != &ucx->outstanding; req = next) {
+        gcx_tl_ucx_priv_t *priv = req->impl;
+
+        next           = req->next;
+        priv->owner    = NULL;
+        priv->orphaned = 1;
+        req->impl      = NULL;
+        req->status    = GCX_ERR_CANCELED;
+        gcx_tl_ucx_untrack(req);
     }
 }
 
@@ -434,10 +496,10 @@ static void gcx_tl_ucx_fini(gcx_tl_t *tl)
 {
     gcx_tl_ucx_t *ucx = (gcx_tl_ucx_t *)tl;
 
-    if (ucx->outstanding.next != &ucx->outstanding) {
+    if (!ucx->aborted && ucx->outstanding.next != &ucx->outstanding) {
         gcx_tl_ucx_abort(tl);
     }
-    gcx_tl_ucx_close_eps(ucx, 1, 1.0);
+    gcx_tl_ucx_close_eps(ucx, 1, 0.5);
     ucp_worker_release_address(ucx->worker, ucx->address);
     ucp_worker_destroy(ucx->worker);
     ucp_cleanup(ucx->context);

@@ -1,0 +1,34 @@
+// Multi-rank test harness: every rank runs the same gtest binary under
+// gcxrun; the world communicator comes from the environment, and tests can
+// make communicators with other settings through an OOB over the world.
+#ifndef GCX_TEST_HARNESS_H
+#define GCX_TEST_HARNESS_H
+
+#include <gcx/gcx.h>
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <utility>
+#include <vector>
+
+extern gcx_comm_t *g_world;
+
+// A communicator over the same ranks with GCX_* overrides ({"NAME", "v"}).
+gcx_comm_t *make_comm(std::initializer_list<std::pair<const char *, const char *>> overrides);
+
+int world_rank();
+int world_size();
+
+// Deterministic small integer input of rank r at element i (exact in all
+// types, negative too), and element access in any type.
+double test_value(int rank, size_t i);
+void   test_fill(void *buf, gcx_dtype_t dtype, size_t count, int rank);
+double test_read(const void *buf, gcx_dtype_t dtype, size_t i);
+void   test_write(void *buf, gcx_dtype_t dtype, size_t i, double v);
+
+// Expected allreduce result at element i, as the library must produce it.
+double test_expected(gcx_dtype_t dtype, gcx_op_t op, int size, size_t i);
+
+#endif

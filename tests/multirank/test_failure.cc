@@ -1,0 +1,83 @@
+// Failure behaviour: a rank that dies mid-collective or sleeps past
+// GCX_TIMEOUT must make every surviving rank's collective fail with
+// GCX_ERR_PEER or GCX_ERR_TIMEOUT, never hang; afterwards the communicator
+// reports the same error at once. Run under gcxrun --keep-going with a
+// small GCX_TIMEOUT. The elapsed time is printed for the record; the bound
+// asserted is only "it returned", with generous slack, not a performance
+// figure.
+#include "harness.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+double timeout_s()
+{
+    const char *t = getenv("GCX_TIMEOUT");
+    return t ? atof(t) : 300.0;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0)
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void expect_failed_in_time(gcx_status_t status, double elapsed)
+{
+    EXPECT_TRUE(status == GCX_ERR_TIMEOUT || status == GCX_ERR_PEER)
+        << gcx_strerror(status);
+    printf("rank %d: collective failed with '%s' after %.2f s (GCX_TIMEOUT=%g)\n",
+           world_rank(), gcx_strerror(status), elapsed, timeout_s());
+    EXPECT_LT(elapsed, 2 * timeout_s() + 10); // returned, did not hang
+    // the communicator stays failed, and says so at once
+    std::vector<float> v(16, 1.0f);
+    EXPECT_EQ(status, gcx_allreduce(g_world, GCX_IN_PLACE, v.data(), v.size(),
+                                    GCX_DT_F32, GCX_OP_SUM, nullptr));
+    EXPECT_EQ(status, gcx_progress(g_world));
+}
+
+TEST(Failure, RankExitsMidCollective)
+{
+    ASSERT_GE(world_size(), 2);
+    const size_t       n = 4u << 20;
+    std::vector<float> in(n, 1.0f), out(n);
+    ASSERT_EQ(GCX_OK, gcx_allreduce(g_world, in.data(), out.data(), n,
+                                    GCX_DT_F32, GCX_OP_SUM, nullptr));
+    if (world_rank() == world_size() - 1) {
+        gcx_request_t *req;
+        ASSERT_EQ(GCX_OK, gcx_allreduce(g_world, in.data(), out.data(), n,
+                                        GCX_DT_F32, GCX_OP_SUM, &req));
+        for (int i = 0; i < 50; ++i) {
+            gcx_test(req); // get some of the transfers going, then vanish
+        }
+        printf("rank %d: exiting in the middle of an allreduce\n", world_rank());
+        fflush(stdout);
+        _exit(0);
+    }
+    auto         t0     = std::chrono::steady_clock::now();
+    gcx_status_t status = gcx_allreduce(g_world, in.data(), out.data(), n,
+                                        GCX_DT_F32, GCX_OP_SUM, nullptr);
+    expect_failed_in_time(status, seconds_since(t0));
+}
+
+TEST(Failure, RankSleepsPastTimeout)
+{
+    ASSERT_GE(world_size(), 2);
+    std::vector<double> v(1000, 1.0);
+    ASSERT_EQ(GCX_OK, gcx_allreduce(g_world, GCX_IN_PLACE, v.data(), v.size(),
+                                    GCX_DT_F64, GCX_OP_SUM, nullptr));
+    if (world_rank() == world_size() - 1) {
+        usleep(static_cast<useconds_t>((timeout_s() + 1.5) * 1e6));
+    }
+    auto         t0     = std::chrono::steady_clock::now();
+    gcx_status_t status = gcx_allreduce(g_world, GCX_IN_PLACE, v.data(),
+                                        v.size(), GCX_DT_F64, GCX_OP_SUM,
+                                        nullptr);
+    expect_failed_in_time(status, seconds_since(t0));
+}
+
+} // namespace
