@@ -67,11 +67,13 @@ static gcx_status_t idx_open(const char *path, gzFile *f_p, char *used,
         }
     }
     if (access(used, R_OK) != 0) {
+        int err = errno;
+
         train_error("data file %s: %s (set GCX_DATA_DIR to the folder with "
                     "the Fashion-MNIST IDX files; Debian package "
                     "dataset-fashion-mnist installs them in %s)",
-                    path, strerror(errno), TRAIN_DATA_DEFAULT_DIR);
-        return GCX_ERR_NOT_FOUND;
+                    path, strerror(err), TRAIN_DATA_DEFAULT_DIR);
+        return err == ENOENT || err == ENOTDIR ? GCX_ERR_NOT_FOUND : GCX_ERR_IO;
     }
     f = gzopen(used, "rb");
     if (f == NULL) {
