@@ -216,7 +216,8 @@ static void gcx_ring_post(gcx_task_t *task)
         }
     } else {
         ring->recv_window = GCX_RING_RECV_WINDOW;
-        if (ring->src != NULL && ring->src != ring->buf) {
+        if (ring->src != NULL && ring->src != ring->buf &&
+            ring->counts[gcx_coll_mod(comm->rank + ring->shift, comm->size)] > 0) {
             /* out-of-place allgather: the rank's own block */
             int own = gcx_coll_mod(comm->rank + ring->shift, comm->size);
             memcpy(ring->buf + ring->displs[own] * ring->esize, ring->src,

@@ -67,7 +67,7 @@ TEST(Allgather, InAndOutOfPlace)
         for (int in_place = 0; in_place < 2; ++in_place) {
             std::vector<float> mine(n), all(n * P + 8, -99.0f);
             test_fill(mine.data(), GCX_DT_F32, n, me);
-            if (in_place) {
+            if (in_place && n > 0) {
                 memcpy(all.data() + n * me, mine.data(), n * sizeof(float));
             }
             ASSERT_EQ(GCX_OK, gcx_allgather(g_world, in_place ? GCX_IN_PLACE : mine.data(),

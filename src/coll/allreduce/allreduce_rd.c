@@ -180,7 +180,7 @@ static void gcx_allreduce_rd_post(gcx_task_t *task)
     size_t                   bytes = ar->count * gcx_dtype_size(ar->dtype);
     void                    *tmp;
 
-    if (ar->sendbuf != ar->recvbuf) {
+    if (ar->sendbuf != ar->recvbuf && bytes > 0) {
         memcpy(ar->recvbuf, ar->sendbuf, bytes);
     }
     tmp = gcx_comm_scratch(task->comm, bytes ? bytes : 1);

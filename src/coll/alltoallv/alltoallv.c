@@ -69,13 +69,15 @@ static void gcx_alltoallv_post(gcx_task_t *task)
     gcx_alltoallv_task_t *a    = (gcx_alltoallv_task_t *)task;
     int                   size = task->comm->size, rank = task->comm->rank;
     int                   k;
+    size_t                own;
 
     a->pending = 0;
-    memcpy(a->recvbuf + a->rdispls[rank] * a->esize,
-           a->sendbuf + a->sdispls[rank] * a->esize,
-           (a->sendcounts[rank] < a->recvcounts[rank] ? a->sendcounts[rank] :
-                                                        a->recvcounts[rank]) *
-               a->esize);
+    own = a->sendcounts[rank] < a->recvcounts[rank] ? a->sendcounts[rank] :
+                                                      a->recvcounts[rank];
+    if (own > 0) {
+        memcpy(a->recvbuf + a->rdispls[rank] * a->esize,
+               a->sendbuf + a->sdispls[rank] * a->esize, own * a->esize);
+    }
     if (a->sendcounts[rank] != a->recvcounts[rank]) {
         gcx_error("alltoallv #%u: sendcounts[%d] = %zu but recvcounts[%d] = "
                   "%zu", task->seq, rank, a->sendcounts[rank], rank,
