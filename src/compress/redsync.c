@@ -60,25 +60,48 @@ static double rs_first(const float *v, size_t m, double *sum_p,
     return sq;
 }
 
-/* cnt[j] += #(key > t[j]) for the RS_WAYS thresholds, block by block so
- * that each block is read from memory once and counted from L1. */
+/* cnt[j] += #(key > t[j]) for the RS_WAYS thresholds in one read: four
+ * keys at a time are compared with every threshold in vector registers,
+ * each comparison (-1 or 0 per lane) subtracted from a lane counter. */
 static void rs_count(const float *v, size_t m, const int32_t *t,
                      size_t *cnt)
 {
-    size_t b, i;
+    const gcx__v4i mask = {0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff};
+    gcx__v4i tv[RS_WAYS], acc[RS_WAYS];
+    size_t i;
     unsigned j;
 
-    for (b = 0; b < m; b += RS_BLOCK) {
-        size_t len = m - b < RS_BLOCK ? m - b : RS_BLOCK;
-        const float *p = v + b;
-
+    for (j = 0; j < RS_WAYS; j++) {
+        gcx__v4i z = {0, 0, 0, 0}, b = {t[j], t[j], t[j], t[j]};
+        tv[j] = b;
+        acc[j] = z;
+    }
+    for (i = 0; i + 4 <= m; i += 4) {
+        gcx__v4i k;
+        memcpy(&k, v + i, sizeof(k));
+        k &= mask;
         for (j = 0; j < RS_WAYS; j++) {
-            const int32_t tj = t[j];
-            uint32_t c = 0;
-            for (i = 0; i < len; i++) {
-                c += (int32_t)gcx__key(p[i]) > tj;
+            acc[j] -= k > tv[j];
+        }
+        if (GCX__UNLIKELY((i & ((1u << 30) - 4)) == (1u << 30) - 4)) {
+            /* flush before a lane counter could reach 2^31 */
+            for (j = 0; j < RS_WAYS; j++) {
+                gcx__v4i z = {0, 0, 0, 0};
+                cnt[j] += (size_t)(uint32_t)acc[j][0] +
+                          (uint32_t)acc[j][1] + (uint32_t)acc[j][2] +
+                          (uint32_t)acc[j][3];
+                acc[j] = z;
             }
-            cnt[j] += c;
+        }
+    }
+    for (j = 0; j < RS_WAYS; j++) {
+        cnt[j] += (size_t)(uint32_t)acc[j][0] + (uint32_t)acc[j][1] +
+                  (uint32_t)acc[j][2] + (uint32_t)acc[j][3];
+    }
+    for (; i < m; i++) {
+        int32_t key = (int32_t)gcx__key(v[i]);
+        for (j = 0; j < RS_WAYS; j++) {
+            cnt[j] += key > t[j];
         }
     }
 }
