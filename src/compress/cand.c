@@ -233,9 +233,12 @@ gcx_status_t gcx__cand_keep_top(gcx_compressor_t *comp, const uint32_t *cidx,
      * when r are kept, so a separate output needs only r entries. */
     for (j = 0; j < nc && w < r; j++) {
         uint32_t bk = gcx__key(cval[j]) >> shift;
+        size_t keep = (size_t)(bk > b) |
+                      ((size_t)(bk == b) &
+                       (size_t)(cand_composite(cval[j], j) >= thr));
         oidx[w] = cidx[j];
         oval[w] = cval[j];
-        w += bk > b || (bk == b && cand_composite(cval[j], j) >= thr);
+        w += keep;
     }
     return GCX_OK;
 }
