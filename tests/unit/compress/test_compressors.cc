@@ -11,7 +11,8 @@
  *   redsync  nnz in [ceil(k/2), 2k], and the reference top nnz;
  *   randomk  k distinct entries, copied values.
  * Sizes include 70001 (above the sampled-shortcut threshold of topk) and
- * small ones (radix path only); inputs include ties, plateaus, crowded and
+ * smaller ones (radix path only; from 20011 on, its candidate buffer is
+ * smaller than the input); inputs include ties, plateaus, crowded and
  * constant values, which push topk through its further radix digits and
  * exact-tie pass and dgc/redsync through their corrections.
  */
@@ -27,7 +28,7 @@ using namespace gcxtest;
 
 namespace {
 
-const size_t kSizes[] = {1, 2, 3, 17, 1000, 4099, 70001};
+const size_t kSizes[] = {1, 2, 3, 17, 1000, 4099, 20011, 70001};
 const double kCfs[] = {1, 1.5, 2, 3, 10, 100, 1000, INFINITY};
 
 /* The input of one compression: values by position, their indices. */
@@ -403,5 +404,40 @@ TEST(Dgc, CountWithinRangeAndCorrections)
         }
     }
     EXPECT_GT(corrected, 0u);
+    gcx_compressor_destroy(comp);
+}
+
+/* The radix select's deeper paths are taken (and exact) where expected:
+ * crowded magnitudes need the further digits, a constant input resolves
+ * all 31 bits and breaks every tie by index; Gauss takes the sampled
+ * one-pass shortcut. */
+TEST(TopkPaths, PassesPerInput)
+{
+    struct {
+        Input input;
+        size_t n;
+        unsigned min_passes, max_passes;
+    } cases[] = {
+        {Input::Crowded, 20011, 3, 4},  /* hist, hist, (hist), emit */
+        {Input::Constant, 20011, 4, 4}, /* hist x3, exact emit */
+        {Input::Constant, 70001, 5, 5}, /* failed shortcut + the above */
+        {Input::Gauss, 70001, 1, 1},    /* shortcut */
+        {Input::Gauss, 4099, 2, 2},     /* hist, emit */
+    };
+    gcx_compressor_t *comp;
+    ASSERT_EQ(GCX_OK, gcx_compressor_create(GCX_COMPRESS_TOPK, 0, &comp));
+    for (const auto &c : cases) {
+        std::vector<float> x = make_input(c.input, c.n, 17);
+        std::vector<uint32_t> order = magnitude_order(x);
+        SparseBuf out(c.n);
+        gcx_compress_stats_t st;
+        ASSERT_EQ(GCX_OK, gcx_compress_dense(comp, x.data(), c.n, 10,
+                                             &out.sp, &st));
+        EXPECT_GE(st.passes, c.min_passes) << input_name(c.input) << c.n;
+        EXPECT_LE(st.passes, c.max_passes) << input_name(c.input) << c.n;
+        std::vector<uint32_t> want = ref_topk(order, st.k);
+        ASSERT_EQ(want.size(), out.sp.nnz);
+        EXPECT_TRUE(std::equal(want.begin(), want.end(), out.idx.begin()));
+    }
     gcx_compressor_destroy(comp);
 }
