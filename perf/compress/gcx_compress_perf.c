@@ -13,7 +13,8 @@
  * stage alone, ml: both); "ef.topk" is a whole error-feedback step.
  * --dump DIR writes each input as raw float32 (DIR/gcx_compress_input_N.f32)
  * so that perf/compress/torch_topk_perf.py times torch.topk on the same data.
- * Cost: allocates about 12 N bytes; N = 100M needs ~1.3 GB.
+ * Memory: 4 N bytes of input plus two outputs of 2k entries (N with
+ * "none" or "ef", whose residual is another 4 N): ~0.7 GB at N = 100M.
  */
 #include <gcx/compress.h>
 
@@ -342,9 +343,21 @@ static int run_size(const perf_opts_t *o, size_t n)
             return 1;
         }
     }
-    /* Room for any compressor at the smallest CF, or for "none". */
-    if (gcx_sparse_alloc(n, n, &out) != GCX_OK ||
-        gcx_sparse_alloc(n, n, &mid) != GCX_OK) {
+    /* Room for any compressor at the smallest CF (redsync: 2k), for the
+     * first level (CF 10) of multi-level topk, or for "none". */
+    size_t cap = 0;
+    for (c = 0; c < o->ncfs; c++) {
+        size_t k;
+        if (gcx_compress_k(n, o->cfs[c], &k) == GCX_OK && 2 * k > cap) {
+            cap = 2 * k;
+        }
+    }
+    cap = cap > n / 10 + 1 ? cap : n / 10 + 1;
+    if (kind_wanted(o, "none") || cap > n) {
+        cap = n;
+    }
+    if (gcx_sparse_alloc(cap, n, &out) != GCX_OK ||
+        gcx_sparse_alloc(cap, n, &mid) != GCX_OK) {
         fprintf(stderr, "cannot allocate outputs\n");
         free(x);
         return 1;
