@@ -49,8 +49,7 @@ typedef struct gcx__cres {
  */
 typedef gcx_status_t (*gcx__select_fn_t)(gcx_compressor_t *comp,
                                          const gcx__cvec_t *in, size_t k,
-                                         gcx_sparse_t *out,
-                                         gcx__cres_t *res);
+                                         gcx_sparse_t *out, gcx__cres_t *res);
 
 /** Scratch slots of a compressor; each grows on demand and is reused. */
 enum {
@@ -186,11 +185,15 @@ gcx_status_t gcx__topk_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
 /* ---- candidates (cand.c) ------------------------------------------------ */
 
 /**
- * Stratified sample of s magnitude keys of in (one at a random offset in
- * each of s equal strata) into keys; tmp holds s keys.
+ * Stratified sample of s magnitude keys of in into keys: the input is cut
+ * into units of `chunk` consecutive entries and the units into s / chunk
+ * equal strata; one unit at random from each. Every entry (but the last
+ * m % chunk) has the same chance. chunk = 16 reads whole cache lines: the
+ * same sample size from 16x fewer lines. Needs chunk | s and
+ * s / chunk <= m / chunk; tmp holds s / chunk positions.
  */
-void gcx__sample_keys(const gcx__cvec_t *in, size_t s, gcx__rng_t *rng,
-                      uint32_t *keys, uint32_t *tmp);
+void gcx__sample_keys(const gcx__cvec_t *in, size_t s, size_t chunk,
+                      gcx__rng_t *rng, uint32_t *keys, uint32_t *tmp);
 
 /**
  * The r-th largest (1 <= r <= s) of s keys (< 2^31), by a three-level
@@ -232,11 +235,9 @@ gcx_status_t gcx__none_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
                               size_t k, gcx_sparse_t *out, gcx__cres_t *res);
 gcx_status_t gcx__dgc_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
                              size_t k, gcx_sparse_t *out, gcx__cres_t *res);
-gcx_status_t gcx__redsync_select(gcx_compressor_t *comp,
-                                 const gcx__cvec_t *in, size_t k,
-                                 gcx_sparse_t *out, gcx__cres_t *res);
-gcx_status_t gcx__randomk_select(gcx_compressor_t *comp,
-                                 const gcx__cvec_t *in, size_t k,
-                                 gcx_sparse_t *out, gcx__cres_t *res);
+gcx_status_t gcx__redsync_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
+                                 size_t k, gcx_sparse_t *out, gcx__cres_t *res);
+gcx_status_t gcx__randomk_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
+                                 size_t k, gcx_sparse_t *out, gcx__cres_t *res);
 
 #endif /* GCX_COMPRESS_INT_H */

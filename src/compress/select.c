@@ -62,8 +62,8 @@ double gcx__sqnorm(const float *v, size_t n)
     size_t b;
 
     for (b = 0; b < n; b += GCX__SQ_BLOCK) {
-        sq += gcx__sqnorm_block(v + b, n - b < GCX__SQ_BLOCK ? n - b
-                                                            : GCX__SQ_BLOCK);
+        sq += gcx__sqnorm_block(v + b,
+                                n - b < GCX__SQ_BLOCK ? n - b : GCX__SQ_BLOCK);
     }
     return sq;
 }

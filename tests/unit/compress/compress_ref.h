@@ -22,7 +22,8 @@
 #include <string>
 #include <vector>
 
-namespace gcxtest {
+namespace gcxtest
+{
 
 /* Magnitude key: the float bits without the sign (orders like |x|). */
 inline uint32_t mag_key(float v)
@@ -225,11 +226,10 @@ inline std::vector<float> make_input(Input kind, size_t n, uint32_t seed)
 inline const std::vector<Input> &all_inputs()
 {
     static const std::vector<Input> v = {
-        Input::Gauss,     Input::Ties,       Input::Plateaus,
-        Input::Huge,      Input::Periodic,   Input::Period64,
-        Input::Zeros,     Input::Negative,   Input::Denormal,
-        Input::Ascending, Input::Descending, Input::FewNonzero,
-        Input::Crowded,   Input::Constant};
+        Input::Gauss,    Input::Ties,      Input::Plateaus,   Input::Huge,
+        Input::Periodic, Input::Period64,  Input::Zeros,      Input::Negative,
+        Input::Denormal, Input::Ascending, Input::Descending, Input::FewNonzero,
+        Input::Crowded,  Input::Constant};
     return v;
 }
 

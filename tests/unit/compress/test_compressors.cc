@@ -26,7 +26,8 @@
 
 using namespace gcxtest;
 
-namespace {
+namespace
+{
 
 const size_t kSizes[] = {1, 2, 3, 17, 1000, 4099, 20011, 70001};
 const double kCfs[] = {1, 1.5, 2, 3, 10, 100, 1000, INFINITY};
@@ -137,12 +138,13 @@ void make_sparse(const std::vector<float> &x, uint32_t seed,
 
 using Param = std::tuple<gcx_compress_kind_t, Input>;
 
-class CompressorVsRef : public ::testing::TestWithParam<Param> {
+class CompressorVsRef : public ::testing::TestWithParam<Param>
+{
   protected:
     void SetUp() override
     {
-        ASSERT_EQ(GCX_OK, gcx_compressor_create(std::get<0>(GetParam()), 7,
-                                                &comp_));
+        ASSERT_EQ(GCX_OK,
+                  gcx_compressor_create(std::get<0>(GetParam()), 7, &comp_));
     }
     void TearDown() override
     {
@@ -198,8 +200,8 @@ TEST_P(CompressorVsRef, Sparse)
         std::vector<uint32_t> order = magnitude_order(val);
         View in{val, &idx, n};
         gcx_sparse_t sp;
-        ASSERT_EQ(GCX_OK, gcx_sparse_init(&sp, idx.data(), val.data(),
-                                          idx.size(), n));
+        ASSERT_EQ(GCX_OK,
+                  gcx_sparse_init(&sp, idx.data(), val.data(), idx.size(), n));
         sp.nnz = idx.size();
         SparseBuf out(idx.size());
 
@@ -207,27 +209,24 @@ TEST_P(CompressorVsRef, Sparse)
             gcx_compress_stats_t st;
             size_t k;
             ASSERT_EQ(GCX_OK, gcx_compress_k(idx.size(), cf, &k));
-            ASSERT_EQ(GCX_OK, gcx_compress_sparse(comp_, &sp, cf, &out.sp,
-                                                  &st))
+            ASSERT_EQ(GCX_OK, gcx_compress_sparse(comp_, &sp, cf, &out.sp, &st))
                 << input_name(input) << " n=" << n << " cf=" << cf;
             std::string e = check_output(kind, in, order, k, out.sp, st);
-            ASSERT_EQ("", e) << input_name(input) << " n=" << n
-                             << " cf=" << cf;
+            ASSERT_EQ("", e) << input_name(input) << " n=" << n << " cf=" << cf;
         }
     }
 }
 
 std::string param_name(const ::testing::TestParamInfo<Param> &info)
 {
-    return std::string(gcx_compress_kind_name(std::get<0>(info.param))) +
-           "_" + input_name(std::get<1>(info.param));
+    return std::string(gcx_compress_kind_name(std::get<0>(info.param))) + "_" +
+           input_name(std::get<1>(info.param));
 }
 
 INSTANTIATE_TEST_SUITE_P(
     AllInputs, CompressorVsRef,
     ::testing::Combine(::testing::Values(GCX_COMPRESS_NONE, GCX_COMPRESS_TOPK,
-                                         GCX_COMPRESS_DGC,
-                                         GCX_COMPRESS_REDSYNC,
+                                         GCX_COMPRESS_DGC, GCX_COMPRESS_REDSYNC,
                                          GCX_COMPRESS_RANDOMK),
                        ::testing::ValuesIn(all_inputs())),
     param_name);
@@ -277,13 +276,13 @@ TEST(MultiLevel, EveryKindOnItsOwnOutput)
     for (int kind = 0; kind < GCX_COMPRESS_KIND_COUNT; kind++) {
         gcx_compressor_t *comp;
         gcx_compress_stats_t st1, st2;
-        ASSERT_EQ(GCX_OK, gcx_compressor_create((gcx_compress_kind_t)kind, 3,
-                                                &comp));
+        ASSERT_EQ(GCX_OK,
+                  gcx_compressor_create((gcx_compress_kind_t)kind, 3, &comp));
         SparseBuf mid(100000), two(100000);
         ASSERT_EQ(GCX_OK, gcx_compress_dense(comp, x.data(), x.size(), 10,
                                              &mid.sp, &st1));
-        ASSERT_EQ(GCX_OK, gcx_compress_sparse(comp, &mid.sp, 10, &two.sp,
-                                              &st2));
+        ASSERT_EQ(GCX_OK,
+                  gcx_compress_sparse(comp, &mid.sp, 10, &two.sp, &st2));
         EXPECT_EQ(GCX_OK, gcx_sparse_check(&two.sp));
         EXPECT_EQ(x.size(), two.sp.dense_len);
         /* the second level reads the first's output: its input norm */
@@ -324,17 +323,17 @@ TEST(RandomK, SharedSeedSameIndices)
     for (double cf : {1.5, 10.0, 1000.0}) {
         gcx_compressor_set_step(r0, 12);
         gcx_compressor_set_step(r1, 12);
-        ASSERT_EQ(GCX_OK, gcx_compress_dense(r0, a.data(), n, cf, &o0.sp,
-                                             nullptr));
-        ASSERT_EQ(GCX_OK, gcx_compress_dense(r1, b.data(), n, cf, &o1.sp,
-                                             nullptr));
+        ASSERT_EQ(GCX_OK,
+                  gcx_compress_dense(r0, a.data(), n, cf, &o0.sp, nullptr));
+        ASSERT_EQ(GCX_OK,
+                  gcx_compress_dense(r1, b.data(), n, cf, &o1.sp, nullptr));
         ASSERT_EQ(o0.sp.nnz, o1.sp.nnz);
         EXPECT_TRUE(std::equal(o0.idx.begin(), o0.idx.begin() + o0.sp.nnz,
                                o1.idx.begin()));
         /* the next step draws other indices */
         gcx_compressor_set_step(r1, 13);
-        ASSERT_EQ(GCX_OK, gcx_compress_dense(r1, b.data(), n, cf, &o2.sp,
-                                             nullptr));
+        ASSERT_EQ(GCX_OK,
+                  gcx_compress_dense(r1, b.data(), n, cf, &o2.sp, nullptr));
         EXPECT_FALSE(std::equal(o0.idx.begin(), o0.idx.begin() + o0.sp.nnz,
                                 o2.idx.begin()));
     }
@@ -355,14 +354,14 @@ TEST(RandomK, DrawIsUniform)
 
     for (uint64_t s = 0; s < steps; s++) {
         gcx_compressor_set_step(comp, s);
-        ASSERT_EQ(GCX_OK, gcx_compress_dense_k(comp, x.data(), n, 4, &out.sp,
-                                               nullptr));
+        ASSERT_EQ(GCX_OK,
+                  gcx_compress_dense_k(comp, x.data(), n, 4, &out.sp, nullptr));
         for (size_t j = 0; j < out.sp.nnz; j++) {
             hits[out.idx[j]]++;
         }
         /* k > n/2 draws the excluded set instead */
-        ASSERT_EQ(GCX_OK, gcx_compress_dense_k(comp, x.data(), n, 30,
-                                               &out.sp, nullptr));
+        ASSERT_EQ(GCX_OK, gcx_compress_dense_k(comp, x.data(), n, 30, &out.sp,
+                                               nullptr));
         for (size_t j = 0; j < out.sp.nnz; j++) {
             hits_big[out.idx[j]]++;
         }
@@ -431,8 +430,8 @@ TEST(TopkPaths, PassesPerInput)
         std::vector<uint32_t> order = magnitude_order(x);
         SparseBuf out(c.n);
         gcx_compress_stats_t st;
-        ASSERT_EQ(GCX_OK, gcx_compress_dense(comp, x.data(), c.n, 10,
-                                             &out.sp, &st));
+        ASSERT_EQ(GCX_OK,
+                  gcx_compress_dense(comp, x.data(), c.n, 10, &out.sp, &st));
         EXPECT_GE(st.passes, c.min_passes) << input_name(c.input) << c.n;
         EXPECT_LE(st.passes, c.max_passes) << input_name(c.input) << c.n;
         std::vector<uint32_t> want = ref_topk(order, st.k);

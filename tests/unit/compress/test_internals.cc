@@ -79,18 +79,18 @@ TEST(Internals, CandKeepTopKeepsOrderAndTies)
     for (size_t r : {0u, 1u, 10u, 1500u, 2999u, 3000u}) {
         std::vector<uint32_t> ci = idx, oi(v.size());
         std::vector<float> cv = v, ov(v.size());
-        ASSERT_EQ(GCX_OK, gcx__cand_keep_top(comp, ci.data(), cv.data(),
-                                             v.size(), r, oi.data(),
-                                             ov.data()));
+        ASSERT_EQ(GCX_OK,
+                  gcx__cand_keep_top(comp, ci.data(), cv.data(), v.size(), r,
+                                     oi.data(), ov.data()));
         std::vector<uint32_t> want = ref_topk(order, r);
         for (size_t j = 0; j < r; j++) {
             ASSERT_EQ(3 * want[j], oi[j]) << r << " " << j;
             ASSERT_EQ(v[want[j]], ov[j]);
         }
         /* in place */
-        ASSERT_EQ(GCX_OK, gcx__cand_keep_top(comp, ci.data(), cv.data(),
-                                             v.size(), r, ci.data(),
-                                             cv.data()));
+        ASSERT_EQ(GCX_OK,
+                  gcx__cand_keep_top(comp, ci.data(), cv.data(), v.size(), r,
+                                     ci.data(), cv.data()));
         EXPECT_TRUE(std::equal(oi.begin(), oi.begin() + r, ci.begin()));
     }
     gcx_compressor_destroy(comp);
