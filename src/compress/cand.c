@@ -54,9 +54,9 @@ void gcx__sample_keys(const gcx__cvec_t *in, size_t s, size_t chunk,
     }
 }
 
-/* Keys of src whose bits above `shift + bits` equal prefix, histogrammed on
- * the `bits` bits above shift; the matching keys are copied to dst when dst
- * is given. Returns how many matched. */
+/* Keys of src whose bits from pshift up equal prefix (every key when
+ * pshift >= 32) are histogrammed on (key >> shift) & mask and copied to dst
+ * when dst is given. Returns how many matched. */
 static size_t rank_hist(const uint32_t *src, size_t n, unsigned pshift,
                         uint32_t prefix, unsigned shift, uint32_t mask,
                         uint32_t *hist, uint32_t *dst)

@@ -56,7 +56,7 @@ enum {
     GCX__SCR_CIDX = 0, /* candidate indices (uint32_t) */
     GCX__SCR_CVAL,     /* candidate values (float) */
     GCX__SCR_AUX,      /* keys, composites, bitmaps */
-    GCX__SCR_TMP,      /* second buffer for radix sorting */
+    GCX__SCR_TMP,      /* sample positions, rank selection */
     GCX__SCR_COUNT
 };
 
@@ -126,9 +126,6 @@ double gcx__sqnorm_block(const float *v, size_t n);
 /** Sum of squares of n floats in double, block by block; Inf/NaN when any
  *  value is not finite. */
 double gcx__sqnorm(const float *v, size_t n);
-
-/** Sort n keys ascending (LSD radix, 8-bit digits); tmp holds n keys. */
-void gcx__radix_sort_u32(uint32_t *a, uint32_t *tmp, size_t n);
 
 /**
  * The r-th largest (1 <= r <= n) of n distinct 64-bit values; permutes a.

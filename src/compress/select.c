@@ -1,13 +1,12 @@
 /*
  * select.c - small engines shared by the compressors: scratch memory, the
- * sum of squares, an LSD radix sort of uint32 keys, a quickselect over
- * distinct 64-bit composites and the seeding of the splitmix64 generator.
+ * sum of squares, a quickselect over distinct 64-bit composites and the
+ * seeding of the splitmix64 generator.
  *
  * Costs: sqnorm is one streaming read (8 independent accumulators so the
- * compiler can keep several additions in flight); the radix sort makes one
- * histogram pass plus one scatter pass per non-trivial 8-bit digit; the
- * quickselect is expected O(n) with a branch-free Lomuto partition; the
- * generator is a few multiplies per draw.
+ * compiler can keep several additions in flight); the quickselect is
+ * expected O(n) with a branch-free Lomuto partition; the generator is a few
+ * multiplies per draw.
  */
 #include "compress_int.h"
 
@@ -66,46 +65,6 @@ double gcx__sqnorm(const float *v, size_t n)
                                 n - b < GCX__SQ_BLOCK ? n - b : GCX__SQ_BLOCK);
     }
     return sq;
-}
-
-void gcx__radix_sort_u32(uint32_t *a, uint32_t *tmp, size_t n)
-{
-    size_t hist[4][256] = {{0}};
-    uint32_t *src = a, *dst = tmp, *t;
-    size_t i;
-    int d;
-
-    for (i = 0; i < n; i++) {
-        uint32_t v = a[i];
-        hist[0][v & 0xff]++;
-        hist[1][(v >> 8) & 0xff]++;
-        hist[2][(v >> 16) & 0xff]++;
-        hist[3][v >> 24]++;
-    }
-    for (d = 0; d < 4; d++) {
-        size_t sum = 0, c;
-        unsigned shift = 8u * (unsigned)d;
-        int b;
-
-        if (n == 0 || hist[d][(src[0] >> shift) & 0xff] == n) {
-            continue; /* every key has the same digit: nothing to do */
-        }
-        for (b = 0; b < 256; b++) {
-            c = hist[d][b];
-            hist[d][b] = sum;
-            sum += c;
-        }
-        for (i = 0; i < n; i++) {
-            uint32_t v = src[i];
-            dst[hist[d][(v >> shift) & 0xff]++] = v;
-        }
-        t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != a) {
-        memcpy(a, src, n * sizeof(*a));
-    }
 }
 
 uint64_t gcx__select_u64_desc(uint64_t *a, size_t n, size_t r)
