@@ -4,12 +4,12 @@
  *
  * Idea: a selection by magnitude rarely needs to look twice at most of the
  * input. A threshold pass copies the few entries whose key reaches a
- * threshold into a candidate buffer (in index order), skipping blocks of 16
- * entries with one vector compare, and sums squares of the same blocks
- * while they are in L1. The exact top r among the candidates is then found
- * on the small buffer: an 11-bit histogram of their keys gives the boundary
- * bucket, a quickselect on (key, earlier first) composites of that bucket
- * alone gives the exact boundary, and a compaction keeps the winners in
+ * threshold into a candidate buffer (in index order), skipping groups of
+ * 16 entries with one vector compare, and sums squares of the same groups
+ * while they are in registers. The exact top r among the candidates is then
+ * found on the small buffer: an 11-bit histogram of their keys gives the
+ * boundary bucket, a quickselect on (key, earlier first) composites of that
+ * bucket alone gives the exact boundary, and a compaction keeps the winners in
  * index order.
  * Costs: sample: s / chunk random reads (prefetched); rank in the sample: a
  * histogram pass over it plus two over its boundary bucket;
@@ -95,42 +95,57 @@ uint32_t gcx__keys_rank(const uint32_t *keys, size_t s, size_t r, uint32_t *tmp)
     return (b << 20) | (b2 << 10) | b3;
 }
 
-/* Entries of one block with key >= t into the candidates. In blocks of
- * 16 that hold a hit, the stores are unconditional and only the count
- * moves (no branch to mispredict at CF 10) while 16 more entries fit;
- * near the end of the buffer a checked loop takes over. */
-GCX__INLINE size_t cand_scan(const float *v, const uint32_t *map, size_t base,
-                             size_t len, uint32_t t, size_t n, size_t cap,
-                             uint32_t *cidx, float *cval)
+/* The entries of a group of 16 (or of the tail of a block) with key >= t
+ * into the candidates. While 16 more fit, the stores are unconditional and
+ * only the count moves (no branch to mispredict at CF 10); near the end of
+ * the buffer a checked loop takes over and counts past cap. */
+GCX__INLINE size_t cand_take(const float *v, const uint32_t *map, size_t base,
+                             size_t i, size_t j, uint32_t t, size_t n,
+                             size_t cap, uint32_t *cidx, float *cval)
 {
-    size_t i = 0, j;
-
-    for (;;) {
-        for (; i + 16 <= len && !gcx__any16_ge(v + i, t); i += 16) {
+    if (GCX__LIKELY(n + 16 <= cap)) {
+        for (; i < j; i++) {
+            cidx[n] = map != NULL ? map[i] : (uint32_t)(base + i);
+            cval[n] = v[i];
+            n += gcx__key(v[i]) >= t;
         }
-        j = i + 16 <= len ? i + 16 : len;
-        if (i >= j) {
-            break;
-        }
-        if (GCX__LIKELY(n + 16 <= cap)) {
-            for (; i < j; i++) {
+        return n;
+    }
+    for (; i < j; i++) {
+        if (gcx__key(v[i]) >= t) {
+            if (n < cap) {
                 cidx[n] = map != NULL ? map[i] : (uint32_t)(base + i);
                 cval[n] = v[i];
-                n += gcx__key(v[i]) >= t;
             }
-            continue;
-        }
-        for (; i < j; i++) {
-            if (gcx__key(v[i]) >= t) {
-                if (n < cap) {
-                    cidx[n] = map != NULL ? map[i] : (uint32_t)(base + i);
-                    cval[n] = v[i];
-                }
-                n++;
-            }
+            n++;
         }
     }
     return n;
+}
+
+/* One block (len <= GCX__SQ_BLOCK): the candidates and, in the same loop
+ * over groups of 16 held in registers, the block's sum of squares with the
+ * accumulation order of gcx__sqnorm_block (so the bits are the same). */
+GCX__INLINE size_t cand_block(const float *v, const uint32_t *map, size_t base,
+                              size_t len, uint32_t t, size_t n, size_t cap,
+                              uint32_t *cidx, float *cval, double *sq_p)
+{
+    gcx__sqacc_t acc;
+    size_t i = 0, j;
+
+    gcx__sqacc_init(&acc);
+    for (; i + 16 <= len; i += 16) {
+        gcx__sqacc_add8(&acc, v + i);
+        gcx__sqacc_add8(&acc, v + i + 8);
+        if (GCX__UNLIKELY(gcx__any16_ge(v + i, t))) {
+            n = cand_take(v, map, base, i, i + 16, t, n, cap, cidx, cval);
+        }
+    }
+    for (j = i; j + 8 <= len; j += 8) {
+        gcx__sqacc_add8(&acc, v + j);
+    }
+    *sq_p += gcx__sqacc_sum(&acc, v + j, len - j);
+    return cand_take(v, map, base, i, len, t, n, cap, cidx, cval);
 }
 
 GCX__INLINE size_t cand_pass(const float *v, const uint32_t *map, size_t m,
@@ -142,11 +157,8 @@ GCX__INLINE size_t cand_pass(const float *v, const uint32_t *map, size_t m,
 
     for (b = 0; b < m; b += CAND_BLOCK) {
         size_t len = m - b < CAND_BLOCK ? m - b : CAND_BLOCK;
-        if (sq_p != NULL) {
-            sq += gcx__sqnorm_block(v + b, len);
-        }
-        n = cand_scan(v + b, map != NULL ? map + b : NULL, b, len, t, n, cap,
-                      cidx, cval);
+        n = cand_block(v + b, map != NULL ? map + b : NULL, b, len, t, n, cap,
+                       cidx, cval, &sq);
     }
     if (sq_p != NULL) {
         *sq_p = sq;

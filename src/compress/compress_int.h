@@ -123,6 +123,48 @@ void *gcx__scratch(gcx_compressor_t *comp, int slot, size_t bytes);
 /** Sum of squares of one block (n <= GCX__SQ_BLOCK) in double. */
 double gcx__sqnorm_block(const float *v, size_t n);
 
+/** Two double lanes (GCC/Clang vector extension). */
+typedef double gcx__v2d __attribute__((vector_size(16)));
+
+/**
+ * The 8 accumulators of a block's sum of squares, as 4 pairs: acc[q / 2]
+ * lane q % 2 sums v[8 i + q]^2 over the groups i of 8 entries.
+ */
+typedef struct gcx__sqacc {
+    gcx__v2d s[4];
+} gcx__sqacc_t;
+
+GCX__INLINE void gcx__sqacc_init(gcx__sqacc_t *a)
+{
+    const gcx__v2d z = {0, 0};
+    a->s[0] = a->s[1] = a->s[2] = a->s[3] = z;
+}
+
+/** Add the squares of the 8 entries at p (one group). */
+GCX__INLINE void gcx__sqacc_add8(gcx__sqacc_t *a, const float *p)
+{
+    const gcx__v2d d0 = {p[0], p[1]}, d1 = {p[2], p[3]};
+    const gcx__v2d d2 = {p[4], p[5]}, d3 = {p[6], p[7]};
+    a->s[0] += d0 * d0;
+    a->s[1] += d1 * d1;
+    a->s[2] += d2 * d2;
+    a->s[3] += d3 * d3;
+}
+
+/** Finish a block: the n % 8 entries after the groups go to lane 0. */
+GCX__INLINE double gcx__sqacc_sum(const gcx__sqacc_t *a, const float *tail,
+                                  size_t n)
+{
+    double a0 = a->s[0][0];
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        a0 += (double)tail[i] * tail[i];
+    }
+    return ((a0 + a->s[0][1]) + (a->s[1][0] + a->s[1][1])) +
+           ((a->s[2][0] + a->s[2][1]) + (a->s[3][0] + a->s[3][1]));
+}
+
 /** Sum of squares of n floats in double, block by block; Inf/NaN when any
  *  value is not finite. */
 double gcx__sqnorm(const float *v, size_t n);

@@ -36,23 +36,14 @@ void *gcx__scratch(gcx_compressor_t *comp, int slot, size_t bytes)
 
 double gcx__sqnorm_block(const float *v, size_t n)
 {
-    double a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+    gcx__sqacc_t acc;
     size_t i = 0;
 
+    gcx__sqacc_init(&acc);
     for (; i + 8 <= n; i += 8) {
-        a0 += (double)v[i + 0] * v[i + 0];
-        a1 += (double)v[i + 1] * v[i + 1];
-        a2 += (double)v[i + 2] * v[i + 2];
-        a3 += (double)v[i + 3] * v[i + 3];
-        a4 += (double)v[i + 4] * v[i + 4];
-        a5 += (double)v[i + 5] * v[i + 5];
-        a6 += (double)v[i + 6] * v[i + 6];
-        a7 += (double)v[i + 7] * v[i + 7];
+        gcx__sqacc_add8(&acc, v + i);
     }
-    for (; i < n; i++) {
-        a0 += (double)v[i] * v[i];
-    }
-    return ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7));
+    return gcx__sqacc_sum(&acc, v + i, n - i);
 }
 
 double gcx__sqnorm(const float *v, size_t n)
