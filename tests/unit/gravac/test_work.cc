@@ -304,3 +304,38 @@ TEST(GravacWorkEdge, Misuse)
 
     EXPECT_EQ(GCX_ERR_INVALID, gcx_gravac_allreduce_norms(nullptr, &norms));
 }
+
+namespace {
+
+gcx_status_t self_allgather(const void *sendbuf, void *recvbuf, size_t len,
+                            void *)
+{
+    memcpy(recvbuf, sendbuf, len);
+    return GCX_OK;
+}
+
+} // namespace
+
+// The norms allreduce on a one-rank communicator (the multi-rank sum is the
+// dense allreduce's own test): the sum of one rank is its value, in place.
+TEST(GravacAllreduce, OneRankCommunicator)
+{
+    gcx_oob_t oob;
+    oob.allgather     = self_allgather;
+    oob.ctx           = nullptr;
+    oob.rank          = 0;
+    oob.size          = 1;
+    gcx_comm_t *comm  = nullptr;
+    gcx_status_t st   = gcx_comm_create(&oob, nullptr, &comm);
+    if (st != GCX_OK) {
+        GTEST_SKIP() << "no one-rank communicator here: " << gcx_strerror(st);
+    }
+    gcx_gravac_norms_t norms = {4.0, 3.0, 2.5, 128.0};
+    EXPECT_EQ(GCX_OK, gcx_gravac_allreduce_norms(comm, &norms));
+    EXPECT_EQ(4.0, norms.ef_sqnorm);
+    EXPECT_EQ(3.0, norms.min_sqnorm);
+    EXPECT_EQ(2.5, norms.c_sqnorm);
+    EXPECT_EQ(128.0, norms.samples_per_s);
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_gravac_allreduce_norms(comm, nullptr));
+    gcx_comm_destroy(comm);
+}
