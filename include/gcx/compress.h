@@ -33,7 +33,8 @@
  * - NaN or +-Inf anywhere in the input: GCX_ERR_RANGE. Nothing is written to
  *   the output (not its arrays, not its nnz), so no garbage can be sent.
  * - Output capacity below gcx_compress_capacity(): GCX_ERR_RANGE, checked
- *   before any work. N above 2^32 (indices are uint32_t): GCX_ERR_RANGE.
+ *   before any work. N of 2^32 or more (indices and counts are uint32_t):
+ *   GCX_ERR_RANGE.
  * - CF below 1 or NaN, NULL pointers, a sparse input whose indices are not
  *   strictly increasing or not below its dense length, an output that is the
  *   input: GCX_ERR_INVALID.
@@ -69,7 +70,7 @@ typedef struct gcx_sparse {
     float *val;       /**< capacity values, val[j] belongs to idx[j]. */
     size_t nnz;       /**< Number of stored entries. */
     size_t capacity;  /**< Entries the arrays can hold. */
-    size_t dense_len; /**< Length N of the dense vector (<= 2^32). */
+    size_t dense_len; /**< Length N of the dense vector (< 2^32). */
     int owned;        /**< Non-zero when the library owns idx and val. */
 } gcx_sparse_t;
 
@@ -81,9 +82,9 @@ typedef struct gcx_sparse {
  * @param idx, val       Arrays of capacity entries each (may be NULL when
  *                       capacity is 0).
  * @param capacity       Entries each array holds.
- * @param dense_len      Dense length N (<= 2^32).
+ * @param dense_len      Dense length N (< 2^32).
  * @return GCX_OK; GCX_ERR_INVALID for NULL arrays with capacity > 0;
- *         GCX_ERR_RANGE for dense_len > 2^32.
+ *         GCX_ERR_RANGE for dense_len >= 2^32.
  */
 gcx_status_t gcx_sparse_init(gcx_sparse_t *sp, uint32_t *idx, float *val,
                              size_t capacity, size_t dense_len);
@@ -92,9 +93,9 @@ gcx_status_t gcx_sparse_init(gcx_sparse_t *sp, uint32_t *idx, float *val,
  * Allocate an empty sparse vector whose arrays the library owns.
  *
  * @param capacity   Entries to allocate (0 is allowed).
- * @param dense_len  Dense length N (<= 2^32).
+ * @param dense_len  Dense length N (< 2^32).
  * @param[out] sp_p  Filled on success; release with gcx_sparse_free().
- * @return GCX_OK, GCX_ERR_NOMEM, GCX_ERR_RANGE (dense_len > 2^32),
+ * @return GCX_OK, GCX_ERR_NOMEM, GCX_ERR_RANGE (dense_len >= 2^32),
  *         GCX_ERR_INVALID (NULL sp_p).
  */
 gcx_status_t gcx_sparse_alloc(size_t capacity, size_t dense_len,
@@ -109,7 +110,7 @@ void gcx_sparse_free(gcx_sparse_t *sp);
 /**
  * Check the invariants of a sparse vector in O(nnz).
  * @return GCX_OK, or GCX_ERR_INVALID (NULL, nnz > capacity, indices not
- *         strictly increasing or not below dense_len, dense_len > 2^32).
+ *         strictly increasing or not below dense_len, dense_len >= 2^32).
  */
 gcx_status_t gcx_sparse_check(const gcx_sparse_t *sp);
 
@@ -254,7 +255,7 @@ gcx_status_t gcx_compress_capacity(gcx_compress_kind_t kind, size_t n,
  * @param comp   Compressor (its scratch memory grows on first use and is
  *               reused; no allocation afterwards for the same sizes).
  * @param x      n floats, read only.
- * @param n      Dense length (<= 2^32).
+ * @param n      Dense length (< 2^32).
  * @param cf     Compression factor >= 1 (+inf for k = 0).
  * @param out    Caller's vector; its capacity must be at least
  *               gcx_compress_capacity(kind, n, cf). On success its nnz,
@@ -262,7 +263,7 @@ gcx_status_t gcx_compress_capacity(gcx_compress_kind_t kind, size_t n,
  *               touched.
  * @param[out] stats_p Statistics, or NULL.
  * @return GCX_OK, GCX_ERR_INVALID, GCX_ERR_RANGE (NaN/Inf in x, capacity,
- *         n > 2^32), GCX_ERR_NOMEM (scratch).
+ *         n >= 2^32), GCX_ERR_NOMEM (scratch).
  */
 gcx_status_t gcx_compress_dense(gcx_compressor_t *comp, const float *x,
                                 size_t n, double cf, gcx_sparse_t *out,
@@ -325,7 +326,7 @@ typedef struct gcx_feedback_params {
  * @param params NULL for plain error feedback with a library-owned, zeroed
  *               residual.
  * @return GCX_OK, GCX_ERR_INVALID (momentum outside [0, 1) or NaN),
- *         GCX_ERR_RANGE (n > 2^32), GCX_ERR_NOMEM.
+ *         GCX_ERR_RANGE (n >= 2^32), GCX_ERR_NOMEM.
  */
 gcx_status_t gcx_feedback_create(size_t n, const gcx_feedback_params_t *params,
                                  gcx_feedback_t **fb_p);

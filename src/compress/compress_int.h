@@ -25,8 +25,9 @@
 #define GCX__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define GCX__INLINE      static inline __attribute__((always_inline))
 
-/** Largest dense length addressable by uint32_t indices. */
-#define GCX__MAX_LEN ((size_t)UINT32_MAX + 1)
+/** Largest length: indices, and counts of entries in histograms, are
+ *  uint32_t. */
+#define GCX__MAX_LEN ((size_t)UINT32_MAX)
 
 /** Input of a compressor: m values, index of value i is map ? map[i] : i. */
 typedef struct gcx__cvec {

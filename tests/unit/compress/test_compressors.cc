@@ -18,6 +18,7 @@
  */
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -46,7 +47,7 @@ struct View {
 
 /* Compare out with the reference; returns a failure description or "". */
 std::string check_output(gcx_compress_kind_t kind, const View &in,
-                         const std::vector<uint32_t> &order, size_t k,
+                         const std::vector<uint32_t> &rank, size_t k,
                          const gcx_sparse_t &out,
                          const gcx_compress_stats_t &st)
 {
@@ -90,12 +91,8 @@ std::string check_output(gcx_compress_kind_t kind, const View &in,
             }
             pos.push_back((uint32_t)p);
         }
-    } else if (out.nnz == m) {
-        for (size_t p = 0; p < m; p++) {
-            pos.push_back((uint32_t)p);
-        }
     } else {
-        pos = ref_topk(order, out.nnz);
+        pos = ref_topk_rank(rank, out.nnz);
     }
     for (size_t j = 0; j < out.nnz; j++) {
         if (out.idx[j] != in.index(pos[j]) ||
@@ -136,6 +133,35 @@ void make_sparse(const std::vector<float> &x, uint32_t seed,
     }
 }
 
+/* Inputs and their reference ranks, shared by the five compressors (the
+ * sort is the expensive part of a sanitizer run). */
+struct RefCase {
+    std::vector<float> x;        /* dense input */
+    std::vector<uint32_t> rank;  /* its magnitude ranks */
+    std::vector<uint32_t> sidx;  /* sparse input made from x */
+    std::vector<float> sval;     /* ... its values */
+    std::vector<uint32_t> srank; /* ... their ranks */
+};
+
+void make_sparse(const std::vector<float> &x, uint32_t seed,
+                 std::vector<uint32_t> &idx, std::vector<float> &val);
+
+const RefCase &ref_case(Input input, size_t n)
+{
+    static std::map<std::pair<int, size_t>, RefCase> cache;
+    auto key = std::make_pair((int)input, n);
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+        RefCase c;
+        c.x = make_input(input, n, (uint32_t)n);
+        c.rank = magnitude_rank(magnitude_order(c.x));
+        make_sparse(c.x, (uint32_t)n, c.sidx, c.sval);
+        c.srank = magnitude_rank(magnitude_order(c.sval));
+        it = cache.emplace(key, std::move(c)).first;
+    }
+    return it->second;
+}
+
 using Param = std::tuple<gcx_compress_kind_t, Input>;
 
 class CompressorVsRef : public ::testing::TestWithParam<Param>
@@ -159,8 +185,9 @@ TEST_P(CompressorVsRef, Dense)
     const Input input = std::get<1>(GetParam());
 
     for (size_t n : kSizes) {
-        std::vector<float> x = make_input(input, n, (uint32_t)n);
-        std::vector<uint32_t> order = magnitude_order(x);
+        const RefCase &rc = ref_case(input, n);
+        const std::vector<float> &x = rc.x;
+        const std::vector<uint32_t> &rank = rc.rank;
         View in{x, nullptr, n};
         SparseBuf out(n);
 
@@ -179,7 +206,7 @@ TEST_P(CompressorVsRef, Dense)
                                                      &out.sp, &st))
                     << input_name(input) << " n=" << n << " cf=" << cf;
                 EXPECT_EQ(kind == GCX_COMPRESS_NONE ? n : k, st.k);
-                std::string e = check_output(kind, in, order, k, out.sp, st);
+                std::string e = check_output(kind, in, rank, k, out.sp, st);
                 ASSERT_EQ("", e) << input_name(input) << " n=" << n
                                  << " cf=" << cf << " step=" << step;
             }
@@ -193,11 +220,10 @@ TEST_P(CompressorVsRef, Sparse)
     const Input input = std::get<1>(GetParam());
 
     for (size_t n : kSizes) {
-        std::vector<float> x = make_input(input, n, (uint32_t)n + 1);
-        std::vector<uint32_t> idx;
-        std::vector<float> val;
-        make_sparse(x, (uint32_t)n, idx, val);
-        std::vector<uint32_t> order = magnitude_order(val);
+        const RefCase &rc = ref_case(input, n);
+        std::vector<uint32_t> idx = rc.sidx;
+        std::vector<float> val = rc.sval;
+        const std::vector<uint32_t> &rank = rc.srank;
         View in{val, &idx, n};
         gcx_sparse_t sp;
         ASSERT_EQ(GCX_OK,
@@ -211,7 +237,7 @@ TEST_P(CompressorVsRef, Sparse)
             ASSERT_EQ(GCX_OK, gcx_compress_k(idx.size(), cf, &k));
             ASSERT_EQ(GCX_OK, gcx_compress_sparse(comp_, &sp, cf, &out.sp, &st))
                 << input_name(input) << " n=" << n << " cf=" << cf;
-            std::string e = check_output(kind, in, order, k, out.sp, st);
+            std::string e = check_output(kind, in, rank, k, out.sp, st);
             ASSERT_EQ("", e) << input_name(input) << " n=" << n << " cf=" << cf;
         }
     }
@@ -257,12 +283,14 @@ TEST(MultiLevel, TopkOfTopkEqualsDirect)
                 ASSERT_EQ(k2, two.sp.nnz);
                 ASSERT_EQ(k2, direct.sp.nnz);
                 EXPECT_EQ(n, two.sp.dense_len);
-                for (size_t j = 0; j < k2; j++) {
-                    ASSERT_EQ(direct.idx[j], two.idx[j])
-                        << input_name(input) << " n=" << n << " cf " << p[0]
-                        << " x " << p[1] << " entry " << j;
-                    ASSERT_TRUE(same_bits(direct.val[j], two.val[j]));
+                size_t j = 0;
+                while (j < k2 && direct.idx[j] == two.idx[j] &&
+                       same_bits(direct.val[j], two.val[j])) {
+                    j++;
                 }
+                ASSERT_EQ(k2, j)
+                    << input_name(input) << " n=" << n << " cf " << p[0]
+                    << " x " << p[1] << ": first difference at entry " << j;
             }
         }
     }
@@ -383,7 +411,7 @@ TEST(Dgc, CountWithinRangeAndCorrections)
     unsigned corrected = 0;
 
     for (Input input : all_inputs()) {
-        const size_t n = 200000;
+        const size_t n = 100003;
         std::vector<float> x = make_input(input, n, 123);
         SparseBuf out(n);
         for (double cf : {4.0, 10.0, 100.0, 1000.0, 20000.0}) {
