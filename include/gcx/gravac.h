@@ -99,18 +99,28 @@ typedef enum gcx_gravac_policy {
  * Environment / config names in brackets (see gcx_gravac_params_from_config).
  */
 typedef struct gcx_gravac_params {
-    double theta_min; /**< Initial first-level CF, >= 1 [GRAVAC_THETA_MIN, 10]. */
-    double theta_max; /**< Largest effective CF, >= theta_min [GRAVAC_THETA_MAX, 1000]. */
-    double epsilon;   /**< Gain a level needs to be sent, in (0, 1] [GRAVAC_EPSILON, 0.7]. */
-    double omega;     /**< Relative tolerance of the raise and saturation rules, in [0, 1) [GRAVAC_OMEGA, 0.01]. */
-    uint32_t window;  /**< Steps between two scaling decisions, >= 1 [GRAVAC_WINDOW, 500]. */
-    gcx_gravac_policy_t policy; /**< [GRAVAC_POLICY, exponential]. */
-    double scale;     /**< Initial theta_s, > 1 [GRAVAC_SCALE, 2]. */
-    double ratio;     /**< Geometric policy's ratio, > 1 [GRAVAC_RATIO, 2]. */
+    /** Initial first-level CF, >= 1 [GRAVAC_THETA_MIN, 10]. */
+    double theta_min;
+    /** Largest effective CF, >= theta_min [GRAVAC_THETA_MAX, 1000]. */
+    double theta_max;
+    /** Gain a level needs to be sent, in (0, 1] [GRAVAC_EPSILON, 0.7]. */
+    double epsilon;
+    /** Relative tolerance of the raise and saturation rules, in [0, 1)
+     *  [GRAVAC_OMEGA, 0.01]. */
+    double omega;
+    /** Steps between two scaling decisions, >= 1 [GRAVAC_WINDOW, 500]. */
+    uint32_t window;
+    /** Scaling policy [GRAVAC_POLICY, exponential]. */
+    gcx_gravac_policy_t policy;
+    /** Initial theta_s, > 1 [GRAVAC_SCALE, 2]. */
+    double scale;
+    /** Geometric policy's ratio, > 1 [GRAVAC_RATIO, 2]. */
+    double ratio;
     /** EWMA weight of the newest gain, in [0, 1]; 0 = min(1, nranks / 100)
      *  [GRAVAC_ALPHA, 0]. 1 disables smoothing. */
     double alpha;
-    int nranks;       /**< Number of workers N (for alpha = 0), >= 1; default 1. */
+    /** Number of workers N (for alpha = 0), >= 1; default 1. */
+    int nranks;
 } gcx_gravac_params_t;
 
 /** Fill @p params with the defaults listed in gcx_gravac_params_t. */
@@ -126,7 +136,8 @@ gcx_status_t gcx_gravac_params_check(const gcx_gravac_params_t *params);
  * Overwrite theta_min, theta_max, epsilon, omega, window, policy, scale,
  * ratio and alpha with the GCX_GRAVAC_* values of @p config (read through
  * gcx_config_get(); defaults and validation live in the one config table).
- * nranks is left as it is.
+ * nranks is left as it is. Real values pass through the table's text form
+ * ("%g": 6 significant digits).
  * @return GCX_OK; GCX_ERR_INVALID (NULL argument or a combination that
  *         gcx_gravac_params_check() rejects, e.g. theta_max < theta_min);
  *         @p params is changed only on success.
@@ -182,7 +193,7 @@ enum {
     GCX_GRAVAC_EV_WINDOW  = 1u << 0, /**< This step closed a window. */
     GCX_GRAVAC_EV_RAISED  = 1u << 1, /**< theta_min was raised. */
     GCX_GRAVAC_EV_SCALED  = 1u << 2, /**< theta_s changed by the policy. */
-    GCX_GRAVAC_EV_CAPPED  = 1u << 3, /**< theta_min * theta_s reached theta_max. */
+    GCX_GRAVAC_EV_CAPPED  = 1u << 3, /**< theta_min*theta_s is theta_max. */
     GCX_GRAVAC_EV_SETTLED = 1u << 4, /**< Saturation: the search stopped. */
 };
 
@@ -194,7 +205,7 @@ enum {
 typedef struct gcx_gravac_record {
     uint64_t step;            /**< 0, 1, 2, ... (decisions taken before). */
     gcx_gravac_level_t level; /**< What to send. */
-    double cf;                /**< Nominal CF sent: 1, theta_min or theta_min*theta_s. */
+    double cf;                /**< Nominal CF: 1, theta_min, or c's. */
     double delta_min;         /**< Smoothed gain of g_min. */
     double delta_c;           /**< Smoothed gain of g_c. */
     double theta_min;         /**< First-level CF of this step. */

@@ -26,7 +26,8 @@ gcx_status_t gcx_gravac_record_format(const gcx_gravac_record_t *rec,
     if (rec == NULL || buf == NULL) {
         return GCX_ERR_INVALID;
     }
-    len = snprintf(line, sizeof(line), "%llu,%s,%.6g,%.6f,%.6f,%.6g,%.6g,%.6g,%u",
+    len = snprintf(line, sizeof(line),
+                   "%llu,%s,%.6g,%.6f,%.6f,%.6g,%.6g,%.6g,%u",
                    (unsigned long long)rec->step,
                    gcx_gravac_level_name(rec->level), rec->cf, rec->delta_min,
                    rec->delta_c, rec->throughput, rec->theta_min, rec->theta_s,

@@ -11,10 +11,14 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace
+{
 
 struct CtlDeleter {
-    void operator()(gcx_gravac_t *c) const { gcx_gravac_destroy(c); }
+    void operator()(gcx_gravac_t *c) const
+    {
+        gcx_gravac_destroy(c);
+    }
 };
 using Ctl = std::unique_ptr<gcx_gravac_t, CtlDeleter>;
 
@@ -55,7 +59,8 @@ std::vector<double> candidates(const gcx_gravac_params_t &p)
 {
     std::vector<double> cfs(64);
     size_t count = 0;
-    EXPECT_EQ(GCX_OK, gcx_gravac_candidates(&p, cfs.data(), cfs.size(), &count));
+    EXPECT_EQ(GCX_OK,
+              gcx_gravac_candidates(&p, cfs.data(), cfs.size(), &count));
     cfs.resize(count);
     return cfs;
 }
@@ -78,7 +83,7 @@ TEST(GravacCascade, EpsilonPicksTheLevel)
         {1.0, 1.0, GCX_GRAVAC_LEVEL_C, 20},
     };
     for (const Case &c : cases) {
-        Ctl ctl                 = make(p);
+        Ctl ctl = make(p);
         gcx_gravac_record_t rec = step(ctl.get(), c.dmin, c.dc);
         EXPECT_EQ(c.level, rec.level) << c.dmin << " " << c.dc;
         EXPECT_EQ(c.cf, rec.cf) << c.dmin << " " << c.dc;
@@ -94,7 +99,7 @@ TEST(GravacCascade, EpsilonPicksTheLevel)
 TEST(GravacCascade, GainsUseSummedNorms)
 {
     gcx_gravac_params_t p = base_params();
-    Ctl ctl               = make(p);
+    Ctl ctl = make(p);
     // two ranks: (4, 3.6, 3.0) + (6, 5.4, 3.0) = (10, 9, 6): 0.9 and 0.6
     gcx_gravac_norms_t n = {10.0, 9.0, 6.0, 0.0};
     gcx_gravac_record_t rec;
@@ -117,8 +122,8 @@ TEST(GravacCascade, GainsUseSummedNorms)
 TEST(GravacEwma, SmoothsTheGains)
 {
     gcx_gravac_params_t p = base_params();
-    p.alpha               = 0.5;
-    Ctl ctl               = make(p);
+    p.alpha = 0.5;
+    Ctl ctl = make(p);
     gcx_gravac_record_t r = step(ctl.get(), 0.8, 0.6);
     EXPECT_DOUBLE_EQ(0.8, r.delta_min); // seeded by the first sample
     EXPECT_DOUBLE_EQ(0.6, r.delta_c);
@@ -135,16 +140,16 @@ TEST(GravacEwma, SmoothsTheGains)
 TEST(GravacEwma, DefaultFactorIsWorkersOver100)
 {
     gcx_gravac_params_t p = base_params();
-    p.alpha               = 0.0;
-    p.nranks              = 4; // alpha 0.04
-    Ctl ctl               = make(p);
+    p.alpha = 0.0;
+    p.nranks = 4; // alpha 0.04
+    Ctl ctl = make(p);
     step(ctl.get(), 1.0, 1.0);
     gcx_gravac_record_t r = step(ctl.get(), 0.5, 0.0);
     EXPECT_DOUBLE_EQ(0.04 * 0.5 + 0.96 * 1.0, r.delta_min);
     EXPECT_DOUBLE_EQ(0.96, r.delta_c);
 
     p.nranks = 250; // N/100 > 1: no smoothing
-    Ctl big  = make(p);
+    Ctl big = make(p);
     step(big.get(), 1.0, 1.0);
     r = step(big.get(), 0.5, 0.25);
     EXPECT_EQ(0.5, r.delta_min);
@@ -154,15 +159,15 @@ TEST(GravacEwma, DefaultFactorIsWorkersOver100)
 TEST(GravacEwma, NewCandidateRestartsItsAverage)
 {
     gcx_gravac_params_t p = base_params();
-    p.alpha               = 0.5;
-    p.window              = 2;
-    Ctl ctl               = make(p);
+    p.alpha = 0.5;
+    p.window = 2;
+    Ctl ctl = make(p);
     step(ctl.get(), 0.95, 0.8);
     gcx_gravac_record_t r = step(ctl.get(), 0.95, 0.8);
     EXPECT_TRUE(r.events & GCX_GRAVAC_EV_SCALED);
     r = step(ctl.get(), 0.95, 0.72);
     EXPECT_EQ(4.0, r.theta_s);
-    EXPECT_DOUBLE_EQ(0.72, r.delta_c);  // restarted for the new CF
+    EXPECT_DOUBLE_EQ(0.72, r.delta_c);   // restarted for the new CF
     EXPECT_DOUBLE_EQ(0.95, r.delta_min); // theta_min unchanged: kept
 }
 
@@ -172,10 +177,10 @@ TEST(GravacEwma, NewCandidateRestartsItsAverage)
 static void walk_candidates(gcx_gravac_params_t p)
 {
     const uint32_t window = 3;
-    p.window              = window;
+    p.window = window;
     std::vector<double> expect = candidates(p);
-    Ctl ctl                    = make(p);
-    size_t n_windows           = expect.size() + 2;
+    Ctl ctl = make(p);
+    size_t n_windows = expect.size() + 2;
     for (size_t w = 0; w < n_windows; ++w) {
         // candidate w+1 (index 0 is theta_min alone), then theta_max
         double cf = expect[std::min(w + 1, expect.size() - 1)];
@@ -221,10 +226,10 @@ TEST(GravacScaling, ExponentialWindowByWindow)
 TEST(GravacScaling, GeometricWindowByWindow)
 {
     gcx_gravac_params_t p = base_params();
-    p.policy              = GCX_GRAVAC_POLICY_GEOMETRIC;
-    p.theta_max           = 2000;
+    p.policy = GCX_GRAVAC_POLICY_GEOMETRIC;
+    p.theta_max = 2000;
     walk_candidates(p); // 20, 40, ..., 1280, 2000
-    p.ratio     = 1.5;
+    p.ratio = 1.5;
     p.theta_max = 100;
     walk_candidates(p);
 }
@@ -232,8 +237,8 @@ TEST(GravacScaling, GeometricWindowByWindow)
 TEST(GravacScaling, WindowIsThePeriod)
 {
     gcx_gravac_params_t p = base_params();
-    p.window              = 5;
-    Ctl ctl               = make(p);
+    p.window = 5;
+    Ctl ctl = make(p);
     for (int i = 0; i < 20; ++i) {
         gcx_gravac_record_t r = step(ctl.get(), 0.95, 0.8);
         EXPECT_EQ((i + 1) % 5 == 0, (r.events & GCX_GRAVAC_EV_WINDOW) != 0);
@@ -244,8 +249,8 @@ TEST(GravacScaling, WindowIsThePeriod)
 TEST(GravacRaise, AgreeingGainsRaiseThetaMin)
 {
     gcx_gravac_params_t p = base_params(); // omega 0.01
-    p.window              = 2;
-    Ctl ctl               = make(p);
+    p.window = 2;
+    Ctl ctl = make(p);
     step(ctl.get(), 0.9, 0.895);
     gcx_gravac_record_t r = step(ctl.get(), 0.9, 0.895); // 0.005 <= 0.009
     EXPECT_TRUE(r.events & GCX_GRAVAC_EV_RAISED);
@@ -264,8 +269,8 @@ TEST(GravacRaise, AgreeingGainsRaiseThetaMin)
 TEST(GravacRaise, DisagreeingGainsKeepThetaMin)
 {
     gcx_gravac_params_t p = base_params();
-    p.window              = 2;
-    Ctl ctl               = make(p);
+    p.window = 2;
+    Ctl ctl = make(p);
     step(ctl.get(), 0.9, 0.88);
     gcx_gravac_record_t r = step(ctl.get(), 0.9, 0.88); // 0.02 > 0.009
     EXPECT_FALSE(r.events & GCX_GRAVAC_EV_RAISED);
@@ -282,9 +287,9 @@ TEST(GravacRaise, DisagreeingGainsKeepThetaMin)
 TEST(GravacRaise, CapAtThetaMax)
 {
     gcx_gravac_params_t p = base_params();
-    p.window              = 1;
-    p.theta_max           = 40;
-    Ctl ctl               = make(p);
+    p.window = 1;
+    p.theta_max = 40;
+    Ctl ctl = make(p);
     gcx_gravac_record_t r = step(ctl.get(), 0.9, 0.9);
     EXPECT_EQ(20.0, r.cf);
     EXPECT_EQ(unsigned(GCX_GRAVAC_EV_WINDOW | GCX_GRAVAC_EV_RAISED |
@@ -306,11 +311,11 @@ TEST(GravacRaise, CapAtThetaMax)
     }
     // never above theta_max, whatever the gains
     gcx_gravac_params_t q = base_params();
-    q.window              = 1;
-    q.theta_max           = 700;
-    q.policy              = GCX_GRAVAC_POLICY_GEOMETRIC;
-    q.ratio               = 3;
-    Ctl c2                = make(q);
+    q.window = 1;
+    q.theta_max = 700;
+    q.policy = GCX_GRAVAC_POLICY_GEOMETRIC;
+    q.ratio = 3;
+    Ctl c2 = make(q);
     for (int i = 0; i < 50; ++i) {
         r = step(c2.get(), 0.9, i % 2 ? 0.9 : 0.8);
         EXPECT_LE(r.cf, 700.0);
@@ -322,10 +327,10 @@ TEST(GravacRaise, CapAtThetaMax)
 TEST(GravacThroughput, RecordedOneStepLateForWhatWasSent)
 {
     gcx_gravac_params_t p = base_params();
-    p.window              = 1000;
-    Ctl ctl               = make(p);
+    p.window = 1000;
+    Ctl ctl = make(p);
     gcx_gravac_record_t r = step(ctl.get(), 0.95, 0.8, 500.0);
-    EXPECT_EQ(0.0, r.throughput); // nothing sent before step 0
+    EXPECT_EQ(0.0, r.throughput);           // nothing sent before step 0
     r = step(ctl.get(), 0.95, 0.5, 1000.0); // T[20] = 1000 * 0.8
     EXPECT_DOUBLE_EQ(800.0, r.throughput);
     r = step(ctl.get(), 0.5, 0.5, 2000.0); // T[10] = 2000 * 0.95
@@ -350,8 +355,8 @@ TEST(GravacThroughput, RecordedOneStepLateForWhatWasSent)
 static Ctl two_windows(double sps_at_40, gcx_gravac_record_t *last)
 {
     gcx_gravac_params_t p = base_params(); // omega 0.01
-    p.window              = 2;
-    Ctl ctl               = make(p);
+    p.window = 2;
+    Ctl ctl = make(p);
     step(ctl.get(), 0.95, 0.8, 0.0);    // sends 20
     step(ctl.get(), 0.95, 0.8, 1000.0); // T[20] = 800; sends 20; scale
     step(ctl.get(), 0.95, 0.8, 1000.0); // T[20] = 800; sends 40
@@ -395,16 +400,16 @@ TEST(GravacSaturation, FarApartKeepsSearching)
 TEST(GravacSaturation, CanSettleBelowARaisedThetaMin)
 {
     gcx_gravac_params_t p = base_params();
-    p.window              = 3;
-    Ctl ctl               = make(p);
+    p.window = 3;
+    Ctl ctl = make(p);
     step(ctl.get(), 0.9, 0.5, 0.0);    // sends 10
     step(ctl.get(), 0.9, 0.5, 1000.0); // T[10] = 900; sends 10
     gcx_gravac_record_t r = step(ctl.get(), 0.9, 0.9, 1000.0); // sends 20
     EXPECT_TRUE(r.events & GCX_GRAVAC_EV_RAISED); // theta_min 20, theta_s 4
     r = step(ctl.get(), 0.9, 0.85, 500.0);        // T[20] = 450; sends 80
     EXPECT_EQ(80.0, r.cf);
-    step(ctl.get(), 0.9, 0.85, 1060.0);         // T[80] = 901
-    r = step(ctl.get(), 0.9, 0.85, 1060.0);     // T[80] = 901; window end
+    step(ctl.get(), 0.9, 0.85, 1060.0);            // T[80] = 901
+    r = step(ctl.get(), 0.9, 0.85, 1060.0);        // T[80] = 901; window end
     EXPECT_TRUE(r.events & GCX_GRAVAC_EV_SETTLED); // 901 vs 900: lower = 10
     gcx_gravac_state_t s = state(ctl.get());
     EXPECT_EQ(10.0, s.settled_cf);
@@ -418,8 +423,8 @@ TEST(GravacSaturation, CanSettleBelowARaisedThetaMin)
 TEST(GravacSaturation, DenseIsNotACandidate)
 {
     gcx_gravac_params_t p = base_params();
-    p.window              = 2;
-    Ctl ctl               = make(p);
+    p.window = 2;
+    Ctl ctl = make(p);
     for (int i = 0; i < 10; ++i) {
         gcx_gravac_record_t r = step(ctl.get(), 0.5, 0.4, 1000.0);
         EXPECT_EQ(GCX_GRAVAC_LEVEL_DENSE, r.level);
@@ -428,7 +433,8 @@ TEST(GravacSaturation, DenseIsNotACandidate)
     EXPECT_FALSE(state(ctl.get()).settled);
 }
 
-namespace {
+namespace
+{
 
 // A fixed pseudo-random gain and throughput sequence.
 struct Lcg {
@@ -443,19 +449,19 @@ struct Lcg {
 std::vector<gcx_gravac_record_t> run(uint64_t seed, int steps)
 {
     gcx_gravac_params_t p = base_params();
-    p.alpha               = 0.0;
-    p.nranks              = 8;
-    p.window              = 25;
-    p.omega               = 0.03;
-    Ctl ctl               = make(p);
+    p.alpha = 0.0;
+    p.nranks = 8;
+    p.window = 25;
+    p.omega = 0.03;
+    Ctl ctl = make(p);
     Lcg lcg{seed};
     std::vector<gcx_gravac_record_t> recs;
     for (int i = 0; i < steps; ++i) {
-        double ef                = 1.0 + 100.0 * lcg.next();
-        double dmin              = 0.6 + 0.4 * lcg.next();
-        double dc                = dmin * (0.7 + 0.3 * lcg.next());
-        gcx_gravac_norms_t n     = {ef, ef * dmin, ef * dc,
-                                    1000.0 + 100.0 * lcg.next()};
+        double ef = 1.0 + 100.0 * lcg.next();
+        double dmin = 0.6 + 0.4 * lcg.next();
+        double dc = dmin * (0.7 + 0.3 * lcg.next());
+        gcx_gravac_norms_t n = {ef, ef * dmin, ef * dc,
+                                1000.0 + 100.0 * lcg.next()};
         gcx_gravac_record_t rec;
         EXPECT_EQ(GCX_OK, gcx_gravac_decide(ctl.get(), &n, &rec));
         recs.push_back(rec);
@@ -498,7 +504,7 @@ TEST(GravacDeterminism, SameInputsSameDecisions)
 TEST(GravacBadInput, NormsAreChecked)
 {
     gcx_gravac_params_t p = base_params();
-    Ctl ctl               = make(p);
+    Ctl ctl = make(p);
     gcx_gravac_record_t rec;
     memset(&rec, 0x5a, sizeof(rec));
     const gcx_gravac_record_t untouched = rec;
@@ -532,25 +538,27 @@ TEST(GravacRecord, CsvLine)
                  gcx_gravac_record_header());
     gcx_gravac_record_t r;
     memset(&r, 0, sizeof(r));
-    r.step      = 12;
-    r.level     = GCX_GRAVAC_LEVEL_C;
-    r.cf        = 160;
+    r.step = 12;
+    r.level = GCX_GRAVAC_LEVEL_C;
+    r.cf = 160;
     r.delta_min = 0.95;
-    r.delta_c   = 0.75;
+    r.delta_c = 0.75;
     r.throughput = 812.5;
     r.theta_min = 10;
-    r.theta_s   = 16;
-    r.events    = GCX_GRAVAC_EV_WINDOW | GCX_GRAVAC_EV_SCALED;
+    r.theta_s = 16;
+    r.events = GCX_GRAVAC_EV_WINDOW | GCX_GRAVAC_EV_SCALED;
     char buf[256];
     ASSERT_EQ(GCX_OK, gcx_gravac_record_format(&r, buf, sizeof(buf)));
     EXPECT_STREQ("12,c,160,0.950000,0.750000,812.5,10,16,5", buf);
     char small[8] = "keep";
-    EXPECT_EQ(GCX_ERR_RANGE, gcx_gravac_record_format(&r, small, sizeof(small)));
+    EXPECT_EQ(GCX_ERR_RANGE,
+              gcx_gravac_record_format(&r, small, sizeof(small)));
     EXPECT_STREQ("keep", small);
     EXPECT_EQ(GCX_ERR_INVALID, gcx_gravac_record_format(nullptr, buf, 8));
     EXPECT_STREQ("dense", gcx_gravac_level_name(GCX_GRAVAC_LEVEL_DENSE));
     EXPECT_STREQ("min", gcx_gravac_level_name(GCX_GRAVAC_LEVEL_MIN));
-    EXPECT_STREQ("?", gcx_gravac_level_name(static_cast<gcx_gravac_level_t>(9)));
+    EXPECT_STREQ("?",
+                 gcx_gravac_level_name(static_cast<gcx_gravac_level_t>(9)));
     EXPECT_STREQ("geometric",
                  gcx_gravac_policy_name(GCX_GRAVAC_POLICY_GEOMETRIC));
 }

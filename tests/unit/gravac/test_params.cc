@@ -6,7 +6,8 @@
 #include <cmath>
 #include <vector>
 
-namespace {
+namespace
+{
 
 std::vector<double> candidates(const gcx_gravac_params_t &p)
 {
@@ -14,8 +15,8 @@ std::vector<double> candidates(const gcx_gravac_params_t &p)
     EXPECT_EQ(GCX_OK, gcx_gravac_candidates(&p, nullptr, 0, &count));
     std::vector<double> cfs(count);
     size_t again = 0;
-    EXPECT_EQ(GCX_OK, gcx_gravac_candidates(&p, cfs.data(), cfs.size(),
-                                            &again));
+    EXPECT_EQ(GCX_OK,
+              gcx_gravac_candidates(&p, cfs.data(), cfs.size(), &again));
     EXPECT_EQ(count, again);
     return cfs;
 }
@@ -64,7 +65,8 @@ TEST(GravacParams, BadValuesAreInvalid)
         {"alpha < 0", [](gcx_gravac_params_t *p) { p->alpha = -0.5; }},
         {"alpha > 1", [](gcx_gravac_params_t *p) { p->alpha = 1.5; }},
         {"nranks 0", [](gcx_gravac_params_t *p) { p->nranks = 0; }},
-        {"policy", [](gcx_gravac_params_t *p) {
+        {"policy",
+         [](gcx_gravac_params_t *p) {
              p->policy = static_cast<gcx_gravac_policy_t>(7);
          }},
     };
@@ -102,10 +104,10 @@ TEST(GravacPolicy, GeometricSequence)
 {
     gcx_gravac_params_t p;
     gcx_gravac_params_default(&p);
-    p.policy    = GCX_GRAVAC_POLICY_GEOMETRIC;
-    p.ratio     = 2;
+    p.policy = GCX_GRAVAC_POLICY_GEOMETRIC;
+    p.ratio = 2;
     p.theta_max = 2000;
-    p.window    = 2000;
+    p.window = 2000;
     EXPECT_EQ((std::vector<double>{10, 20, 40, 80, 160, 320, 640, 1280, 2000}),
               candidates(p));
 }
@@ -120,9 +122,9 @@ TEST(GravacPolicy, OtherSettings)
     EXPECT_EQ((std::vector<double>{10, 15}), candidates(p));
     p.theta_max = 160; // the cap hits a candidate exactly
     EXPECT_EQ((std::vector<double>{10, 20, 40, 160}), candidates(p));
-    p.policy    = GCX_GRAVAC_POLICY_GEOMETRIC;
-    p.ratio     = 3;
-    p.scale     = 3;
+    p.policy = GCX_GRAVAC_POLICY_GEOMETRIC;
+    p.ratio = 3;
+    p.scale = 3;
     p.theta_min = 1;
     p.theta_max = 100;
     EXPECT_EQ((std::vector<double>{1, 3, 9, 27, 81, 100}), candidates(p));
@@ -186,7 +188,8 @@ TEST(GravacConfig, VariablesReachTheParams)
     EXPECT_EQ(7, p.nranks); // not a variable: left as it was
 
     // bad single values are refused by the table itself
-    EXPECT_EQ(GCX_ERR_INVALID, gcx_config_set(config, "GRAVAC_POLICY", "linear"));
+    EXPECT_EQ(GCX_ERR_INVALID,
+              gcx_config_set(config, "GRAVAC_POLICY", "linear"));
     EXPECT_EQ(GCX_ERR_INVALID, gcx_config_set(config, "GRAVAC_EPSILON", "0"));
     EXPECT_EQ(GCX_ERR_INVALID, gcx_config_set(config, "GRAVAC_WINDOW", "0"));
     EXPECT_EQ(GCX_ERR_INVALID, gcx_config_set(config, "GRAVAC_SCALE", "1"));

@@ -11,7 +11,8 @@
 #include <set>
 #include <vector>
 
-namespace {
+namespace
+{
 
 struct Lcg {
     uint64_t s;
@@ -28,18 +29,18 @@ std::vector<float> gradient(Lcg &lcg, size_t n)
 {
     std::vector<float> g(n);
     for (size_t i = 0; i < n; ++i) {
-        double u   = lcg.uniform() * 2.0 - 1.0;
+        double u = lcg.uniform() * 2.0 - 1.0;
         double big = lcg.uniform() < 0.04 ? 50.0 : 1.0;
-        g[i]       = float(u * big);
+        g[i] = float(u * big);
     }
     return g;
 }
 
 struct Rank {
-    gcx_gravac_t *ctl        = nullptr;
-    gcx_feedback_t *fb       = nullptr;
-    gcx_compressor_t *comp   = nullptr;
-    gcx_gravac_work_t *work  = nullptr;
+    gcx_gravac_t *ctl = nullptr;
+    gcx_feedback_t *fb = nullptr;
+    gcx_compressor_t *comp = nullptr;
+    gcx_gravac_work_t *work = nullptr;
 
     Rank(const gcx_gravac_params_t &p, size_t n, gcx_compress_kind_t kind,
          uint64_t seed = 1234)
@@ -56,16 +57,15 @@ struct Rank {
         gcx_feedback_destroy(fb);
         gcx_gravac_destroy(ctl);
     }
-    Rank(const Rank &)            = delete;
+    Rank(const Rank &) = delete;
     Rank &operator=(const Rank &) = delete;
 };
 
 const gcx_sparse_t *level(const gcx_gravac_work_t *work,
-                          const gcx_gravac_record_t &rec,
-                          gcx_gravac_level_t lv)
+                          const gcx_gravac_record_t &rec, gcx_gravac_level_t lv)
 {
     gcx_gravac_record_t r = rec;
-    r.level               = lv;
+    r.level = lv;
     return gcx_gravac_selected(work, &r);
 }
 
@@ -84,7 +84,7 @@ gcx_gravac_level_t checked_step(Rank &r, Lcg &lcg, size_t n,
                                 gcx_compress_kind_t kind)
 {
     std::vector<float> g = gradient(lcg, n);
-    float *e             = gcx_feedback_residual(r.fb);
+    float *e = gcx_feedback_residual(r.fb);
     std::vector<float> expect(n);
     for (size_t i = 0; i < n; ++i) {
         expect[i] = e[i] + g[i]; // what accumulate computes, in float
@@ -98,7 +98,7 @@ gcx_gravac_level_t checked_step(Rank &r, Lcg &lcg, size_t n,
 
     // the norms are those of e, g_min and g_c
     const gcx_sparse_t *gmin = level(r.work, rec, GCX_GRAVAC_LEVEL_MIN);
-    const gcx_sparse_t *gc   = level(r.work, rec, GCX_GRAVAC_LEVEL_C);
+    const gcx_sparse_t *gc = level(r.work, rec, GCX_GRAVAC_LEVEL_C);
     EXPECT_NEAR(sqnorm(e, n), norms.ef_sqnorm, 1e-9 * norms.ef_sqnorm);
     EXPECT_NEAR(gcx_sparse_sqnorm(gmin), norms.min_sqnorm,
                 1e-9 * norms.ef_sqnorm);
@@ -149,20 +149,22 @@ gcx_gravac_level_t checked_step(Rank &r, Lcg &lcg, size_t n,
 
 } // namespace
 
-class GravacWork : public ::testing::TestWithParam<gcx_compress_kind_t> {};
+class GravacWork : public ::testing::TestWithParam<gcx_compress_kind_t>
+{
+};
 
 TEST_P(GravacWork, ResidualInvariantAtEveryLevel)
 {
     const gcx_compress_kind_t kind = GetParam();
-    const size_t n                 = 20000;
+    const size_t n = 20000;
     std::set<int> levels;
     for (double eps : {0.01, 0.5, 0.8, 1.0}) {
         gcx_gravac_params_t p;
         gcx_gravac_params_default(&p);
-        p.alpha   = 1.0;
-        p.window  = 4;
+        p.alpha = 1.0;
+        p.window = 4;
         p.epsilon = eps;
-        p.policy  = GCX_GRAVAC_POLICY_GEOMETRIC;
+        p.policy = GCX_GRAVAC_POLICY_GEOMETRIC;
         Rank r(p, n, kind);
         Lcg lcg{uint64_t(eps * 1000) + 1};
         for (int t = 0; t < 24; ++t) {
@@ -176,15 +178,13 @@ TEST_P(GravacWork, ResidualInvariantAtEveryLevel)
                                                                         : 3u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, GravacWork,
-                         ::testing::Values(GCX_COMPRESS_TOPK, GCX_COMPRESS_DGC,
-                                           GCX_COMPRESS_REDSYNC,
-                                           GCX_COMPRESS_RANDOMK,
-                                           GCX_COMPRESS_NONE),
-                         [](const auto &info) {
-                             return std::string(
-                                 gcx_compress_kind_name(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Kinds, GravacWork,
+    ::testing::Values(GCX_COMPRESS_TOPK, GCX_COMPRESS_DGC, GCX_COMPRESS_REDSYNC,
+                      GCX_COMPRESS_RANDOMK, GCX_COMPRESS_NONE),
+    [](const auto &info) {
+        return std::string(gcx_compress_kind_name(info.param));
+    });
 
 // Two ranks with different gradients: randomk picks the same indices on
 // both (same seed and step), and both controllers, fed the summed norms,
@@ -206,10 +206,9 @@ TEST(GravacWorkRanks, SummedNormsAgreeAndRandomkIndicesMatch)
         gcx_gravac_norms_t na, nb;
         ASSERT_EQ(GCX_OK, gcx_gravac_compress(a.ctl, a.work, 10.0, &na));
         ASSERT_EQ(GCX_OK, gcx_gravac_compress(b.ctl, b.work, 20.0, &nb));
-        gcx_gravac_norms_t sum = {na.ef_sqnorm + nb.ef_sqnorm,
-                                  na.min_sqnorm + nb.min_sqnorm,
-                                  na.c_sqnorm + nb.c_sqnorm,
-                                  na.samples_per_s + nb.samples_per_s};
+        gcx_gravac_norms_t sum = {
+            na.ef_sqnorm + nb.ef_sqnorm, na.min_sqnorm + nb.min_sqnorm,
+            na.c_sqnorm + nb.c_sqnorm, na.samples_per_s + nb.samples_per_s};
         gcx_gravac_record_t ra, rb;
         ASSERT_EQ(GCX_OK, gcx_gravac_decide(a.ctl, &sum, &ra));
         ASSERT_EQ(GCX_OK, gcx_gravac_decide(b.ctl, &sum, &rb));
@@ -235,7 +234,7 @@ TEST(GravacWorkEdge, NoSecondLevelWhenThetaMinIsThetaMax)
     gcx_gravac_params_t p;
     gcx_gravac_params_default(&p);
     p.theta_max = p.theta_min; // theta_s = 1
-    p.epsilon   = 0.01;
+    p.epsilon = 0.01;
     Rank r(p, n, GCX_COMPRESS_TOPK);
     Lcg lcg{5};
     for (int t = 0; t < 5; ++t) {
@@ -277,7 +276,8 @@ TEST(GravacWorkEdge, Misuse)
     memset(&rec, 0, sizeof(rec));
     EXPECT_EQ(GCX_ERR_INVALID, gcx_gravac_commit(r.work, &rec)); // no compress
     gcx_gravac_norms_t norms;
-    EXPECT_EQ(GCX_ERR_INVALID, gcx_gravac_compress(r.ctl, r.work, -1.0, &norms));
+    EXPECT_EQ(GCX_ERR_INVALID,
+              gcx_gravac_compress(r.ctl, r.work, -1.0, &norms));
     EXPECT_EQ(GCX_ERR_INVALID, gcx_gravac_compress(r.ctl, r.work, NAN, &norms));
     EXPECT_EQ(GCX_ERR_INVALID, gcx_gravac_compress(r.ctl, r.work, 0, nullptr));
 
@@ -286,7 +286,7 @@ TEST(GravacWorkEdge, Misuse)
     ASSERT_EQ(GCX_OK, gcx_gravac_compress(r.ctl, r.work, 0.0, &norms));
     ASSERT_EQ(GCX_OK, gcx_gravac_decide(r.ctl, &norms, &rec));
     gcx_gravac_record_t other = rec;
-    other.step                = rec.step + 1;
+    other.step = rec.step + 1;
     EXPECT_EQ(GCX_ERR_INVALID, gcx_gravac_commit(r.work, &other));
     EXPECT_EQ(GCX_ERR_INVALID, gcx_gravac_commit(r.work, nullptr));
     EXPECT_EQ(GCX_OK, gcx_gravac_commit(r.work, &rec));
@@ -305,7 +305,8 @@ TEST(GravacWorkEdge, Misuse)
     EXPECT_EQ(GCX_ERR_INVALID, gcx_gravac_allreduce_norms(nullptr, &norms));
 }
 
-namespace {
+namespace
+{
 
 gcx_status_t self_allgather(const void *sendbuf, void *recvbuf, size_t len,
                             void *)
@@ -321,12 +322,12 @@ gcx_status_t self_allgather(const void *sendbuf, void *recvbuf, size_t len,
 TEST(GravacAllreduce, OneRankCommunicator)
 {
     gcx_oob_t oob;
-    oob.allgather     = self_allgather;
-    oob.ctx           = nullptr;
-    oob.rank          = 0;
-    oob.size          = 1;
-    gcx_comm_t *comm  = nullptr;
-    gcx_status_t st   = gcx_comm_create(&oob, nullptr, &comm);
+    oob.allgather = self_allgather;
+    oob.ctx = nullptr;
+    oob.rank = 0;
+    oob.size = 1;
+    gcx_comm_t *comm = nullptr;
+    gcx_status_t st = gcx_comm_create(&oob, nullptr, &comm);
     if (st != GCX_OK) {
         GTEST_SKIP() << "no one-rank communicator here: " << gcx_strerror(st);
     }
