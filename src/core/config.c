@@ -111,8 +111,9 @@ const gcx_config_entry_t gcx_config_table[] = {
      "GraVAC: largest effective compression factor theta_min * theta_s",
      GCX_CFG_FIELD(gravac_theta_max), 1, 1e9, NULL},
     {"GRAVAC_EPSILON", GCX_CONFIG_DOUBLE, "0.7",
-     "GraVAC: smallest compression gain ||C(g)||^2/||g||^2 a compressed "
-     "level needs to be sent; below it for both levels the step is dense",
+     "GraVAC: smallest compression gain (squared norm kept over squared "
+     "norm before) a compressed level needs to be sent; below it for both "
+     "levels the step is dense",
      GCX_CFG_FIELD(gravac_epsilon), 1e-6, 1, NULL},
     {"GRAVAC_OMEGA", GCX_CONFIG_DOUBLE, "0.01",
      "GraVAC: relative tolerance for raising theta_min (gains agree) and "
