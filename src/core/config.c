@@ -27,6 +27,9 @@ static const char *const gcx_config_allreduce_algos[] = {
     "auto", "recursive_doubling", "ring", NULL};
 static const char *const gcx_config_bcast_algos[] = {"auto", "binomial",
                                                      "chain", NULL};
+/* same order as gcx_gravac_policy_t */
+static const char *const gcx_config_gravac_policies[] = {"exponential",
+                                                         "geometric", NULL};
 
 #define GCX_CFG_FIELD(_f) offsetof(struct gcx_config, _f)
 #define GCX_CFG_NO_RANGE  0, 0
@@ -100,6 +103,40 @@ const gcx_config_entry_t gcx_config_table[] = {
     {"PIPELINE_CHUNK", GCX_CONFIG_SIZE, "512K",
      "Chunk size (bytes) of pipelined algorithms (ring, chain)",
      GCX_CFG_FIELD(pipeline_chunk), 4096, 1 << 30, NULL},
+    {"GRAVAC_THETA_MIN", GCX_CONFIG_DOUBLE, "10",
+     "GraVAC: initial first-level compression factor theta_min (at most "
+     "GCX_GRAVAC_THETA_MAX)",
+     GCX_CFG_FIELD(gravac_theta_min), 1, 1e9, NULL},
+    {"GRAVAC_THETA_MAX", GCX_CONFIG_DOUBLE, "1000",
+     "GraVAC: largest effective compression factor theta_min * theta_s",
+     GCX_CFG_FIELD(gravac_theta_max), 1, 1e9, NULL},
+    {"GRAVAC_EPSILON", GCX_CONFIG_DOUBLE, "0.7",
+     "GraVAC: smallest compression gain (squared norm kept over squared "
+     "norm before) a compressed level needs to be sent; below it for both "
+     "levels the step is dense",
+     GCX_CFG_FIELD(gravac_epsilon), 1e-6, 1, NULL},
+    {"GRAVAC_OMEGA", GCX_CONFIG_DOUBLE, "0.01",
+     "GraVAC: relative tolerance for raising theta_min (gains agree) and "
+     "for settling (two best compression throughputs agree)",
+     GCX_CFG_FIELD(gravac_omega), 0, 0.999, NULL},
+    {"GRAVAC_WINDOW", GCX_CONFIG_INT, "500",
+     "GraVAC: steps between two scaling decisions",
+     GCX_CFG_FIELD(gravac_window), 1, INT_MAX, NULL},
+    {"GRAVAC_POLICY", GCX_CONFIG_ENUM, "exponential",
+     "GraVAC: how theta_s grows each window; exponential squares it "
+     "(2, 4, 16, 256), geometric multiplies it by GCX_GRAVAC_RATIO",
+     GCX_CFG_FIELD(gravac_policy), GCX_CFG_NO_RANGE,
+     gcx_config_gravac_policies},
+    {"GRAVAC_SCALE", GCX_CONFIG_DOUBLE, "2",
+     "GraVAC: initial second-level compression factor theta_s",
+     GCX_CFG_FIELD(gravac_scale), 1.001, 1e9, NULL},
+    {"GRAVAC_RATIO", GCX_CONFIG_DOUBLE, "2",
+     "GraVAC: ratio of the geometric policy",
+     GCX_CFG_FIELD(gravac_ratio), 1.001, 1e9, NULL},
+    {"GRAVAC_ALPHA", GCX_CONFIG_DOUBLE, "0",
+     "GraVAC: EWMA weight of the newest gain; 0: N/100 for N workers "
+     "(at most 1); 1: no smoothing",
+     GCX_CFG_FIELD(gravac_alpha), 0, 1, NULL},
 };
 
 const size_t gcx_config_table_size =

@@ -72,6 +72,16 @@ struct gcx_config {
     int    bcast_algo;          /* GCX_BCAST_ALGO */
     size_t bcast_small_msg;     /* GCX_BCAST_SMALL_MSG, bytes */
     size_t pipeline_chunk;      /* GCX_PIPELINE_CHUNK, bytes */
+    /* GraVAC controller (read by gcx_gravac_params_from_config) */
+    double gravac_theta_min;    /* GCX_GRAVAC_THETA_MIN */
+    double gravac_theta_max;    /* GCX_GRAVAC_THETA_MAX */
+    double gravac_epsilon;      /* GCX_GRAVAC_EPSILON */
+    double gravac_omega;        /* GCX_GRAVAC_OMEGA */
+    int    gravac_window;       /* GCX_GRAVAC_WINDOW, steps */
+    int    gravac_policy;       /* GCX_GRAVAC_POLICY, a gcx_gravac_policy_t */
+    double gravac_scale;        /* GCX_GRAVAC_SCALE */
+    double gravac_ratio;        /* GCX_GRAVAC_RATIO */
+    double gravac_alpha;        /* GCX_GRAVAC_ALPHA, 0 = N/100 */
 };
 
 typedef struct gcx_config_entry {

@@ -1,0 +1,123 @@
+/*
+ * params.c - GraVAC parameters: defaults, validation, and reading the
+ * GCX_GRAVAC_* variables of a configuration.
+ *
+ * The variables' defaults, docs and ranges live in the one config table
+ * (src/core/config.c); this file reads them back through the public
+ * gcx_config_get(), as any layer above the core would, and checks the
+ * combinations a single row cannot (theta_max >= theta_min). O(1).
+ */
+#include "gravac_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void gcx_gravac_params_default(gcx_gravac_params_t *params)
+{
+    if (params == NULL) {
+        return;
+    }
+    memset(params, 0, sizeof(*params));
+    params->theta_min = 10.0;
+    params->theta_max = 1000.0;
+    params->epsilon   = 0.7;
+    params->omega     = 0.01;
+    params->window    = 500;
+    params->policy    = GCX_GRAVAC_POLICY_EXPONENTIAL;
+    params->scale     = 2.0;
+    params->ratio     = 2.0;
+    params->alpha     = 0.0;
+    params->nranks    = 1;
+}
+
+gcx_status_t gcx_gravac_params_check(const gcx_gravac_params_t *p)
+{
+    /* written so that NaN fails every comparison */
+    if (p == NULL || !(p->theta_min >= 1.0) || !isfinite(p->theta_min) ||
+        !(p->theta_max >= p->theta_min) || !isfinite(p->theta_max) ||
+        !(p->epsilon > 0.0 && p->epsilon <= 1.0) ||
+        !(p->omega >= 0.0 && p->omega < 1.0) || p->window == 0 ||
+        !(p->scale > 1.0) || !isfinite(p->scale) || !(p->ratio > 1.0) ||
+        !isfinite(p->ratio) || !(p->alpha >= 0.0 && p->alpha <= 1.0) ||
+        p->nranks < 1) {
+        return GCX_ERR_INVALID;
+    }
+    if (p->policy != GCX_GRAVAC_POLICY_EXPONENTIAL &&
+        p->policy != GCX_GRAVAC_POLICY_GEOMETRIC) {
+        return GCX_ERR_INVALID;
+    }
+    return GCX_OK;
+}
+
+static gcx_status_t gcx_gravac_get_number(const gcx_config_t *config,
+                                          const char *name, double *value_p)
+{
+    char         buf[64];
+    char        *end;
+    double       value;
+    gcx_status_t status;
+
+    status = gcx_config_get(config, name, buf, sizeof(buf));
+    if (status != GCX_OK) {
+        return status;
+    }
+    errno = 0;
+    value = strtod(buf, &end);
+    if (end == buf || *end != '\0' || errno != 0) {
+        return GCX_ERR_INVALID;
+    }
+    *value_p = value;
+    return GCX_OK;
+}
+
+gcx_status_t gcx_gravac_params_from_config(const gcx_config_t *config,
+                                           gcx_gravac_params_t *params)
+{
+    static const char *const names[] = {
+        "GRAVAC_THETA_MIN", "GRAVAC_THETA_MAX", "GRAVAC_EPSILON",
+        "GRAVAC_OMEGA",     "GRAVAC_WINDOW",    "GRAVAC_SCALE",
+        "GRAVAC_RATIO",     "GRAVAC_ALPHA"};
+    double              v[sizeof(names) / sizeof(names[0])];
+    char                policy[32];
+    gcx_gravac_params_t p;
+    gcx_status_t        status;
+    size_t              i;
+
+    if (config == NULL || params == NULL) {
+        return GCX_ERR_INVALID;
+    }
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); ++i) {
+        status = gcx_gravac_get_number(config, names[i], &v[i]);
+        if (status != GCX_OK) {
+            return status;
+        }
+    }
+    status = gcx_config_get(config, "GRAVAC_POLICY", policy, sizeof(policy));
+    if (status != GCX_OK) {
+        return status;
+    }
+    p           = *params;
+    p.theta_min = v[0];
+    p.theta_max = v[1];
+    p.epsilon   = v[2];
+    p.omega     = v[3];
+    p.window    = (uint32_t)v[4]; /* the table bounds it to 1..2^31-1 */
+    p.scale     = v[5];
+    p.ratio     = v[6];
+    p.alpha     = v[7];
+    if (!strcmp(policy, "exponential")) {
+        p.policy = GCX_GRAVAC_POLICY_EXPONENTIAL;
+    } else if (!strcmp(policy, "geometric")) {
+        p.policy = GCX_GRAVAC_POLICY_GEOMETRIC;
+    } else {
+        return GCX_ERR_INVALID;
+    }
+    status = gcx_gravac_params_check(&p);
+    if (status != GCX_OK) {
+        return status;
+    }
+    *params = p;
+    return GCX_OK;
+}
