@@ -1,0 +1,272 @@
+/*
+ * code.c - building a gradient code: parameters, encoding matrix and
+ * assignment.
+ *
+ * Idea: every code is reduced to one effective encoding matrix B (n x n,
+ * row i = what worker i sends); the assignment (who holds which partition)
+ * is read off B's nonzeros, so UNCODED, FR, CR and caller matrices share
+ * the decoder. WEIGHTED decoding replaces B by its 0/1 support.
+ *
+ * Cost: create is O(n^2) memory and, for CR, O(n s^3) time (cr.c); it also
+ * sizes the solver workspace and the cache once, so decoding never
+ * allocates. The getters are O(1), gcx_code_assignment() O(load).
+ */
+#include "code_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static gcx_status_t code_check_params(const gcx_code_params_t *p)
+{
+    if (p->n > GCX_CODE_MAX_WORKERS) {
+        return GCX_ERR_UNSUPPORTED;
+    }
+    if (p->n < 1 || p->s < 0 || p->s >= p->n || p->cache_size < 0 ||
+        !(p->max_amplification == 0.0 || p->max_amplification >= 1.0)) {
+        return GCX_ERR_INVALID;
+    }
+    if (p->decoding != GCX_CODE_DECODE_EXACT &&
+        p->decoding != GCX_CODE_DECODE_WEIGHTED) {
+        return GCX_ERR_INVALID;
+    }
+    switch (p->kind) {
+    case GCX_CODE_UNCODED:
+        return (p->s == 0) ? GCX_OK : GCX_ERR_INVALID;
+    case GCX_CODE_FR:
+        return (p->n % (p->s + 1) == 0) ? GCX_OK : GCX_ERR_INVALID;
+    case GCX_CODE_CR:
+        return GCX_OK;
+    case GCX_CODE_MATRIX:
+        if (p->matrix == NULL) {
+            return GCX_ERR_INVALID;
+        }
+        for (int k = 0; k < p->n * p->n; k++) {
+            if (!isfinite(p->matrix[k])) {
+                return GCX_ERR_RANGE;
+            }
+        }
+        return GCX_OK;
+    }
+    return GCX_ERR_INVALID;
+}
+
+/* Fill the exact encoding matrix of the code kind into b (zeroed). */
+static gcx_status_t code_fill_matrix(const gcx_code_params_t *p, double *b)
+{
+    int n = p->n, g = p->s + 1;
+
+    switch (p->kind) {
+    case GCX_CODE_UNCODED:
+        for (int i = 0; i < n; i++) {
+            b[i * n + i] = 1.0;
+        }
+        return GCX_OK;
+    case GCX_CODE_FR:
+        for (int i = 0; i < n; i++) {
+            int base = (i / g) * g;
+            for (int k = 0; k < g; k++) {
+                b[i * n + base + k] = 1.0;
+            }
+        }
+        return GCX_OK;
+    case GCX_CODE_CR:
+        return gcx_code_cr_fill(n, p->s, b);
+    case GCX_CODE_MATRIX:
+        memcpy(b, p->matrix, sizeof(double) * (size_t)n * (size_t)n);
+        return GCX_OK;
+    }
+    return GCX_ERR_INVALID;
+}
+
+/* Derive holders, load and the WEIGHTED 0/1 matrix from b. */
+static gcx_status_t code_derive_assignment(gcx_code_t *code)
+{
+    int n = code->n;
+
+    code->load = 0;
+    for (int i = 0; i < n; i++) {
+        int cnt = 0;
+        for (int j = 0; j < n; j++) {
+            if (code->b[i * n + j] != 0.0) {
+                code->holders[j] |= UINT64_C(1) << i;
+                cnt++;
+            }
+        }
+        code->nparts[i] = cnt;
+        if (cnt > code->load) {
+            code->load = cnt;
+        }
+    }
+    if (code->load == 0) {
+        return GCX_ERR_INVALID; /* an all-zero matrix */
+    }
+    if (code->decoding == GCX_CODE_DECODE_WEIGHTED) {
+        for (int j = 0; j < n; j++) {
+            if (gcx_code_popcount(code->holders[j]) != code->s + 1) {
+                return GCX_ERR_INVALID;
+            }
+        }
+        for (int k = 0; k < n * n; k++) {
+            code->b[k] = (code->b[k] != 0.0) ? 1.0 : 0.0;
+        }
+    }
+    return GCX_OK;
+}
+
+static void code_fill_parts(gcx_code_t *code)
+{
+    int n = code->n;
+
+    for (int i = 0; i < n; i++) {
+        int cnt = 0;
+        for (int j = 0; j < n; j++) {
+            if (code->b[i * n + j] != 0.0) {
+                code->parts[i * code->load + cnt++] = j;
+            }
+        }
+        for (; cnt < code->load; cnt++) {
+            code->parts[i * code->load + cnt] = -1;
+        }
+    }
+}
+
+gcx_status_t gcx_code_create(const gcx_code_params_t *params,
+                             gcx_code_t **code_p)
+{
+    gcx_code_t *code;
+    gcx_status_t status;
+    size_t n;
+
+    if (params == NULL || code_p == NULL) {
+        return GCX_ERR_INVALID;
+    }
+    status = code_check_params(params);
+    if (status != GCX_OK) {
+        return status;
+    }
+    n = (size_t)params->n;
+
+    code = calloc(1, sizeof(*code));
+    if (code == NULL) {
+        return GCX_ERR_NOMEM;
+    }
+    code->kind = params->kind;
+    code->decoding = params->decoding;
+    code->n = params->n;
+    code->s = params->s;
+    code->all = (n == 64) ? ~UINT64_C(0) : (UINT64_C(1) << n) - 1;
+    code->max_amp = (params->max_amplification > 0.0)
+                        ? params->max_amplification
+                        : GCX_CODE_MAX_AMPLIFICATION;
+    code->weight =
+        (double)params->n / ((double)(params->n - params->s) * (params->s + 1));
+
+    code->b = calloc(n * n, sizeof(double));
+    code->holders = calloc(n, sizeof(uint64_t));
+    code->nparts = calloc(n, sizeof(int));
+    code->scratch = calloc(n, sizeof(double));
+    if (code->b == NULL || code->holders == NULL || code->nparts == NULL ||
+        code->scratch == NULL) {
+        status = GCX_ERR_NOMEM;
+        goto err_free;
+    }
+
+    status = code_fill_matrix(params, code->b);
+    if (status != GCX_OK) {
+        goto err_free;
+    }
+    status = code_derive_assignment(code);
+    if (status != GCX_OK) {
+        goto err_free;
+    }
+    code->parts = calloc(n * (size_t)code->load, sizeof(int));
+    if (code->parts == NULL) {
+        status = GCX_ERR_NOMEM;
+        goto err_free;
+    }
+    code_fill_parts(code);
+
+    status = gcx_code_solver_create(code->n, &code->solver);
+    if (status != GCX_OK) {
+        goto err_free;
+    }
+    status = gcx_code_cache_init(&code->cache, code->n,
+                                 params->cache_size ? params->cache_size
+                                                    : GCX_CODE_DEFAULT_CACHE);
+    if (status != GCX_OK) {
+        goto err_free_solver;
+    }
+
+    *code_p = code;
+    return GCX_OK;
+
+err_free_solver:
+    gcx_code_solver_destroy(code->solver);
+err_free:
+    free(code->parts);
+    free(code->scratch);
+    free(code->nparts);
+    free(code->holders);
+    free(code->b);
+    free(code);
+    return status;
+}
+
+void gcx_code_destroy(gcx_code_t *code)
+{
+    if (code == NULL) {
+        return;
+    }
+    gcx_code_cache_fini(&code->cache);
+    gcx_code_solver_destroy(code->solver);
+    free(code->parts);
+    free(code->scratch);
+    free(code->nparts);
+    free(code->holders);
+    free(code->b);
+    free(code);
+}
+
+int gcx_code_workers(const gcx_code_t *code)
+{
+    return code->n;
+}
+
+int gcx_code_stragglers(const gcx_code_t *code)
+{
+    return code->s;
+}
+
+int gcx_code_load(const gcx_code_t *code)
+{
+    return code->load;
+}
+
+gcx_status_t gcx_code_matrix(const gcx_code_t *code, double *b)
+{
+    if (code == NULL || b == NULL) {
+        return GCX_ERR_INVALID;
+    }
+    memcpy(b, code->b, sizeof(double) * (size_t)code->n * (size_t)code->n);
+    return GCX_OK;
+}
+
+gcx_status_t gcx_code_assignment(const gcx_code_t *code, int worker,
+                                 int *partitions, double *coeffs, int *count_p)
+{
+    int cnt;
+
+    if (code == NULL || partitions == NULL || coeffs == NULL ||
+        count_p == NULL || worker < 0 || worker >= code->n) {
+        return GCX_ERR_INVALID;
+    }
+    cnt = code->nparts[worker];
+    for (int k = 0; k < cnt; k++) {
+        int j = code->parts[worker * code->load + k];
+        partitions[k] = j;
+        coeffs[k] = code->b[worker * code->n + j];
+    }
+    *count_p = cnt;
+    return GCX_OK;
+}

@@ -1,0 +1,84 @@
+/*
+ * code_int.h - internals of the gradient codes (src/coding), shared by the
+ * files of this folder and visible to the white-box unit tests.
+ *
+ * A code is its effective encoding matrix B (n x n doubles), the assignment
+ * derived from B's nonzeros (holders of each partition as a bitmask, the
+ * partitions of each worker), a least-squares solver with preallocated
+ * workspace and a cache of decoding vectors keyed by the arrived bitmask.
+ * Everything is allocated in gcx_code_create(); decoding allocates nothing.
+ */
+#ifndef GCX_CODING_CODE_INT_H
+#define GCX_CODING_CODE_INT_H
+
+#include <stdint.h>
+#include <gcx/coding.h>
+
+/* Accepted residual max_j |sum_i a_i B_ij - 1| of a decoding vector. */
+#define GCX_CODE_RESIDUAL_TOL 1e-8
+/* Singular values below this times the largest count as zero (dgelsd). */
+#define GCX_CODE_RCOND 1e-10
+
+/* Least-squares solver for B_F^T a = 1 (solve.c). */
+typedef struct gcx_code_solver gcx_code_solver_t;
+
+/* Decoding-vector cache (cache.c): open addressing on the 64-bit key, a
+ * fixed number of entries, emptied at once when full. */
+typedef struct gcx_code_cache {
+    int n;           /* Length of a vector. */
+    int capacity;    /* Entries before the cache is emptied. */
+    int count;       /* Entries in use. */
+    uint32_t mask;   /* Slots - 1 (slots: a power of two >= 2 capacity). */
+    uint64_t *keys;  /* [slots] arrived set, 0 = empty (never a key). */
+    int32_t *entry;  /* [slots] index of the entry of a used slot. */
+    int8_t *ok;      /* [capacity] 1 decodable, 0 undecodable. */
+    double *vectors; /* [capacity * n] decoding vectors. */
+} gcx_code_cache_t;
+
+struct gcx_code {
+    gcx_code_kind_t kind;
+    gcx_code_decoding_t decoding;
+    int n;             /* Workers = partitions. */
+    int s;             /* Stragglers tolerated. */
+    int load;          /* Most partitions held by a worker. */
+    uint64_t all;      /* Mask of all n workers. */
+    double weight;     /* WEIGHTED coefficient n/((n-s)(s+1)). */
+    double max_amp;    /* Accepted amplification of a decoding vector. */
+    double *b;         /* [n*n] effective encoding matrix, row-major. */
+    uint64_t *holders; /* [n] workers i with B_ij != 0, per partition j. */
+    int *parts;        /* [n*load] partitions of worker i, increasing. */
+    int *nparts;       /* [n] how many. */
+    double *scratch;   /* [n] decoding vector before it is published. */
+    gcx_code_solver_t *solver;
+    gcx_code_cache_t cache;
+};
+
+/* cr.c: fill b (n*n, row-major) with the cyclic-repetition matrix. */
+gcx_status_t gcx_code_cr_fill(int n, int s, double *b);
+
+/* solve.c */
+gcx_status_t gcx_code_solver_create(int n, gcx_code_solver_t **solver_p);
+void gcx_code_solver_destroy(gcx_code_solver_t *solver);
+/* Minimum-norm least squares of B_F^T a_F = 1, residual and amplification
+ * (<= max_amp) checked; a[i] = 0 outside F, a is written even when the
+ * result is rejected (GCX_ERR_UNDECODABLE). */
+gcx_status_t gcx_code_solver_solve(gcx_code_solver_t *solver, const double *b,
+                                   int n, uint64_t arrived, double max_amp,
+                                   double *a);
+
+/* cache.c */
+gcx_status_t gcx_code_cache_init(gcx_code_cache_t *cache, int n, int capacity);
+void gcx_code_cache_fini(gcx_code_cache_t *cache);
+/* 1 when found: *vec_p (NULL if undecodable) and *ok_p are set. */
+int gcx_code_cache_lookup(const gcx_code_cache_t *cache, uint64_t key,
+                          const double **vec_p, int *ok_p);
+/* Insert a vector (ok = 1) or a failure (ok = 0, vec unused). */
+void gcx_code_cache_insert(gcx_code_cache_t *cache, uint64_t key,
+                           const double *vec, int ok);
+
+static inline int gcx_code_popcount(uint64_t x)
+{
+    return __builtin_popcountll(x);
+}
+
+#endif /* GCX_CODING_CODE_INT_H */
