@@ -72,6 +72,13 @@ struct gcx_config {
     int    bcast_algo;          /* GCX_BCAST_ALGO */
     size_t bcast_small_msg;     /* GCX_BCAST_SMALL_MSG, bytes */
     size_t pipeline_chunk;      /* GCX_PIPELINE_CHUNK, bytes */
+    /* coded gather (src/coll/coded_gather) */
+    int    coded_max_lag;       /* GCX_CODED_MAX_LAG, rounds */
+    char   straggler_ranks[GCX_CONFIG_STRING_MAX]; /* GCX_STRAGGLER_RANKS */
+    double straggler_delay_ms;  /* GCX_STRAGGLER_DELAY_MS */
+    double straggler_mean_ms;   /* GCX_STRAGGLER_MEAN_MS */
+    int    straggler_count;     /* GCX_STRAGGLER_COUNT, -1 = the code's s */
+    int    straggler_seed;      /* GCX_STRAGGLER_SEED */
 };
 
 typedef struct gcx_config_entry {
