@@ -146,10 +146,11 @@ typedef struct gcx_tl_ops {
                                gcx_tl_am_handler_t handler, void *arg);
 
     /**
-     * Post an active message: @p header (copied before the call returns;
-     * at most a few hundred bytes) and a payload from an iov list used in
-     * place until @p req completes (large payloads go by rendezvous). The
-     * request completes once the receiver took or dropped the payload.
+     * Post an active message: @p header (at most a few hundred bytes) and
+     * a payload from an iov list; both are used in place until @p req
+     * completes (UCX 1.13 has no header copy flag; large payloads go by
+     * rendezvous). The request completes once the receiver took or dropped
+     * the payload.
      */
     gcx_status_t (*am_send)(gcx_tl_t *tl, int peer, unsigned id,
                             const void *header, size_t header_length,
@@ -170,11 +171,12 @@ typedef struct gcx_tl_ops {
     /**
      * Give up an in-flight request whose owner goes away: the gcx request is
      * detached at once (status GCX_ERR_CANCELED, never touched again) and
-     * the transport frees @p buffer (malloc'd, may be NULL) when the
-     * operation finally ends, so the memory it reads or writes stays valid.
-     * A request that is already done just gets @p buffer freed.
+     * the transport calls @p release(@p arg) when the operation finally ends
+     * (at once if it already has), so the memory it reads or writes can be
+     * kept alive until then. @p release may be NULL.
      */
-    void (*abandon)(gcx_tl_t *tl, gcx_tl_req_t *req, void *buffer);
+    void (*abandon)(gcx_tl_t *tl, gcx_tl_req_t *req,
+                    void (*release)(void *arg), void *arg);
 
     /** Progress the network a bounded amount; returns events processed. */
     int (*progress)(gcx_tl_t *tl);
