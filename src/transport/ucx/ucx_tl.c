@@ -58,7 +58,9 @@ typedef struct gcx_tl_ucx_priv {
     gcx_tl_req_t *owner;    /* NULL until attached, and once orphaned */
     int           early;    /* completed before it was attached */
     int           orphaned; /* abandoned by abort(): just free it */
-    void         *free_ptr; /* abandon(): freed when the operation ends */
+    int           user_freed; /* abandon(): ucp_request_free done already */
+    void        (*release)(void *arg); /* abandon(): called at the end */
+    void         *release_arg;
     ucs_status_t  status;
     size_t        length;
     uint64_t      tag;
@@ -128,7 +130,8 @@ static void gcx_tl_ucx_request_init(void *request)
     priv->owner    = NULL;
     priv->early    = 0;
     priv->orphaned = 0;
-    priv->free_ptr = NULL;
+    priv->release    = NULL;
+    priv->user_freed = 0;
 }
 
 static void gcx_tl_ucx_release(gcx_tl_ucx_priv_t *priv)
@@ -154,8 +157,14 @@ static void gcx_tl_ucx_done(void *request, ucs_status_t status, size_t length,
         gcx_tl_ucx_untrack(req);
         gcx_tl_ucx_release(priv);
     } else if (priv->orphaned) {
-        free(priv->free_ptr);
-        gcx_tl_ucx_release(priv);
+        if (priv->release != NULL) {
+            priv->release(priv->release_arg);
+        }
+        if (priv->user_freed) {
+            gcx_tl_ucx_request_init(priv); /* UCX puts it back itself */
+        } else {
+            gcx_tl_ucx_release(priv);
+        }
     } else {
         priv->early  = 1;
         priv->status = status;
@@ -455,7 +464,9 @@ static gcx_status_t gcx_tl_ucx_am_handler(gcx_tl_t *tl, unsigned id,
                         UCP_AM_HANDLER_PARAM_FIELD_CB |
                         UCP_AM_HANDLER_PARAM_FIELD_ARG;
     params.id         = id;
-    params.cb         = handler != NULL ? gcx_tl_ucx_am_cb : NULL;
+    /* an unregistered id keeps the wrapper: late messages are dropped (and
+     * their senders completed) instead of reaching UCX with no handler */
+    params.cb         = gcx_tl_ucx_am_cb;
     params.arg        = &ucx->am[id];
     st = ucp_worker_set_am_recv_handler(ucx->worker, &params);
     if (st != UCS_OK) {
@@ -544,21 +555,29 @@ static gcx_status_t gcx_tl_ucx_am_recv(gcx_tl_t *tl, const gcx_tl_am_msg_t *msg,
     return gcx_tl_ucx_attach(ucx, req, sp);
 }
 
-static void gcx_tl_ucx_abandon(gcx_tl_t *tl, gcx_tl_req_t *req, void *buffer)
+static void gcx_tl_ucx_abandon(gcx_tl_t *tl, gcx_tl_req_t *req,
+                               void (*release)(void *arg), void *arg)
 {
     gcx_tl_ucx_priv_t *priv = req->impl;
 
     (void)tl;
     if (req->status != GCX_INPROGRESS || priv == NULL) {
-        free(buffer);
+        if (release != NULL) {
+            release(arg);
+        }
         return;
     }
-    priv->owner    = NULL;
-    priv->orphaned = 1;
-    priv->free_ptr = buffer;
-    req->impl      = NULL;
-    req->status    = GCX_ERR_CANCELED;
+    priv->owner       = NULL;
+    priv->orphaned    = 1;
+    priv->release     = release;
+    priv->release_arg = arg;
+    priv->user_freed  = 1;
+    req->impl         = NULL;
+    req->status       = GCX_ERR_CANCELED;
     gcx_tl_ucx_untrack(req);
+    /* released now, so closing the endpoint or destroying the worker may
+     * drop it; the callback still runs when it ends (then release()) */
+    ucp_request_free(priv);
 }
 
 static int gcx_tl_ucx_progress(gcx_tl_t *tl)
@@ -583,6 +602,9 @@ static int gcx_tl_ucx_wait_until(gcx_tl_ucx_t *ucx, ucs_status_ptr_t sp,
     while (ucp_request_check_status(sp) == UCS_INPROGRESS) {
         ucp_worker_progress(ucx->worker);
         if (gcx_time_now() > deadline) {
+            /* released, so destroying the worker may drop it (UCX asserts
+             * that every request left then was released) */
+            ucp_request_free(sp);
             return 0;
         }
     }
