@@ -47,12 +47,13 @@
  * @section gc_pgc Pipelined gradient coding (gcx_pgc_t)
  * Each step a worker computes ONE partition gradient, at the current
  * weights, instead of s+1: at step t it computes slot l = t mod P
- * (P = s+1 = gcx_pgc_period()), i.e. partition p_{i,l}, stores it in its
- * slot buffer l, and sends m_i(t) = sum_l b_{i,l} * buf_l, i.e. one fresh
- * gradient and one of each staleness 1..s. The root waits for a decodable
- * set as usual. The decoded vector is then a sum of partition gradients
- * computed at different steps; gcx_pgc_decode() reports exactly which:
- * terms (partition j, staleness d, weight w) with
+ * (P = s+1 = gcx_pgc_period(); the largest row load for MATRIX codes),
+ * i.e. partition p_{i,l}, stores it in its slot buffer l, and sends
+ * m_i(t) = sum_l b_{i,l} * buf_l, i.e. one fresh gradient and one of each
+ * staleness 1..s. The root waits for a decodable set as usual. The
+ * decoded vector is then a sum of partition gradients computed at
+ * different steps; gcx_pgc_decode() reports exactly which: terms
+ * (partition j, staleness d, weight w) with
  *     decoded = sum_{i in U} a_i m_i(t) = sum_terms w * g_j(weights of t-d).
  * - FR and UNCODED: every worker of a group computes the same partition at
  *   the same step (slot of partition j = j mod P), so each partition has
@@ -85,10 +86,12 @@
  * weight sum 3 = n: p0 is over-represented, p1 and p2 under; averaged over
  * the three straggler choices every partition has weight 1. With EXACT CR
  * on the same slots, when workers 1 and 2 both arrive p2 appears at
- * staleness 0 (from worker 1) and 1 (from worker 2), weights summing to 1. With
- * FR (n = 4, s = 1): worker 0 and 1 hold (p0, p1), workers 2 and 3 hold (p2,
- * p3); at t = 5 every worker of group 0 sends g0(4) + g1(5) and of group 1
- * g2(4) + g3(5); any one reply per group gives staleness (1, 0, 1, 0).
+ * staleness 0 (from worker 1) and 1 (from worker 2), weights summing to 1.
+ *
+ * With FR (n = 4, s = 1): workers 0 and 1 hold (p0, p1), workers 2 and 3
+ * hold (p2, p3); at t = 5 every worker of group 0 sends g0(4) + g1(5) and
+ * of group 1 g2(4) + g3(5); any one reply per group gives the staleness
+ * (1, 0, 1, 0) for (p0, p1, p2, p3).
  *
  * A training loop (worker i), per step t:
  * @code
@@ -225,8 +228,10 @@ gcx_status_t gcx_code_assignment(const gcx_code_t *code, int worker,
 /**
  * Whether the arrived set can be decoded. This is the predicate of the coded
  * gather: call it after each arrival. For EXACT it is the true algebraic
- * test (FR decodes as soon as every group has replied, which may be fewer
- * than n-s workers); for WEIGHTED it is |arrived| >= n-s.
+ * test, not |arrived| >= n-s: FR decodes as soon as every group has
+ * replied, which may be fewer than n-s workers, and so may some sets of
+ * gcx's structured CR (e.g. n even, s = 1); for WEIGHTED it is
+ * |arrived| >= n-s.
  * Costs one least-squares solve (O(n |F|^2)) per new set for CR and MATRIX,
  * a cache lookup afterwards, O(n) for the others.
  *

@@ -228,3 +228,51 @@ TEST(CodingCreate, MatrixLoadAndAssignment)
               GCX_ERR_INVALID);
     EXPECT_EQ(gcx_code_matrix(c.get(), nullptr), GCX_ERR_INVALID);
 }
+
+/* n + s odd: the Fourier construction makes B circulant (a real BCH code);
+ * s = 1 with n even gives rows (1, 1). */
+TEST(CodingCreate, CyclicRepetitionCirculantWhenNPlusSOdd)
+{
+    for (int n : {2, 5, 8, 11, 16, 33, 64}) {
+        for (int s = 1; s <= std::min(4, n - 1); s++) {
+            if ((n + s) % 2 == 0) {
+                continue;
+            }
+            auto c = make_code(GCX_CODE_CR, n, s);
+            ASSERT_TRUE(c);
+            auto b = matrix_of(c.get());
+            for (int i = 0; i < n; i++) {
+                for (int j = 0; j < n; j++) {
+                    EXPECT_NEAR(b[i * n + j], b[(j - i + n) % n], 1e-9)
+                        << "n " << n << " s " << s;
+                    if (s == 1 && n % 2 == 0) {
+                        bool held = j == i || j == (i + 1) % n;
+                        EXPECT_NEAR(b[i * n + j], held ? 1.0 : 0.0, 1e-12);
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST(CodingCreate, AmplificationLimitParameter)
+{
+    /* B^T a = 1 with B = [[1,0],[1,1e-3]] needs amplification ~2000. */
+    std::vector<double> m = {1, 0, 1, 1e-3};
+    auto p = params(GCX_CODE_MATRIX, 2, 0);
+    p.matrix = m.data();
+    std::vector<double> a(2);
+    for (double limit : {0.0, 1e4, 100.0}) {
+        p.max_amplification = limit;
+        auto c = make_code(p);
+        ASSERT_TRUE(c);
+        EXPECT_EQ(gcx_code_decode_vector(c.get(), 0b11, a.data()),
+                  limit == 100.0 ? GCX_ERR_UNDECODABLE : GCX_OK)
+            << limit;
+    }
+    gcx_code_t *c = nullptr;
+    for (double bad : {0.5, -1.0, std::numeric_limits<double>::quiet_NaN()}) {
+        p.max_amplification = bad;
+        EXPECT_EQ(gcx_code_create(&p, &c), GCX_ERR_INVALID) << bad;
+    }
+}

@@ -290,6 +290,27 @@ TEST(CodingPipelined, HeaderWorkedExample)
     EXPECT_EQ(info.max_staleness, 1);
     EXPECT_DOUBLE_EQ(info.mean_staleness, 0.5);
 
+    /* EXACT CR on the same slots: workers 1 and 2 both hold p2, at
+     * staleness 0 and 1; the weights of p2 sum to 1. */
+    auto ce = make_code(GCX_CODE_CR, 3, 1);
+    ASSERT_TRUE(ce);
+    auto pe = make_pgc(ce.get());
+    ASSERT_TRUE(pe);
+    gcx_pgc_term_t te[6];
+    ASSERT_EQ(gcx_pgc_decode(pe.get(), 4, 0b110, a, te, &info), GCX_OK);
+    double w2 = 0;
+    int n2 = 0;
+    for (int q = 0; q < info.nterms; q++) {
+        if (te[q].partition == 2) {
+            EXPECT_EQ(te[q].staleness, n2);
+            w2 += te[q].weight;
+            n2++;
+        }
+    }
+    EXPECT_EQ(n2, 2);
+    EXPECT_NEAR(w2, 1.0, 1e-12);
+    EXPECT_EQ(info.exact, 0);
+
     /* FR n = 4, s = 1 at t = 5: staleness (1, 0, 1, 0) whoever arrives. */
     auto fr = make_code(GCX_CODE_FR, 4, 1);
     ASSERT_TRUE(fr);
