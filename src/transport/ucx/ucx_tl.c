@@ -35,6 +35,14 @@
 
 typedef struct gcx_tl_ucx gcx_tl_ucx_t;
 
+/* An abandoned operation's release callback, until the operation ends or
+ * the worker is destroyed (after which nothing can touch its memory). */
+typedef struct gcx_tl_ucx_abandoned {
+    void (*release)(void *arg);
+    void  *arg;
+    struct gcx_tl_ucx_abandoned *prev, *next;
+} gcx_tl_ucx_abandoned_t;
+
 typedef struct gcx_tl_ucx_am {
     gcx_tl_ucx_t       *ucx;
     gcx_tl_am_handler_t handler; /* NULL: id free */
@@ -59,8 +67,7 @@ typedef struct gcx_tl_ucx_priv {
     int           early;    /* completed before it was attached */
     int           orphaned; /* abandoned by abort(): just free it */
     int           user_freed; /* abandon(): ucp_request_free done already */
-    void        (*release)(void *arg); /* abandon(): called at the end */
-    void         *release_arg;
+    gcx_tl_ucx_abandoned_t *abandoned; /* abandon(): release at the end */
     ucs_status_t  status;
     size_t        length;
     uint64_t      tag;
@@ -77,7 +84,18 @@ struct gcx_tl_ucx {
     int                aborted;
     gcx_tl_req_t       outstanding; /* list head (sentinel) */
     gcx_tl_ucx_am_t    am[GCX_TL_AM_MAX_ID];
+    gcx_tl_ucx_abandoned_t abandoned; /* list head (sentinel) */
 };
+
+static void gcx_tl_ucx_abandoned_run(gcx_tl_ucx_abandoned_t *node)
+{
+    node->prev->next = node->next;
+    node->next->prev = node->prev;
+    if (node->release != NULL) {
+        node->release(node->arg);
+    }
+    free(node);
+}
 
 static gcx_status_t gcx_tl_ucx_status(ucs_status_t status)
 {
@@ -130,7 +148,7 @@ static void gcx_tl_ucx_request_init(void *request)
     priv->owner    = NULL;
     priv->early    = 0;
     priv->orphaned = 0;
-    priv->release    = NULL;
+    priv->abandoned  = NULL;
     priv->user_freed = 0;
 }
 
@@ -157,8 +175,8 @@ static void gcx_tl_ucx_done(void *request, ucs_status_t status, size_t length,
         gcx_tl_ucx_untrack(req);
         gcx_tl_ucx_release(priv);
     } else if (priv->orphaned) {
-        if (priv->release != NULL) {
-            priv->release(priv->release_arg);
+        if (priv->abandoned != NULL) {
+            gcx_tl_ucx_abandoned_run(priv->abandoned);
         }
         if (priv->user_freed) {
             gcx_tl_ucx_request_init(priv); /* UCX puts it back itself */
@@ -227,6 +245,8 @@ static gcx_status_t gcx_tl_ucx_init(const gcx_tl_params_t *params,
     ucx->err_mode_peer      = params->peer_failure_detection;
     ucx->outstanding.next   = &ucx->outstanding;
     ucx->outstanding.prev   = &ucx->outstanding;
+    ucx->abandoned.next     = &ucx->abandoned;
+    ucx->abandoned.prev     = &ucx->abandoned;
     ucx->peers = calloc((size_t)params->size, sizeof(*ucx->peers));
     if (ucx->peers == NULL) {
         status = GCX_ERR_NOMEM;
@@ -558,25 +578,38 @@ static gcx_status_t gcx_tl_ucx_am_recv(gcx_tl_t *tl, const gcx_tl_am_msg_t *msg,
 static void gcx_tl_ucx_abandon(gcx_tl_t *tl, gcx_tl_req_t *req,
                                void (*release)(void *arg), void *arg)
 {
-    gcx_tl_ucx_priv_t *priv = req->impl;
+    gcx_tl_ucx_t           *ucx  = (gcx_tl_ucx_t *)tl;
+    gcx_tl_ucx_priv_t      *priv = req->impl;
+    gcx_tl_ucx_abandoned_t *node;
 
-    (void)tl;
     if (req->status != GCX_INPROGRESS || priv == NULL) {
         if (release != NULL) {
             release(arg);
         }
         return;
     }
-    priv->owner       = NULL;
-    priv->orphaned    = 1;
-    priv->release     = release;
-    priv->release_arg = arg;
-    priv->user_freed  = 1;
-    req->impl         = NULL;
-    req->status       = GCX_ERR_CANCELED;
+    node = malloc(sizeof(*node));
+    if (node == NULL) { /* keep the memory alive for good rather than risk it */
+        gcx_warn("out of memory abandoning a request; its buffer is kept");
+        release = NULL;
+    } else {
+        node->release         = release;
+        node->arg             = arg;
+        node->next            = ucx->abandoned.next;
+        node->prev            = &ucx->abandoned;
+        ucx->abandoned.next->prev = node;
+        ucx->abandoned.next   = node;
+    }
+    priv->owner      = NULL;
+    priv->orphaned   = 1;
+    priv->abandoned  = node;
+    priv->user_freed = 1;
+    req->impl        = NULL;
+    req->status      = GCX_ERR_CANCELED;
     gcx_tl_ucx_untrack(req);
     /* released now, so closing the endpoint or destroying the worker may
-     * drop it; the callback still runs when it ends (then release()) */
+     * drop it; the callback still runs if it ends (then release()), else
+     * fini() calls release() once the worker is gone */
     ucp_request_free(priv);
 }
 
@@ -696,6 +729,10 @@ static void gcx_tl_ucx_fini(gcx_tl_t *tl)
     gcx_tl_ucx_close_eps(ucx, 1, 0.5);
     ucp_worker_release_address(ucx->worker, ucx->address);
     ucp_worker_destroy(ucx->worker);
+    /* nothing can touch memory of an abandoned operation any more */
+    while (ucx->abandoned.next != &ucx->abandoned) {
+        gcx_tl_ucx_abandoned_run(ucx->abandoned.next);
+    }
     ucp_cleanup(ucx->context);
     free(ucx->peers);
     free(ucx);
