@@ -226,6 +226,10 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
     row->p50_ms = times[o->rounds / 2] * 1e3;
     row->max_ms = times[o->rounds - 1] * 1e3;
     row->wrong  = check ? wrong : -1;
+    /* let a straggler finish its rounds first: it may still pull decoded
+     * sums from the root, which only moves while the root progresses this
+     * communicator (not while it waits on the world one) */
+    gcx_barrier(comm, NULL);
     /* wrong rounds anywhere count */
     {
         int64_t w = wrong;
