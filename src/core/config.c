@@ -137,6 +137,31 @@ const gcx_config_entry_t gcx_config_table[] = {
      "GraVAC: EWMA weight of the newest gain; 0: N/100 for N workers "
      "(at most 1); 1: no smoothing",
      GCX_CFG_FIELD(gravac_alpha), 0, 1, NULL},
+    {"CODED_MAX_LAG", GCX_CONFIG_INT, "64",
+     "Coded gather: rounds the root keeps decoded sums for a rank that has "
+     "not taken them; a rank lagging further counts as gone (permanent "
+     "straggler)",
+     GCX_CFG_FIELD(coded_max_lag), 1, 1 << 20, NULL},
+    {"STRAGGLER_RANKS", GCX_CONFIG_STRING, "",
+     "Coded gather straggler injection: comma-separated ranks delayed by "
+     "GCX_STRAGGLER_DELAY_MS every round (tests, perf)",
+     GCX_CFG_FIELD(straggler_ranks), GCX_CFG_NO_RANGE, NULL},
+    {"STRAGGLER_DELAY_MS", GCX_CONFIG_DOUBLE, "0",
+     "Coded gather: milliseconds each rank of GCX_STRAGGLER_RANKS sleeps "
+     "before it contributes to a round",
+     GCX_CFG_FIELD(straggler_delay_ms), 0, 1e7, NULL},
+    {"STRAGGLER_MEAN_MS", GCX_CONFIG_DOUBLE, "0",
+     "Coded gather: mean (ms) of exponential delays injected each round on "
+     "GCX_STRAGGLER_COUNT ranks chosen at random (same choice on every "
+     "rank); 0: off",
+     GCX_CFG_FIELD(straggler_mean_ms), 0, 1e7, NULL},
+    {"STRAGGLER_COUNT", GCX_CONFIG_INT, "-1",
+     "Coded gather: ranks delayed at random per round with "
+     "GCX_STRAGGLER_MEAN_MS; -1: the code's s",
+     GCX_CFG_FIELD(straggler_count), -1, 1 << 16, NULL},
+    {"STRAGGLER_SEED", GCX_CONFIG_INT, "1",
+     "Coded gather: seed of the random straggler choice and delays",
+     GCX_CFG_FIELD(straggler_seed), 0, INT_MAX, NULL},
 };
 
 const size_t gcx_config_table_size =

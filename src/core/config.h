@@ -82,6 +82,13 @@ struct gcx_config {
     double gravac_scale;        /* GCX_GRAVAC_SCALE */
     double gravac_ratio;        /* GCX_GRAVAC_RATIO */
     double gravac_alpha;        /* GCX_GRAVAC_ALPHA, 0 = N/100 */
+    /* coded gather (src/coll/coded_gather) */
+    int    coded_max_lag;       /* GCX_CODED_MAX_LAG, rounds */
+    char   straggler_ranks[GCX_CONFIG_STRING_MAX]; /* GCX_STRAGGLER_RANKS */
+    double straggler_delay_ms;  /* GCX_STRAGGLER_DELAY_MS */
+    double straggler_mean_ms;   /* GCX_STRAGGLER_MEAN_MS */
+    int    straggler_count;     /* GCX_STRAGGLER_COUNT, -1 = the code's s */
+    int    straggler_seed;      /* GCX_STRAGGLER_SEED */
 };
 
 typedef struct gcx_config_entry {

@@ -17,9 +17,14 @@
  *  - abort() cancels everything outstanding and returns only when no request
  *    can touch a user buffer any more; afterwards the transport is dead.
  *
- * Room for the next transports and early-completion collectives: an active
- * message entry (am_send / am_handler with a drop option, DESIGN §4) and
- * memory registration slot in here without changing the existing entries.
+ * Active messages (am_handler / am_send / am_recv / abandon) are the tool of
+ * early-completion collectives (DESIGN §4): the receiver's handler sees a
+ * small header first and decides where the payload goes -- pulled straight
+ * into a user buffer (rendezvous: zero copy), copied (eager), or dropped
+ * (not taken: the sender completes all the same, nothing lands anywhere).
+ * A sender's request may outlive the operation that posted it; abandon()
+ * hands it, and the buffer it reads, over to the transport.
+ * Memory registration slots in here later without changing these entries.
  */
 #ifndef GCX_TRANSPORT_H
 #define GCX_TRANSPORT_H
@@ -46,6 +51,28 @@ typedef struct gcx_tl_req {
     int                is_recv;
     struct gcx_tl_req *prev, *next;
 } gcx_tl_req_t;
+
+/** Largest active-message id + 1 (ids are per transport object). */
+#define GCX_TL_AM_MAX_ID 32
+
+/**
+ * An active message as its handler sees it; valid only during the handler.
+ * The payload is taken with am_recv() inside the handler, or dropped by
+ * returning without taking it.
+ */
+typedef struct gcx_tl_am_msg {
+    const void *header;        /**< sender's header; may be unaligned */
+    size_t      header_length;
+    size_t      length;        /**< payload bytes */
+    int         rndv;          /**< payload not here yet: am_recv pulls it */
+    void       *data;          /**< eager: payload; rndv: opaque descriptor */
+} gcx_tl_am_msg_t;
+
+/**
+ * Active-message handler, called from progress(). Must not block; may call
+ * am_recv() once for this message, and post sends.
+ */
+typedef void (*gcx_tl_am_handler_t)(void *arg, const gcx_tl_am_msg_t *msg);
 
 /* Tag layout: | comm id 12 | sequence 20 | step 16 | source 16 | */
 #define GCX_TL_TAG_SRC_BITS   16
@@ -109,6 +136,47 @@ typedef struct gcx_tl_ops {
     gcx_status_t (*recv)(gcx_tl_t *tl, int peer, uint64_t tag,
                          uint64_t tag_mask, const gcx_iov_t *iov, int iovcnt,
                          gcx_tl_req_t *req);
+
+    /**
+     * Register @p handler for active-message id @p id (< GCX_TL_AM_MAX_ID),
+     * or unregister it with NULL. GCX_ERR_INVALID for a bad id or an id that
+     * is taken. Every rank must register an id before any peer sends on it.
+     */
+    gcx_status_t (*am_handler)(gcx_tl_t *tl, unsigned id,
+                               gcx_tl_am_handler_t handler, void *arg);
+
+    /**
+     * Post an active message: @p header (at most a few hundred bytes) and
+     * a payload from an iov list; both are used in place until @p req
+     * completes (UCX 1.13 has no header copy flag; large payloads go by
+     * rendezvous). The request completes once the receiver took or dropped
+     * the payload.
+     */
+    gcx_status_t (*am_send)(gcx_tl_t *tl, int peer, unsigned id,
+                            const void *header, size_t header_length,
+                            const gcx_iov_t *iov, int iovcnt,
+                            gcx_tl_req_t *req);
+
+    /**
+     * Inside a handler only: take the payload of @p msg into the iov list
+     * (exactly msg->length bytes, else GCX_ERR_MISMATCH and it is dropped).
+     * Eager payloads are copied and @p req is complete on return;
+     * rendezvous ones are pulled straight into the buffers and @p req
+     * completes later (req->length = bytes received).
+     */
+    gcx_status_t (*am_recv)(gcx_tl_t *tl, const gcx_tl_am_msg_t *msg,
+                            const gcx_iov_t *iov, int iovcnt,
+                            gcx_tl_req_t *req);
+
+    /**
+     * Give up an in-flight request whose owner goes away: the gcx request is
+     * detached at once (status GCX_ERR_CANCELED, never touched again) and
+     * the transport calls @p release(@p arg) when the operation finally ends
+     * (at once if it already has), so the memory it reads or writes can be
+     * kept alive until then. @p release may be NULL.
+     */
+    void (*abandon)(gcx_tl_t *tl, gcx_tl_req_t *req,
+                    void (*release)(void *arg), void *arg);
 
     /** Progress the network a bounded amount; returns events processed. */
     int (*progress)(gcx_tl_t *tl);

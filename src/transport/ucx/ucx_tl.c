@@ -16,6 +16,12 @@
  * cancel receives, force-close endpoints (which completes sends) and wait
  * until nothing can write into a user buffer any more.
  *
+ * Active messages (UCP_FEATURE_AM): one UCP handler per registered id
+ * forwards to the gcx handler, which takes the payload (ucp_am_recv_data_nbx
+ * for rendezvous, straight into the caller's buffer; a memcpy for eager) or
+ * leaves it: the wrapper then returns UCS_OK, which drops a rendezvous
+ * payload unread and completes its sender (UCX 1.13 semantics).
+ *
  * Cost per message: one UCP call and, when it does not complete at once, a
  * UCP request taken from UCX's own pool; no allocation in gcx.
  */
@@ -28,6 +34,20 @@
 #include <ucp/api/ucp.h>
 
 typedef struct gcx_tl_ucx gcx_tl_ucx_t;
+
+/* An abandoned operation's release callback, until the operation ends or
+ * the worker is destroyed (after which nothing can touch its memory). */
+typedef struct gcx_tl_ucx_abandoned {
+    void (*release)(void *arg);
+    void  *arg;
+    struct gcx_tl_ucx_abandoned *prev, *next;
+} gcx_tl_ucx_abandoned_t;
+
+typedef struct gcx_tl_ucx_am {
+    gcx_tl_ucx_t       *ucx;
+    gcx_tl_am_handler_t handler; /* NULL: id free */
+    void               *arg;
+} gcx_tl_ucx_am_t;
 
 typedef struct gcx_tl_ucx_peer {
     gcx_tl_ucx_t *ucx;
@@ -46,6 +66,8 @@ typedef struct gcx_tl_ucx_priv {
     gcx_tl_req_t *owner;    /* NULL until attached, and once orphaned */
     int           early;    /* completed before it was attached */
     int           orphaned; /* abandoned by abort(): just free it */
+    int           user_freed; /* abandon(): ucp_request_free done already */
+    gcx_tl_ucx_abandoned_t *abandoned; /* abandon(): release at the end */
     ucs_status_t  status;
     size_t        length;
     uint64_t      tag;
@@ -61,7 +83,19 @@ struct gcx_tl_ucx {
     int                err_mode_peer;
     int                aborted;
     gcx_tl_req_t       outstanding; /* list head (sentinel) */
+    gcx_tl_ucx_am_t    am[GCX_TL_AM_MAX_ID];
+    gcx_tl_ucx_abandoned_t abandoned; /* list head (sentinel) */
 };
+
+static void gcx_tl_ucx_abandoned_run(gcx_tl_ucx_abandoned_t *node)
+{
+    node->prev->next = node->next;
+    node->next->prev = node->prev;
+    if (node->release != NULL) {
+        node->release(node->arg);
+    }
+    free(node);
+}
 
 static gcx_status_t gcx_tl_ucx_status(ucs_status_t status)
 {
@@ -114,6 +148,8 @@ static void gcx_tl_ucx_request_init(void *request)
     priv->owner    = NULL;
     priv->early    = 0;
     priv->orphaned = 0;
+    priv->abandoned  = NULL;
+    priv->user_freed = 0;
 }
 
 static void gcx_tl_ucx_release(gcx_tl_ucx_priv_t *priv)
@@ -139,7 +175,14 @@ static void gcx_tl_ucx_done(void *request, ucs_status_t status, size_t length,
         gcx_tl_ucx_untrack(req);
         gcx_tl_ucx_release(priv);
     } else if (priv->orphaned) {
-        gcx_tl_ucx_release(priv);
+        if (priv->abandoned != NULL) {
+            gcx_tl_ucx_abandoned_run(priv->abandoned);
+        }
+        if (priv->user_freed) {
+            gcx_tl_ucx_request_init(priv); /* UCX puts it back itself */
+        } else {
+            gcx_tl_ucx_release(priv);
+        }
     } else {
         priv->early  = 1;
         priv->status = status;
@@ -161,6 +204,13 @@ static void gcx_tl_ucx_recv_cb(void *request, ucs_status_t status,
 {
     (void)user_data;
     gcx_tl_ucx_done(request, status, info->length, info->sender_tag);
+}
+
+static void gcx_tl_ucx_am_recv_cb(void *request, ucs_status_t status,
+                                  size_t length, void *user_data)
+{
+    (void)user_data;
+    gcx_tl_ucx_done(request, status, length, 0);
 }
 
 static void gcx_tl_ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
@@ -195,6 +245,8 @@ static gcx_status_t gcx_tl_ucx_init(const gcx_tl_params_t *params,
     ucx->err_mode_peer      = params->peer_failure_detection;
     ucx->outstanding.next   = &ucx->outstanding;
     ucx->outstanding.prev   = &ucx->outstanding;
+    ucx->abandoned.next     = &ucx->abandoned;
+    ucx->abandoned.prev     = &ucx->abandoned;
     ucx->peers = calloc((size_t)params->size, sizeof(*ucx->peers));
     if (ucx->peers == NULL) {
         status = GCX_ERR_NOMEM;
@@ -213,7 +265,7 @@ static gcx_status_t gcx_tl_ucx_init(const gcx_tl_params_t *params,
                                    UCP_PARAM_FIELD_REQUEST_INIT;
     ucp_params.request_size      = sizeof(gcx_tl_ucx_priv_t);
     ucp_params.request_init      = gcx_tl_ucx_request_init;
-    ucp_params.features          = UCP_FEATURE_TAG;
+    ucp_params.features          = UCP_FEATURE_TAG | UCP_FEATURE_AM;
     ucp_params.estimated_num_eps = (size_t)params->size;
     st = ucp_init(&ucp_params, ucp_config, &ucx->context);
     ucp_config_release(ucp_config);
@@ -389,6 +441,178 @@ static gcx_status_t gcx_tl_ucx_recv(gcx_tl_t *tl, int peer, uint64_t tag,
     return gcx_tl_ucx_attach(ucx, req, sp);
 }
 
+/* ---- active messages ----------------------------------------------------- */
+
+static ucs_status_t gcx_tl_ucx_am_cb(void *arg, const void *header,
+                                     size_t header_length, void *data,
+                                     size_t length,
+                                     const ucp_am_recv_param_t *param)
+{
+    gcx_tl_ucx_am_t *am  = arg;
+    gcx_tl_am_msg_t  msg = {
+        .header        = header,
+        .header_length = header_length,
+        .length        = length,
+        .rndv          = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0,
+        .data          = data,
+    };
+
+    if (am->handler != NULL && !am->ucx->aborted) {
+        am->handler(am->arg, &msg);
+    }
+    /* taken or not: UCS_OK. A rendezvous payload that was not pulled is
+     * dropped here and its sender completes. */
+    return UCS_OK;
+}
+
+static gcx_status_t gcx_tl_ucx_am_handler(gcx_tl_t *tl, unsigned id,
+                                          gcx_tl_am_handler_t handler,
+                                          void *arg)
+{
+    gcx_tl_ucx_t          *ucx    = (gcx_tl_ucx_t *)tl;
+    ucp_am_handler_param_t params = {0};
+    ucs_status_t           st;
+
+    if (id >= GCX_TL_AM_MAX_ID ||
+        (handler != NULL && ucx->am[id].handler != NULL)) {
+        return GCX_ERR_INVALID;
+    }
+    ucx->am[id].ucx     = ucx;
+    ucx->am[id].handler = handler;
+    ucx->am[id].arg     = arg;
+    params.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                        UCP_AM_HANDLER_PARAM_FIELD_CB |
+                        UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    params.id         = id;
+    /* an unregistered id keeps the wrapper: late messages are dropped (and
+     * their senders completed) instead of reaching UCX with no handler */
+    params.cb         = gcx_tl_ucx_am_cb;
+    params.arg        = &ucx->am[id];
+    st = ucp_worker_set_am_recv_handler(ucx->worker, &params);
+    if (st != UCS_OK) {
+        gcx_error("ucp_worker_set_am_recv_handler(%u) failed: %s", id,
+                  ucs_status_string(st));
+        ucx->am[id].handler = NULL;
+        return GCX_ERR_TRANSPORT;
+    }
+    return GCX_OK;
+}
+
+static gcx_status_t gcx_tl_ucx_am_send(gcx_tl_t *tl, int peer, unsigned id,
+                                       const void *header,
+                                       size_t header_length,
+                                       const gcx_iov_t *iov, int iovcnt,
+                                       gcx_tl_req_t *req)
+{
+    gcx_tl_ucx_t       *ucx   = (gcx_tl_ucx_t *)tl;
+    ucp_request_param_t param = {0};
+    ucs_status_ptr_t    sp;
+    void               *buffer = NULL;
+    size_t              count  = 0;
+
+    req->status  = GCX_INPROGRESS;
+    req->is_recv = 0;
+    req->impl    = NULL;
+    if (ucx->aborted || ucx->peers[peer].failed ||
+        ucx->peers[peer].ep == NULL) {
+        req->status = GCX_ERR_PEER;
+        return GCX_ERR_PEER;
+    }
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
+    param.cb.send      = gcx_tl_ucx_send_cb;
+    if (iovcnt > 0) {
+        gcx_tl_ucx_fill_param(&param, iov, iovcnt, &buffer, &count);
+    }
+    sp = ucp_am_send_nbx(ucx->peers[peer].ep, id, header, header_length,
+                         buffer, count, &param);
+    return gcx_tl_ucx_attach(ucx, req, sp);
+}
+
+static gcx_status_t gcx_tl_ucx_am_recv(gcx_tl_t *tl, const gcx_tl_am_msg_t *msg,
+                                       const gcx_iov_t *iov, int iovcnt,
+                                       gcx_tl_req_t *req)
+{
+    gcx_tl_ucx_t       *ucx   = (gcx_tl_ucx_t *)tl;
+    ucp_request_param_t param = {0};
+    ucs_status_ptr_t    sp;
+    size_t              total = 0, off = 0;
+    void               *buffer;
+    size_t              count;
+    int                 i;
+
+    req->status  = GCX_INPROGRESS;
+    req->is_recv = 1;
+    req->impl    = NULL;
+    req->length  = 0;
+    req->tag     = 0;
+    for (i = 0; i < iovcnt; ++i) {
+        total += iov[i].length;
+    }
+    if (total != msg->length) {
+        req->status = GCX_ERR_MISMATCH;
+        return GCX_ERR_MISMATCH;
+    }
+    if (!msg->rndv) {
+        for (i = 0; i < iovcnt; ++i) {
+            if (iov[i].length > 0) {
+                memcpy(iov[i].buffer, (const char *)msg->data + off,
+                       iov[i].length);
+            }
+            off += iov[i].length;
+        }
+        req->length = total;
+        req->status = GCX_OK;
+        return GCX_OK;
+    }
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    param.cb.recv_am   = gcx_tl_ucx_am_recv_cb;
+    gcx_tl_ucx_fill_param(&param, iov, iovcnt, &buffer, &count);
+    sp = ucp_am_recv_data_nbx(ucx->worker, msg->data, buffer, count, &param);
+    if (sp == NULL) {
+        req->length = total;
+    }
+    return gcx_tl_ucx_attach(ucx, req, sp);
+}
+
+static void gcx_tl_ucx_abandon(gcx_tl_t *tl, gcx_tl_req_t *req,
+                               void (*release)(void *arg), void *arg)
+{
+    gcx_tl_ucx_t           *ucx  = (gcx_tl_ucx_t *)tl;
+    gcx_tl_ucx_priv_t      *priv = req->impl;
+    gcx_tl_ucx_abandoned_t *node;
+
+    if (req->status != GCX_INPROGRESS || priv == NULL) {
+        if (release != NULL) {
+            release(arg);
+        }
+        return;
+    }
+    node = malloc(sizeof(*node));
+    if (node == NULL) { /* keep the memory alive for good rather than risk it */
+        gcx_warn("out of memory abandoning a request; its buffer is kept");
+        release = NULL;
+    } else {
+        node->release         = release;
+        node->arg             = arg;
+        node->next            = ucx->abandoned.next;
+        node->prev            = &ucx->abandoned;
+        ucx->abandoned.next->prev = node;
+        ucx->abandoned.next   = node;
+    }
+    priv->owner      = NULL;
+    priv->orphaned   = 1;
+    priv->abandoned  = node;
+    priv->user_freed = 1;
+    req->impl        = NULL;
+    req->status      = GCX_ERR_CANCELED;
+    gcx_tl_ucx_untrack(req);
+    /* released now, so closing the endpoint or destroying the worker may
+     * drop it; the callback still runs if it ends (then release()), else
+     * fini() calls release() once the worker is gone */
+    ucp_request_free(priv);
+}
+
 static int gcx_tl_ucx_progress(gcx_tl_t *tl)
 {
     gcx_tl_ucx_t *ucx = (gcx_tl_ucx_t *)tl;
@@ -411,6 +635,9 @@ static int gcx_tl_ucx_wait_until(gcx_tl_ucx_t *ucx, ucs_status_ptr_t sp,
     while (ucp_request_check_status(sp) == UCS_INPROGRESS) {
         ucp_worker_progress(ucx->worker);
         if (gcx_time_now() > deadline) {
+            /* released, so destroying the worker may drop it (UCX asserts
+             * that every request left then was released) */
+            ucp_request_free(sp);
             return 0;
         }
     }
@@ -502,6 +729,10 @@ static void gcx_tl_ucx_fini(gcx_tl_t *tl)
     gcx_tl_ucx_close_eps(ucx, 1, 0.5);
     ucp_worker_release_address(ucx->worker, ucx->address);
     ucp_worker_destroy(ucx->worker);
+    /* nothing can touch memory of an abandoned operation any more */
+    while (ucx->abandoned.next != &ucx->abandoned) {
+        gcx_tl_ucx_abandoned_run(ucx->abandoned.next);
+    }
     ucp_cleanup(ucx->context);
     free(ucx->peers);
     free(ucx);
@@ -514,6 +745,10 @@ const gcx_tl_ops_t gcx_tl_ucx_ops = {
     .connect     = gcx_tl_ucx_connect,
     .send        = gcx_tl_ucx_send,
     .recv        = gcx_tl_ucx_recv,
+    .am_handler  = gcx_tl_ucx_am_handler,
+    .am_send     = gcx_tl_ucx_am_send,
+    .am_recv     = gcx_tl_ucx_am_recv,
+    .abandon     = gcx_tl_ucx_abandon,
     .progress    = gcx_tl_ucx_progress,
     .peer_failed = gcx_tl_ucx_peer_failed,
     .flush_close = gcx_tl_ucx_flush_close,

@@ -1,0 +1,167 @@
+/**
+ * @file coded.h
+ * @brief Coded gradient gathering with early completion (gradient coding).
+ *
+ * Every worker sends one coded vector per round to a root; the root
+ * completes the round as soon as the set of arrived workers is decodable
+ * under a gradient code (gcx/coding.h), decodes the sum of the partition
+ * gradients, and sends that decoded sum to every rank. Stragglers, and up
+ * to s dead workers, do not slow a round down: their contributions are
+ * dropped when they arrive late, without landing in any buffer, and can
+ * never be mistaken for a later round's.
+ *
+ * Model:
+ * - A coded gather object (gcx_coded_t) is created collectively over a
+ *   communicator with a code, a vector length and a root. Workers are all
+ *   ranks (the root too), or all ranks but the root (parameter-server
+ *   style); worker w's message is row w of the code's encoding.
+ * - Rounds are numbered 0, 1, 2, ... by call order. Every rank calls
+ *   gcx_coded_gather() once per round, in the same order as its other
+ *   collectives on the communicator.
+ * - A rank that enters a round whose decoded sum has already arrived does
+ *   not send (its message would be dropped) and completes at once: that is
+ *   how a slow worker catches up. gcx_coded_ready() tells a training loop
+ *   before it computes, so it can skip the computation too.
+ * - Failure: a worker whose connection is lost, or who lags more than
+ *   GCX_CODED_MAX_LAG rounds behind the root, counts as a permanent
+ *   straggler. While the others can still decode, rounds go on. Otherwise
+ *   the round fails on every rank, with GCX_ERR_UNDECODABLE (the root tells
+ *   the workers it can reach) or GCX_ERR_TIMEOUT (GCX_TIMEOUT bounds every
+ *   wait), and the communicator fails as for any collective.
+ * - Straggler injection for tests and perf (GCX_STRAGGLER_* variables):
+ *   the delayed rank sleeps before it sends its contribution.
+ *
+ * Memory: every buffer argument is owned by the caller; gcx keeps internal
+ * copies where a transfer may outlive the call (see the file comment of
+ * src/coll/coded_gather/coded_gather.c).
+ */
+#ifndef GCX_CODED_H
+#define GCX_CODED_H
+
+#include <gcx/coding.h>
+#include <gcx/gcx.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Opaque coded gather object. */
+typedef struct gcx_coded gcx_coded_t;
+
+/** Parameters of gcx_coded_create(). Zero-initialise, then set. */
+typedef struct gcx_coded_params {
+    /**
+     * The code (n workers, s stragglers); borrowed, it must outlive the
+     * object. Every rank passes a code built from the same parameters (the
+     * encoding matrices are compared). Only the root decodes with it, so a
+     * code must not be used by two objects' roots at once from two threads.
+     */
+    gcx_code_t *code;
+    size_t      count; /**< Floats per vector (may be 0). */
+    int         root;  /**< Rank that decodes. */
+    /**
+     * 0 (default): every rank is a worker, worker w = rank w, n = size.
+     * 1: the root is not a worker; workers are the other ranks in rank
+     * order, n = size - 1.
+     */
+    int root_not_worker;
+} gcx_coded_params_t;
+
+/** What a round was decoded from. Written only when the round succeeds. */
+typedef struct gcx_coded_result {
+    uint64_t round;   /**< Round number (0, 1, ... by call order). */
+    uint64_t arrived; /**< Bit w: worker w's message reached the root
+                           before the round was decodable. */
+    uint64_t used;    /**< Bit w: folded in with a nonzero coefficient;
+                           pass it to gcx_pgc_decode(). */
+    double round_time; /**< Seconds from the root entering the round to the
+                            decoded sum (as measured by the root). */
+    /**
+     * Per worker: seconds after the root entered the round at which its
+     * message arrived (negative: before), NAN when it did not arrive in
+     * time.
+     */
+    float arrival[GCX_CODE_MAX_WORKERS];
+    int skipped; /**< 1 when this rank did not send: the round was already
+                      decoded when it entered. */
+} gcx_coded_result_t;
+
+/** Counters of one object (cumulative, this rank's view). */
+typedef struct gcx_coded_stats {
+    uint64_t rounds;        /**< Rounds completed here. */
+    uint64_t late_dropped;  /**< Root: messages of finished rounds dropped. */
+    uint64_t unneeded;      /**< Root: messages dropped as not needed
+                                 (FR: a second reply of a group). */
+    uint64_t early;         /**< Messages that arrived before their round
+                                 was entered (staged in an internal buffer). */
+    uint64_t skipped;       /**< Rounds this rank entered already decoded. */
+    uint64_t gone;          /**< Root: bit w set for workers counted gone. */
+} gcx_coded_stats_t;
+
+/**
+ * Create a coded gather object; collective and blocking.
+ *
+ * @param comm      Communicator (must outlive the object).
+ * @param params    Parameters; the code is borrowed.
+ * @param[out] coded_p  New object, owned by the caller
+ *                  (gcx_coded_destroy()).
+ * @return GCX_OK; GCX_ERR_INVALID (bad root, n not matching the number of
+ *         workers, bad GCX_STRAGGLER_RANKS); GCX_ERR_MISMATCH (ranks
+ *         disagree on code, count or root); GCX_ERR_UNSUPPORTED (no free
+ *         active-message id); GCX_ERR_NOMEM; the communicator's error.
+ */
+gcx_status_t gcx_coded_create(gcx_comm_t *comm,
+                              const gcx_coded_params_t *params,
+                              gcx_coded_t **coded_p);
+
+/**
+ * Destroy the object; not collective. Transfers still in flight (to a dead
+ * or lagging rank) are handed to the transport, which frees their internal
+ * buffers when they end. Rounds in flight must be finished (or the
+ * communicator failed). NULL is allowed.
+ */
+void gcx_coded_destroy(gcx_coded_t *coded);
+
+/**
+ * One round: contribute @p sendbuf (this worker's coded vector, count
+ * floats) and receive the decoded sum into @p recvbuf (count floats).
+ *
+ * @param sendbuf  Ignored on a root that is not a worker. Read during the
+ *                 call (non-root ranks copy it before sending, so a late
+ *                 transfer never holds it); the root reads it until the
+ *                 request completes.
+ * @param recvbuf  Written until the request completes; must not overlap
+ *                 sendbuf.
+ * @param result   Filled on success, or NULL.
+ * @param req_p    Request, or NULL to block.
+ * @return GCX_OK (request posted, or round done when blocking);
+ *         GCX_ERR_INVALID; GCX_ERR_UNDECODABLE, GCX_ERR_TIMEOUT,
+ *         GCX_ERR_PEER when the round failed (communicator failed).
+ */
+gcx_status_t gcx_coded_gather(gcx_coded_t *coded, const float *sendbuf,
+                              float *recvbuf, gcx_coded_result_t *result,
+                              gcx_request_t **req_p);
+
+/**
+ * Whether the decoded sum of this rank's next round has already arrived,
+ * after one progress call: a training loop may then skip computing its
+ * contribution (gcx_coded_gather() will not send it).
+ *
+ * @param[out] ready_p  1 or 0.
+ */
+gcx_status_t gcx_coded_ready(gcx_coded_t *coded, int *ready_p);
+
+/** Worker index of @p rank, or -1 for a root that is not a worker. */
+int gcx_coded_worker(const gcx_coded_t *coded, int rank);
+
+/** Counters so far. */
+gcx_status_t gcx_coded_stats(const gcx_coded_t *coded,
+                             gcx_coded_stats_t *stats_p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GCX_CODED_H */

@@ -1,0 +1,376 @@
+/*
+ * gcx_coded_gather_perf.c - per-round time of gradient-coded gathering
+ * against its baselines, with a per-partition compute cost and injected
+ * stragglers (GCX_STRAGGLER_* from the environment).
+ *
+ *   gcxrun -n 4 -- gcx_coded_gather_perf [--count N] [--rounds R]
+ *          [--warmup W] [--s S] [--compute-ms X] [--modes a,b,..]
+ *          [--baseline] [--json FILE]
+ *
+ * A round on every rank = compute (a busy loop of X ms per partition
+ * gradient, the cost of one partition) + encode + coded gather. Modes:
+ *   uncoded  s = 0, 1 partition, the root waits for every worker;
+ *   ignore   1 partition, the root adds the first n-s replies (weighted
+ *            decode): fast but inexact, the classic "drop stragglers";
+ *   gc-fr, gc-cr    gradient coding: s+1 partitions per round, exact;
+ *   pgc-fr, pgc-cr  pipelined gradient coding: 1 partition per round
+ *            (slot t mod (s+1)), s older ones reused, exact here because the
+ *            partition gradients do not change between rounds.
+ * A rank whose round is already decoded when it starts (gcx_coded_ready)
+ * skips its computation, as a gradient-coding worker drops stale work.
+ * With --baseline every mode is also run with straggler injection off and
+ * the ratio straggler/baseline printed. Columns: mode, n, s, partitions
+ * computed per round, mean / p50 / max round time (ms) on the root,
+ * #wrong rounds (decoded sum off the exact one; "-" for ignore).
+ */
+#include <gcx/coded.h>
+#include <gcx/coding.h>
+#include <gcx/gcx.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct perf_opts {
+    size_t count;
+    int    rounds, warmup, s, baseline;
+    double compute_ms;
+    char   modes[256];
+    char   json[256];
+} perf_opts_t;
+
+typedef struct perf_row {
+    const char *mode;
+    int         straggle; /* injection on */
+    int         n, s, partitions;
+    double      mean_ms, p50_ms, max_ms;
+    long        wrong;    /* -1: not checked */
+} perf_row_t;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* compute of one partition gradient: a busy loop of ms, then the values */
+static void compute_partition(double ms, int j, float *g, size_t count)
+{
+    double end = now_s() + ms * 1e-3;
+    size_t i;
+
+    while (now_s() < end) {
+    }
+    for (i = 0; i < count; ++i) {
+        g[i] = (float)((int)((j * 131 + i * 7) % 23) - 11);
+    }
+}
+
+static gcx_status_t world_allgather(const void *sendbuf, void *recvbuf,
+                                    size_t len, void *ctx)
+{
+    return gcx_allgather(ctx, sendbuf, recvbuf, len, GCX_DT_U8, NULL);
+}
+
+static gcx_comm_t *make_comm(gcx_comm_t *world, int straggle)
+{
+    gcx_config_t *config = NULL;
+    gcx_comm_t   *comm   = NULL;
+    gcx_oob_t     oob    = {world_allgather, world, gcx_comm_rank(world),
+                            gcx_comm_size(world)};
+
+    if (gcx_config_read(&config) != GCX_OK) {
+        return NULL;
+    }
+    if (!straggle) {
+        gcx_config_set(config, "STRAGGLER_DELAY_MS", "0");
+        gcx_config_set(config, "STRAGGLER_MEAN_MS", "0");
+    }
+    if (gcx_comm_create(&oob, config, &comm) != GCX_OK) {
+        comm = NULL;
+    }
+    gcx_config_release(config);
+    return comm;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
+                    int straggle, perf_row_t *row)
+{
+    int                 rank = gcx_comm_rank(world), n = gcx_comm_size(world);
+    int                 pgc = !strncmp(mode, "pgc", 3), s = o->s, P, k, r;
+    gcx_code_params_t   cp = {0};
+    gcx_code_t         *code = NULL;
+    gcx_pgc_t          *sched = NULL;
+    gcx_coded_params_t  params = {0};
+    gcx_coded_t        *coded = NULL;
+    gcx_comm_t         *comm;
+    float              *msg, *sum, **slots;
+    double             *coeffs, *times;
+    int                *parts, cnt = 0;
+    long                wrong = 0;
+    int                 check = strcmp(mode, "ignore") != 0;
+    gcx_status_t        st;
+
+    if (!strcmp(mode, "uncoded")) {
+        cp.kind = GCX_CODE_UNCODED;
+        s       = 0;
+    } else if (!strcmp(mode, "ignore")) {
+        cp.kind     = GCX_CODE_CR;
+        cp.decoding = GCX_CODE_DECODE_WEIGHTED;
+    } else {
+        cp.kind = strstr(mode, "fr") ? GCX_CODE_FR : GCX_CODE_CR;
+    }
+    cp.n = n;
+    cp.s = s;
+    if (gcx_code_create(&cp, &code) != GCX_OK) {
+        if (rank == 0) {
+            printf("# %s: no code for n = %d, s = %d (FR needs (s+1) | n)\n",
+                   mode, n, s);
+        }
+        return 0;
+    }
+    P = gcx_code_load(code);
+    if (pgc && gcx_pgc_create(code, &sched) != GCX_OK) {
+        gcx_code_destroy(code);
+        return 1;
+    }
+    comm = make_comm(world, straggle);
+    if (comm == NULL) {
+        return 1;
+    }
+    params.code  = code;
+    params.count = o->count;
+    if (gcx_coded_create(comm, &params, &coded) != GCX_OK) {
+        return 1;
+    }
+    msg    = calloc(o->count, sizeof(float));
+    sum    = calloc(o->count, sizeof(float));
+    slots  = calloc((size_t)P, sizeof(float *));
+    coeffs = calloc((size_t)P, sizeof(double));
+    parts  = calloc((size_t)P, sizeof(int));
+    times  = calloc((size_t)o->rounds, sizeof(double));
+    for (k = 0; k < P; ++k) {
+        slots[k] = calloc(o->count, sizeof(float));
+    }
+    gcx_code_assignment(code, rank, parts, coeffs, &cnt);
+    for (r = 0; r < o->warmup + o->rounds; ++r) {
+        double t0 = now_s();
+        int    ready = 0, slot, part;
+
+        gcx_coded_ready(coded, &ready);
+        if (!ready) {
+            if (pgc) { /* one fresh partition into its slot */
+                gcx_pgc_compute(sched, rank, r, &slot, &part);
+                if (part >= 0) {
+                    compute_partition(o->compute_ms, part, slots[slot],
+                                      o->count);
+                }
+                gcx_pgc_coeffs(sched, rank, r, coeffs);
+                gcx_code_encode(P, coeffs, (const float *const *)slots,
+                                o->count, msg);
+            } else if (!strcmp(mode, "ignore") || !strcmp(mode, "uncoded")) {
+                compute_partition(o->compute_ms, rank, msg, o->count);
+            } else { /* classic GC: all s+1 partitions, every round */
+                for (k = 0; k < cnt; ++k) {
+                    compute_partition(o->compute_ms, parts[k], slots[k],
+                                      o->count);
+                }
+                gcx_code_encode(cnt, coeffs, (const float *const *)slots,
+                                o->count, msg);
+            }
+        }
+        st = gcx_coded_gather(coded, msg, sum, NULL, NULL);
+        if (st != GCX_OK) {
+            fprintf(stderr, "rank %d: %s round %d: %s\n", rank, mode, r,
+                    gcx_strerror(st));
+            return 1;
+        }
+        if (r >= o->warmup) {
+            times[r - o->warmup] = now_s() - t0;
+            if (check && (!pgc || r >= P - 1)) {
+                size_t i;
+                for (i = 0; i < o->count; ++i) {
+                    double want = 0;
+                    int    j;
+                    for (j = 0; j < n; ++j) {
+                        want += (double)((int)((j * 131 + i * 7) % 23) - 11);
+                    }
+                    if (fabs(want - sum[i]) > 1e-3 * 11 * n) {
+                        ++wrong;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    qsort(times, (size_t)o->rounds, sizeof(double), cmp_double);
+    row->mode       = mode;
+    row->straggle   = straggle;
+    row->n          = n;
+    row->s          = s;
+    row->partitions = pgc || !strcmp(mode, "ignore") ||
+                              !strcmp(mode, "uncoded") ? 1 : cnt;
+    row->mean_ms    = 0;
+    for (r = 0; r < o->rounds; ++r) {
+        row->mean_ms += times[r] * 1e3 / o->rounds;
+    }
+    row->p50_ms = times[o->rounds / 2] * 1e3;
+    row->max_ms = times[o->rounds - 1] * 1e3;
+    row->wrong  = check ? wrong : -1;
+    /* let a straggler finish its rounds first: it may still pull decoded
+     * sums from the root, which only moves while the root progresses this
+     * communicator (not while it waits on the world one) */
+    gcx_barrier(comm, NULL);
+    /* wrong rounds anywhere count */
+    {
+        int64_t w = wrong;
+        gcx_allreduce(world, GCX_IN_PLACE, &w, 1, GCX_DT_I64, GCX_OP_SUM,
+                      NULL);
+        row->wrong = check ? (long)w : -1;
+    }
+    for (k = 0; k < P; ++k) {
+        free(slots[k]);
+    }
+    free(slots);
+    free(coeffs);
+    free(parts);
+    free(times);
+    free(msg);
+    free(sum);
+    gcx_coded_destroy(coded);
+    gcx_barrier(comm, NULL);
+    gcx_comm_destroy(comm);
+    gcx_pgc_destroy(sched);
+    gcx_code_destroy(code);
+    return 0;
+}
+
+static void print_row(const perf_row_t *row, double base_mean)
+{
+    char ratio[32] = "-", wrong[32] = "-";
+
+    if (base_mean > 0) {
+        snprintf(ratio, sizeof(ratio), "%.2f", row->mean_ms / base_mean);
+    }
+    if (row->wrong >= 0) {
+        snprintf(wrong, sizeof(wrong), "%ld", row->wrong);
+    }
+    printf("%10s %9s %4d %4d %6d %10.2f %10.2f %10.2f %8s %7s\n", row->mode,
+           row->straggle ? "yes" : "no", row->n, row->s, row->partitions,
+           row->mean_ms, row->p50_ms, row->max_ms, ratio, wrong);
+}
+
+int main(int argc, char **argv)
+{
+    perf_opts_t o = {.count = 1 << 16, .rounds = 50, .warmup = 5, .s = 1,
+                     .compute_ms = 5.0,
+                     .modes = "uncoded,ignore,gc-fr,gc-cr,pgc-fr,pgc-cr"};
+    perf_row_t  rows[32];
+    int         nrows = 0, i, rank, rc = 0;
+    gcx_comm_t *world;
+    char       *mode, *save = NULL;
+    FILE       *json;
+
+    for (i = 1; i < argc; ++i) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--baseline")) {
+            o.baseline = 1;
+            continue;
+        }
+        if (v == NULL) {
+            fprintf(stderr, "usage: see the comment of %s\n", __FILE__);
+            return 2;
+        }
+        if (!strcmp(a, "--count")) {
+            o.count = (size_t)atoll(v);
+        } else if (!strcmp(a, "--rounds")) {
+            o.rounds = atoi(v);
+        } else if (!strcmp(a, "--warmup")) {
+            o.warmup = atoi(v);
+        } else if (!strcmp(a, "--s")) {
+            o.s = atoi(v);
+        } else if (!strcmp(a, "--compute-ms")) {
+            o.compute_ms = atof(v);
+        } else if (!strcmp(a, "--modes")) {
+            snprintf(o.modes, sizeof(o.modes), "%s", v);
+        } else if (!strcmp(a, "--json")) {
+            snprintf(o.json, sizeof(o.json), "%s", v);
+        } else {
+            fprintf(stderr, "unknown option %s\n", a);
+            return 2;
+        }
+        ++i;
+    }
+    if (o.rounds < 1 || o.s < 0) {
+        fprintf(stderr, "--rounds must be >= 1 and --s >= 0\n");
+        return 2;
+    }
+    if (gcx_comm_create(NULL, NULL, &world) != GCX_OK) {
+        return 1;
+    }
+    rank = gcx_comm_rank(world);
+    if (rank == 0) {
+        printf("# gcx_coded_gather_perf: %d ranks, %zu floats, %d rounds "
+               "(+%d warm-up), %.2f ms per partition; straggler injection "
+               "from GCX_STRAGGLER_*; times on rank 0\n",
+               gcx_comm_size(world), o.count, o.rounds, o.warmup,
+               o.compute_ms);
+        printf("%10s %9s %4s %4s %6s %10s %10s %10s %8s %7s\n", "mode",
+               "straggler", "n", "s", "parts", "mean_ms", "p50_ms",
+               "max_ms", "vs_base", "#wrong");
+    }
+    for (mode = strtok_r(o.modes, ",", &save); mode != NULL && rc == 0;
+         mode = strtok_r(NULL, ",", &save)) {
+        double base = 0;
+        if (o.baseline) {
+            rc = run_mode(world, &o, mode, 0, &rows[nrows]);
+            if (rc == 0 && rows[nrows].mode != NULL) {
+                base = rows[nrows].mean_ms;
+                if (rank == 0) {
+                    print_row(&rows[nrows], 0);
+                }
+                ++nrows;
+            }
+        }
+        rows[nrows].mode = NULL;
+        if (rc == 0) {
+            rc = run_mode(world, &o, mode, 1, &rows[nrows]);
+        }
+        if (rc == 0 && rows[nrows].mode != NULL) {
+            if (rank == 0) {
+                print_row(&rows[nrows], base);
+            }
+            ++nrows;
+        }
+        rows[nrows].mode = NULL;
+        fflush(stdout);
+    }
+    if (rank == 0 && o.json[0] != '\0' && (json = fopen(o.json, "w"))) {
+        fprintf(json, "{\"ranks\": %d, \"count\": %zu, \"rounds\": %d, "
+                      "\"compute_ms\": %g, \"rows\": [",
+                gcx_comm_size(world), o.count, o.rounds, o.compute_ms);
+        for (i = 0; i < nrows; ++i) {
+            fprintf(json,
+                    "%s\n {\"mode\": \"%s\", \"straggler\": %s, \"n\": %d, "
+                    "\"s\": %d, \"partitions\": %d, \"mean_ms\": %.4f, "
+                    "\"p50_ms\": %.4f, \"max_ms\": %.4f, \"wrong\": %ld}",
+                    i ? "," : "", rows[i].mode,
+                    rows[i].straggle ? "true" : "false", rows[i].n, rows[i].s,
+                    rows[i].partitions, rows[i].mean_ms, rows[i].p50_ms,
+                    rows[i].max_ms, rows[i].wrong);
+        }
+        fprintf(json, "\n]}\n");
+        fclose(json);
+    }
+    gcx_comm_destroy(world);
+    return rc;
+}

@@ -1,0 +1,184 @@
+/*
+ * coded_int.h - internal state of the coded gather (see coded_gather.c for
+ * the design: rounds, late messages, the FIFO).
+ *
+ * Pieces: the wire header (one active message per contribution, result or
+ * error), refcounted blocks and slots (internal buffers a transfer may
+ * outlive the round with), the object, and the per-round task.
+ */
+#ifndef GCX_CODED_INT_H
+#define GCX_CODED_INT_H
+
+#include "coll/coll.h"
+
+#include <gcx/coded.h>
+#include <gcx/coding.h>
+#include <stdint.h>
+
+#define GCX_CODED_COLL_ID (GCX_COLL_INTERNAL + 8) /* for the creation check */
+#define GCX_CODED_AM_FIRST 1                      /* first AM id tried */
+
+enum {
+    GCX_CODED_CONTRIB = 1, /* worker -> root: a coded vector of a round */
+    GCX_CODED_RESULT  = 2, /* root -> rank: the decoded sum of a round */
+    GCX_CODED_ERROR   = 3, /* root -> rank: the round failed (status) */
+};
+
+/* Wire header; only the first n arrival entries are sent. */
+typedef struct gcx_coded_hdr {
+    uint32_t comm_id;
+    uint32_t instance; /* which object on this communicator */
+    uint64_t round;
+    uint16_t sender;   /* rank */
+    uint16_t kind;
+    int32_t  status;   /* ERROR */
+    uint64_t arrived;  /* RESULT */
+    uint64_t used;     /* RESULT */
+    double   round_time;
+    float    arrival[GCX_CODE_MAX_WORKERS];
+} gcx_coded_hdr_t;
+
+/*
+ * A buffer of count floats with a reference count: the owner holds one,
+ * every abandoned transfer that still reads or writes it holds one, so it
+ * is freed only when nothing can touch it any more.
+ */
+typedef struct gcx_coded_block {
+    int              refs;
+    float           *data; /* 64-byte aligned, inside the same allocation */
+    gcx_coded_hdr_t  hdr;  /* header of a send from this block: UCX 1.13
+                              reads it until the send completes */
+} gcx_coded_block_t;
+
+/* An internal buffer and the transfers on it. */
+typedef struct gcx_coded_slot {
+    struct gcx_coded_slot *next;
+    gcx_coded_block_t     *block;
+    uint64_t               round;
+    int                    worker;    /* contribution stash: sender's index */
+    double                 t_arrival; /* when its header arrived */
+    gcx_coded_hdr_t        hdr;       /* result stash: the root's header */
+    int                    nreqs;     /* result fan-out: one per rank */
+    gcx_tl_req_t          *reqs;      /* size entries */
+} gcx_coded_slot_t;
+
+/* Root: one taken message of the live round. */
+typedef struct gcx_coded_entry {
+    int               worker;
+    double            coeff;  /* streaming: final coefficient */
+    const float      *buf;    /* where its data lands */
+    gcx_tl_req_t     *req;    /* NULL: landed already */
+    gcx_coded_slot_t *slot;   /* internal buffer holding it, or NULL */
+} gcx_coded_entry_t;
+
+typedef struct gcx_coded_op gcx_coded_op_t;
+
+struct gcx_coded {
+    gcx_comm_t  *comm;
+    gcx_code_t  *code;
+    size_t       count;
+    size_t       bytes;
+    int          root;
+    int          root_not_worker;
+    int          n, s;
+    int          my_worker; /* -1: the root that is not a worker */
+    unsigned     am_id;
+    uint32_t     instance;
+    uint64_t     next_round;    /* round number of the next call */
+    uint64_t     next_open;     /* lowest round not finished here */
+    gcx_coded_op_t *live;       /* the round in progress here, if any */
+    gcx_status_t error;         /* an ERROR message from the root */
+    uint64_t     gone;          /* root: workers counted gone */
+    gcx_coded_slot_t *free_slots;
+    gcx_coded_slot_t *inflight; /* sends that may outlive their round */
+    gcx_coded_slot_t *stash;    /* messages of rounds not entered yet */
+    gcx_coded_stats_t stats;
+    /* straggler injection */
+    uint64_t     straggler_mask; /* workers delayed every round */
+    double       straggler_delay_ms;
+    double       straggler_mean_ms;
+    int          straggler_count;
+    int          straggler_seed;
+};
+
+struct gcx_coded_op {
+    gcx_task_t          super;
+    gcx_coded_t        *coded;
+    uint64_t            round;
+    const float        *sendbuf;
+    float              *recvbuf;
+    gcx_coded_result_t *result;
+    double              t_start;
+    /* root */
+    uint64_t            arrived, used;
+    int                 decodable, streaming, decoded;
+    int                 nentries, nfolded;
+    gcx_coded_entry_t   entries[GCX_CODE_MAX_WORKERS];
+    float               arrival[GCX_CODE_MAX_WORKERS];
+    /* other ranks */
+    int                 skipped;
+    int                 recv_posted;
+    gcx_tl_req_t        rreq;
+    gcx_coded_hdr_t     rhdr;
+};
+
+/* ---- slots (coded_slot.c) ------------------------------------------------ */
+
+/** A slot with a block no transfer holds; NULL when out of memory. */
+gcx_coded_slot_t *gcx_coded_slot_get(gcx_coded_t *coded);
+
+/** Back to the free list (its transfers must be done). */
+void gcx_coded_slot_put(gcx_coded_t *coded, gcx_coded_slot_t *slot);
+
+/** Number of the slot's transfers still in flight. */
+int gcx_coded_slot_busy(const gcx_coded_slot_t *slot);
+
+/** Hand the slot's in-flight transfer @p i to the transport. */
+void gcx_coded_slot_abandon_req(gcx_coded_t *coded, gcx_coded_slot_t *slot,
+                                int i);
+
+/** Return done slots of the in-flight list to the free list. */
+void gcx_coded_reclaim(gcx_coded_t *coded);
+
+/** Abandon every transfer and free every slot (destroy). */
+void gcx_coded_slots_release(gcx_coded_t *coded);
+
+/* ---- rounds (coded_root.c, coded_rank.c) --------------------------------- */
+
+extern const gcx_task_ops_t gcx_coded_root_ops;
+extern const gcx_task_ops_t gcx_coded_rank_ops;
+
+/** Root: a CONTRIB header arrived (from the AM handler). */
+void gcx_coded_root_on_contrib(gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
+                               const gcx_tl_am_msg_t *msg);
+
+/** Other ranks: a RESULT header arrived (from the AM handler). */
+void gcx_coded_rank_on_result(gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
+                              const gcx_tl_am_msg_t *msg);
+
+/** Finalize of both round tasks. */
+void gcx_coded_op_finalize(gcx_task_t *task);
+
+/** Fill the public result from a header. */
+void gcx_coded_fill_result(const gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
+                           int skipped, gcx_coded_result_t *result);
+
+/* ---- straggler injection (coded_straggler.c) ----------------------------- */
+
+/** Parse GCX_STRAGGLER_* for this object; GCX_ERR_INVALID on a bad list. */
+gcx_status_t gcx_coded_straggler_init(gcx_coded_t *coded);
+
+/** Milliseconds worker @p worker is delayed in @p round (0: none). */
+double gcx_coded_straggler_delay(const gcx_coded_t *coded, int worker,
+                                 uint64_t round);
+
+/** Sleep (straggler injection). */
+void gcx_coded_sleep(double seconds);
+
+/** Rank of worker index @p w. */
+static inline int gcx_coded_rank_of(const gcx_coded_t *coded, int w)
+{
+    return coded->root_not_worker && w >= coded->root ? w + 1 : w;
+}
+
+#endif

@@ -1,0 +1,494 @@
+/*
+ * coded_root.c - the root's side of a round: take arrivals until the set is
+ * decodable, decode, send the decoded sum to every rank.
+ *
+ * Arrival of worker w's header (AM handler, or the stash of messages that
+ * came before the root entered the round):
+ * - the round is decodable already, or w's coefficient is known to be 0
+ *   (FR: its group has replied): drop, nothing is pulled;
+ * - the coefficient is known (UNCODED, FR, WEIGHTED: streaming): the first
+ *   taken message with coefficient 1 is pulled straight into recvbuf (zero
+ *   copy), the others into an internal block and folded with
+ *   gcx_code_accumulate() as they land -- the decode costs one pass per
+ *   used message, overlapped with the arrivals;
+ * - not known (CR, MATRIX): pulled into a block; once decodable, one
+ *   gcx_code_encode() pass with the decoding vector.
+ * The root's own contribution (when it is a worker) arrives first, at the
+ * moment the root enters the round, and is read from sendbuf in place.
+ *
+ * Publishing: the decoded sum is copied into a result slot (one memcpy) and
+ * sent with one active message per rank; the round completes without
+ * waiting for those sends, so a slow rank only holds a slot. A rank with
+ * GCX_CODED_MAX_LAG results in flight, or whose connection is lost, is
+ * counted gone: it gets no more results, its transfers are abandoned.
+ *
+ * Failure: when the arrived workers plus those still alive cannot be
+ * decoded, or GCX_TIMEOUT passes, the round fails with GCX_ERR_UNDECODABLE
+ * and an ERROR message goes to every rank still reachable.
+ */
+#include "coded_int.h"
+#include "core/time.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void gcx_coded_root_take(gcx_coded_op_t *op, int w, double coeff,
+                                const gcx_tl_am_msg_t *msg,
+                                gcx_coded_slot_t *slot, double t)
+{
+    gcx_coded_t       *coded = op->coded;
+    gcx_tl_t          *tl    = coded->comm->tl;
+    gcx_coded_entry_t *e     = &op->entries[op->nentries];
+    gcx_iov_t          iov;
+
+    e->worker = w;
+    e->coeff  = coeff;
+    e->slot   = slot;
+    e->req    = NULL;
+    if (slot != NULL) { /* staged before the round: maybe still landing */
+        e->buf = slot->block->data;
+        if (slot->reqs[0].status == GCX_INPROGRESS) {
+            e->req = &slot->reqs[0];
+        }
+    } else if (msg == NULL) { /* the root's own */
+        e->buf = op->sendbuf;
+    } else {
+        if (op->streaming && op->nentries == 0 && coeff == 1.0) {
+            e->buf = op->recvbuf; /* zero copy: lands as the base */
+        } else {
+            e->slot = gcx_coded_slot_get(coded);
+            if (e->slot == NULL) {
+                op->super.status = GCX_ERR_NOMEM;
+                return;
+            }
+            e->slot->nreqs = 1;
+            e->buf         = e->slot->block->data;
+        }
+        iov.buffer = (void *)e->buf;
+        iov.length = coded->bytes;
+        if (e->slot != NULL) {
+            tl->ops->am_recv(tl, msg, &iov, 1, &e->slot->reqs[0]);
+            if (e->slot->reqs[0].status == GCX_INPROGRESS) {
+                e->req = &e->slot->reqs[0];
+            } else if (e->slot->reqs[0].status != GCX_OK) {
+                op->super.status = e->slot->reqs[0].status;
+            }
+        } else {
+            tl->ops->am_recv(tl, msg, &iov, 1, &op->rreq);
+            if (op->rreq.status == GCX_INPROGRESS) {
+                e->req = &op->rreq;
+            } else if (op->rreq.status != GCX_OK) {
+                op->super.status = op->rreq.status;
+            }
+        }
+    }
+    op->arrived |= 1ull << w;
+    op->arrival[w] = (float)t;
+    if (coeff != 0.0 || !op->streaming) {
+        op->used |= op->streaming ? 1ull << w : 0;
+    }
+    ++op->nentries;
+}
+
+/* Decide about worker w's message; returns 1 when it was taken. */
+static int gcx_coded_root_arrive(gcx_coded_op_t *op, int w,
+                                 const gcx_tl_am_msg_t *msg,
+                                 gcx_coded_slot_t *slot, double t)
+{
+    gcx_coded_t *coded = op->coded;
+    double       coeff = 0;
+    int          known = 0, decodable = 0;
+
+    if (op->decodable || (op->arrived & (1ull << w)) ||
+        op->super.status != GCX_INPROGRESS) {
+        ++coded->stats.late_dropped;
+        return 0;
+    }
+    if (gcx_code_arrival_coeff(coded->code, op->arrived, w, &known, &coeff) !=
+        GCX_OK) {
+        return 0;
+    }
+    if (op->nentries == 0) {
+        op->streaming = known;
+    }
+    if (known && coeff == 0.0) {
+        op->arrived |= 1ull << w; /* arrived, not needed */
+        op->arrival[w] = (float)t;
+        ++coded->stats.unneeded;
+        return 0;
+    }
+    gcx_coded_root_take(op, w, coeff, msg, slot, t);
+    if (gcx_code_decodable(coded->code, op->arrived, &decodable) == GCX_OK &&
+        decodable) {
+        op->decodable = 1;
+    }
+    return 1;
+}
+
+void gcx_coded_root_on_contrib(gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
+                               const gcx_tl_am_msg_t *msg)
+{
+    gcx_coded_op_t   *op = coded->live;
+    gcx_coded_slot_t *slot;
+    gcx_tl_t         *tl = coded->comm->tl;
+    gcx_iov_t         iov;
+    int               w  = gcx_coded_worker(coded, hdr->sender);
+
+    if (w < 0 || msg->length != coded->bytes) {
+        gcx_warn("coded gather: dropping a malformed message from rank %u",
+                 hdr->sender);
+        return;
+    }
+    if (hdr->round < coded->next_open) {
+        ++coded->stats.late_dropped; /* a finished round: never pulled */
+        return;
+    }
+    if (op != NULL && hdr->round == op->round) {
+        gcx_coded_root_arrive(op, w, msg, NULL,
+                              gcx_time_now() - op->t_start);
+        return;
+    }
+    /* a round the root has not entered yet: stage it */
+    slot = gcx_coded_slot_get(coded);
+    if (slot == NULL) {
+        gcx_error("coded gather: out of memory staging a message");
+        return;
+    }
+    slot->round     = hdr->round;
+    slot->worker    = w;
+    slot->t_arrival = gcx_time_now();
+    slot->nreqs     = 1;
+    iov.buffer      = slot->block->data;
+    iov.length      = coded->bytes;
+    tl->ops->am_recv(tl, msg, &iov, 1, &slot->reqs[0]);
+    slot->next   = coded->stash;
+    coded->stash = slot;
+    ++coded->stats.early;
+}
+
+/* ---- failure --------------------------------------------------------------- */
+
+static void gcx_coded_root_fail(gcx_coded_op_t *op, gcx_status_t status)
+{
+    gcx_coded_t      *coded = op->coded;
+    gcx_tl_t         *tl    = coded->comm->tl;
+    gcx_coded_hdr_t   hdr   = {0};
+    gcx_coded_slot_t *slot  = gcx_coded_slot_get(coded);
+    int               r;
+
+    hdr.comm_id  = coded->comm->id;
+    hdr.instance = coded->instance;
+    hdr.round    = op->round;
+    hdr.sender   = (uint16_t)coded->comm->rank;
+    hdr.kind     = GCX_CODED_ERROR;
+    hdr.status   = status;
+    if (slot != NULL) { /* best effort: the others would time out anyway */
+        slot->block->hdr = hdr;
+        slot->nreqs      = coded->comm->size;
+        for (r = 0; r < coded->comm->size; ++r) {
+            slot->reqs[r].status = GCX_OK;
+            if (r != coded->comm->rank &&
+                !tl->ops->peer_failed(tl, r)) {
+                tl->ops->am_send(tl, r, coded->am_id, &slot->block->hdr,
+                                 offsetof(gcx_coded_hdr_t, arrival), NULL, 0,
+                                 &slot->reqs[r]);
+            }
+        }
+        slot->next      = coded->inflight;
+        coded->inflight = slot;
+    }
+    op->super.status = status;
+}
+
+/* Cannot finish: too few workers left, or out of time. */
+static int gcx_coded_root_check_failure(gcx_coded_op_t *op)
+{
+    gcx_coded_t *coded = op->coded;
+    gcx_tl_t    *tl    = coded->comm->tl;
+    uint64_t     all   = coded->n == 64 ? ~0ull : (1ull << coded->n) - 1;
+    uint64_t     possible;
+    int          w, decodable = 0;
+
+    for (w = 0; w < coded->n; ++w) {
+        if (!(coded->gone & (1ull << w)) &&
+            tl->ops->peer_failed(tl, gcx_coded_rank_of(coded, w))) {
+            gcx_warn("coded gather: worker %d (rank %d) is gone: connection "
+                     "lost", w, gcx_coded_rank_of(coded, w));
+            coded->gone |= 1ull << w;
+        }
+    }
+    possible = op->arrived | (all & ~coded->gone);
+    if (gcx_code_decodable(coded->code, possible, &decodable) == GCX_OK &&
+        !decodable) {
+        gcx_error("coded gather round %llu: undecodable, workers gone "
+                  "0x%llx (more than s = %d)",
+                  (unsigned long long)op->round,
+                  (unsigned long long)coded->gone, coded->s);
+        gcx_coded_root_fail(op, GCX_ERR_UNDECODABLE);
+        return 1;
+    }
+    if (gcx_time_now() > op->super.deadline) {
+        gcx_error("coded gather round %llu: only workers 0x%llx arrived "
+                  "within GCX_TIMEOUT=%g s; not decodable",
+                  (unsigned long long)op->round,
+                  (unsigned long long)op->arrived,
+                  coded->comm->config.timeout);
+        gcx_coded_root_fail(op, GCX_ERR_UNDECODABLE);
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- decode and publish ------------------------------------------------------ */
+
+static int gcx_coded_entry_landed(gcx_coded_op_t *op, gcx_coded_entry_t *e)
+{
+    if (e->req != NULL) {
+        if (e->req->status == GCX_INPROGRESS) {
+            return 0;
+        }
+        if (e->req->status != GCX_OK) {
+            op->super.status = e->req->status;
+            return 0;
+        }
+        e->req = NULL;
+    }
+    return 1;
+}
+
+/* Streaming: fold landed messages in order; 1 when all are folded. */
+static int gcx_coded_root_fold(gcx_coded_op_t *op)
+{
+    gcx_coded_t *coded = op->coded;
+
+    while (op->nfolded < op->nentries) {
+        gcx_coded_entry_t *e = &op->entries[op->nfolded];
+
+        if (!gcx_coded_entry_landed(op, e)) {
+            return 0;
+        }
+        if (op->nfolded == 0) {
+            if (e->buf != op->recvbuf) {
+                const float *vec = e->buf;
+                gcx_code_encode(1, &e->coeff, &vec, coded->count,
+                                op->recvbuf);
+            }
+        } else {
+            gcx_code_accumulate(e->coeff, e->buf, coded->count, op->recvbuf);
+        }
+        ++op->nfolded;
+    }
+    return 1;
+}
+
+/* Not streaming: decode all at once when everything landed. */
+static int gcx_coded_root_decode(gcx_coded_op_t *op)
+{
+    gcx_coded_t *coded = op->coded;
+    double       a[GCX_CODE_MAX_WORKERS]    = {0};
+    const float *vecs[GCX_CODE_MAX_WORKERS] = {0};
+    gcx_status_t status;
+    int          i;
+
+    for (i = 0; i < op->nentries; ++i) {
+        if (!gcx_coded_entry_landed(op, &op->entries[i])) {
+            return 0;
+        }
+        vecs[op->entries[i].worker] = op->entries[i].buf;
+    }
+    status = gcx_code_decode_vector(coded->code, op->arrived, a);
+    if (status != GCX_OK) {
+        gcx_error("coded gather round %llu: decoding 0x%llx failed: %s",
+                  (unsigned long long)op->round,
+                  (unsigned long long)op->arrived, gcx_strerror(status));
+        gcx_coded_root_fail(op, status);
+        return 0;
+    }
+    for (i = 0; i < coded->n; ++i) {
+        if (a[i] != 0.0) {
+            op->used |= 1ull << i;
+        }
+    }
+    gcx_code_encode(coded->n, a, vecs, coded->count, op->recvbuf);
+    return 1;
+}
+
+/* Counts in-flight result sends per rank; evicts ranks over the limit. */
+static void gcx_coded_root_evict(gcx_coded_t *coded)
+{
+    int               held[GCX_CODE_MAX_WORKERS + 1] = {0};
+    gcx_coded_slot_t *slot;
+    int               r, w;
+
+    for (slot = coded->inflight; slot != NULL; slot = slot->next) {
+        for (r = 0; r < slot->nreqs; ++r) {
+            w = gcx_coded_worker(coded, r);
+            if (w >= 0 && slot->reqs[r].status == GCX_INPROGRESS) {
+                ++held[w];
+            }
+        }
+    }
+    for (w = 0; w < coded->n; ++w) {
+        if (held[w] >= coded->comm->config.coded_max_lag &&
+            !(coded->gone & (1ull << w))) {
+            gcx_warn("coded gather: worker %d (rank %d) has not taken %d "
+                     "decoded sums (GCX_CODED_MAX_LAG); counted gone",
+                     w, gcx_coded_rank_of(coded, w), held[w]);
+            coded->gone |= 1ull << w;
+        }
+    }
+    for (slot = coded->inflight; slot != NULL; slot = slot->next) {
+        for (r = 0; r < slot->nreqs; ++r) {
+            w = gcx_coded_worker(coded, r);
+            if (w >= 0 && (coded->gone & (1ull << w))) {
+                gcx_coded_slot_abandon_req(coded, slot, r);
+            }
+        }
+    }
+}
+
+static void gcx_coded_root_publish(gcx_coded_op_t *op)
+{
+    gcx_coded_t      *coded = op->coded;
+    gcx_tl_t         *tl    = coded->comm->tl;
+    gcx_coded_hdr_t   hdr   = {0};
+    gcx_coded_slot_t *slot;
+    gcx_iov_t         iov;
+    int               r, w;
+
+    hdr.comm_id    = coded->comm->id;
+    hdr.instance   = coded->instance;
+    hdr.round      = op->round;
+    hdr.sender     = (uint16_t)coded->comm->rank;
+    hdr.kind       = GCX_CODED_RESULT;
+    hdr.arrived    = op->arrived;
+    hdr.used       = op->used;
+    hdr.round_time = gcx_time_now() - op->t_start;
+    for (w = 0; w < coded->n; ++w) {
+        hdr.arrival[w] = (op->arrived & (1ull << w)) ? op->arrival[w] : NAN;
+    }
+    if (coded->comm->size > 1) {
+        gcx_coded_reclaim(coded);
+        gcx_coded_root_evict(coded);
+        slot = gcx_coded_slot_get(coded);
+        if (slot == NULL) {
+            op->super.status = GCX_ERR_NOMEM;
+            return;
+        }
+        memcpy(slot->block->data, op->recvbuf, coded->bytes);
+        slot->block->hdr = hdr;
+        slot->round = op->round;
+        slot->nreqs = coded->comm->size;
+        iov.buffer  = slot->block->data;
+        iov.length  = coded->bytes;
+        for (r = 0; r < coded->comm->size; ++r) {
+            w                    = gcx_coded_worker(coded, r);
+            slot->reqs[r].status = GCX_OK;
+            if (r == coded->comm->rank ||
+                (w >= 0 && (coded->gone & (1ull << w)))) {
+                continue;
+            }
+            tl->ops->am_send(tl, r, coded->am_id, &slot->block->hdr,
+                             offsetof(gcx_coded_hdr_t, arrival) +
+                                 (size_t)coded->n * sizeof(float),
+                             &iov, 1, &slot->reqs[r]);
+        }
+        slot->next      = coded->inflight;
+        coded->inflight = slot;
+    }
+    gcx_coded_fill_result(coded, &hdr, 0, op->result);
+    coded->next_open = op->round + 1;
+    coded->live      = NULL;
+    ++coded->stats.rounds;
+    op->super.status = GCX_OK;
+}
+
+/* ---- task ---------------------------------------------------------------- */
+
+static void gcx_coded_root_progress(gcx_task_t *task)
+{
+    gcx_coded_op_t *op = (gcx_coded_op_t *)task;
+    int             ready;
+
+    if (task->status != GCX_INPROGRESS) {
+        return;
+    }
+    if (!op->decodable) {
+        gcx_coded_root_check_failure(op);
+        return;
+    }
+    ready = op->streaming ? gcx_coded_root_fold(op) : gcx_coded_root_decode(op);
+    if (ready && task->status == GCX_INPROGRESS) {
+        gcx_coded_root_publish(op);
+    }
+}
+
+static void gcx_coded_root_post(gcx_task_t *task)
+{
+    gcx_coded_op_t   *op    = (gcx_coded_op_t *)task;
+    gcx_coded_t      *coded = op->coded;
+    gcx_coded_slot_t **pp, *slot;
+    double            delay_ms;
+
+    delay_ms = gcx_coded_straggler_delay(coded, coded->my_worker, op->round);
+    if (delay_ms > 0) {
+        gcx_coded_sleep(delay_ms * 1e-3);
+    }
+    coded->live = op;
+    op->t_start = gcx_time_now();
+    if (coded->my_worker >= 0) {
+        gcx_coded_root_arrive(op, coded->my_worker, NULL, NULL, 0.0);
+    }
+    /* messages that came before the root entered the round */
+    pp = &coded->stash;
+    while ((slot = *pp) != NULL) {
+        if (slot->round != op->round) {
+            pp = &slot->next;
+            continue;
+        }
+        *pp = slot->next;
+        if (!gcx_coded_root_arrive(op, slot->worker, NULL, slot,
+                                   slot->t_arrival - op->t_start)) {
+            slot->next      = coded->inflight; /* freed once it landed */
+            coded->inflight = slot;
+        }
+    }
+    gcx_coded_root_progress(task);
+}
+
+void gcx_coded_op_finalize(gcx_task_t *task)
+{
+    gcx_coded_op_t *op    = (gcx_coded_op_t *)task;
+    gcx_coded_t    *coded = op->coded;
+    int             i;
+
+    if (coded == NULL) { /* the object was destroyed first */
+        free(op);
+        return;
+    }
+    if (coded->live == op) {
+        coded->live = NULL;
+    }
+    for (i = 0; i < op->nentries; ++i) {
+        gcx_coded_slot_t *slot = op->entries[i].slot;
+
+        if (slot != NULL) { /* back to the pool once its pull is done */
+            slot->next      = coded->inflight;
+            coded->inflight = slot;
+        }
+    }
+    if (op->rreq.status == GCX_INPROGRESS) {
+        /* only after a failure, when the transport was aborted */
+        coded->comm->tl->ops->abandon(coded->comm->tl, &op->rreq, NULL, NULL);
+    }
+    free(op);
+}
+
+const gcx_task_ops_t gcx_coded_root_ops = {
+    .name     = "coded_gather(root)",
+    .post     = gcx_coded_root_post,
+    .progress = gcx_coded_root_progress,
+    .finalize = gcx_coded_op_finalize,
+};
+

@@ -1,0 +1,145 @@
+/*
+ * coded_slot.c - internal buffers of the coded gather that transfers may
+ * outlive their round with.
+ *
+ * A slot = a block of count floats + up to `size` transfer requests. Slots
+ * are pooled: taken from a free list, allocated when it is empty (so the
+ * pool grows to what the slowest peer holds, at most GCX_CODED_MAX_LAG
+ * result slots plus a few), put back when their transfers are done. A
+ * block whose transfer was abandoned (a dead or evicted peer; destroy)
+ * gets an extra reference that the transport drops when the transfer ends,
+ * and the slot takes a fresh block: memory a transfer may still touch is
+ * never reused or freed. Cost: a list pop per use; a malloc only when the
+ * pool grows.
+ */
+#include "coded_int.h"
+
+#include <stdlib.h>
+
+static gcx_coded_block_t *gcx_coded_block_new(size_t bytes)
+{
+    void *p = NULL;
+
+    size_t head = (sizeof(gcx_coded_block_t) + 63) & ~(size_t)63;
+
+    if (posix_memalign(&p, 64, head + (bytes ? bytes : 1)) != 0) {
+        return NULL;
+    }
+    gcx_coded_block_t *block = p;
+    block->refs = 1;
+    block->data = (float *)((char *)p + head);
+    return block;
+}
+
+static void gcx_coded_block_unref(void *arg)
+{
+    gcx_coded_block_t *block = arg;
+
+    if (--block->refs == 0) {
+        free(block);
+    }
+}
+
+gcx_coded_slot_t *gcx_coded_slot_get(gcx_coded_t *coded)
+{
+    gcx_coded_slot_t *slot = coded->free_slots;
+
+    if (slot != NULL) {
+        coded->free_slots = slot->next;
+    } else {
+        slot = calloc(1, sizeof(*slot));
+        if (slot == NULL) {
+            return NULL;
+        }
+        slot->reqs = calloc((size_t)coded->comm->size, sizeof(*slot->reqs));
+        if (slot->reqs == NULL) {
+            free(slot);
+            return NULL;
+        }
+    }
+    if (slot->block == NULL) {
+        slot->block = gcx_coded_block_new(coded->bytes);
+        if (slot->block == NULL) {
+            slot->next        = coded->free_slots;
+            coded->free_slots = slot;
+            return NULL;
+        }
+    }
+    slot->next  = NULL;
+    slot->nreqs = 0;
+    return slot;
+}
+
+void gcx_coded_slot_put(gcx_coded_t *coded, gcx_coded_slot_t *slot)
+{
+    if (slot->block != NULL && slot->block->refs > 1) {
+        /* an abandoned transfer still holds it: let go, take a new one */
+        gcx_coded_block_unref(slot->block);
+        slot->block = NULL;
+    }
+    slot->nreqs       = 0;
+    slot->next        = coded->free_slots;
+    coded->free_slots = slot;
+}
+
+int gcx_coded_slot_busy(const gcx_coded_slot_t *slot)
+{
+    int i, busy = 0;
+
+    for (i = 0; i < slot->nreqs; ++i) {
+        busy += slot->reqs[i].status == GCX_INPROGRESS;
+    }
+    return busy;
+}
+
+void gcx_coded_slot_abandon_req(gcx_coded_t *coded, gcx_coded_slot_t *slot,
+                                int i)
+{
+    gcx_tl_t *tl = coded->comm->tl;
+
+    if (slot->reqs[i].status != GCX_INPROGRESS) {
+        return;
+    }
+    ++slot->block->refs;
+    tl->ops->abandon(tl, &slot->reqs[i], gcx_coded_block_unref, slot->block);
+}
+
+void gcx_coded_reclaim(gcx_coded_t *coded)
+{
+    gcx_coded_slot_t **pp = &coded->inflight, *slot;
+
+    while ((slot = *pp) != NULL) {
+        if (gcx_coded_slot_busy(slot) == 0) {
+            *pp = slot->next;
+            gcx_coded_slot_put(coded, slot);
+        } else {
+            pp = &slot->next;
+        }
+    }
+}
+
+static void gcx_coded_list_release(gcx_coded_t *coded, gcx_coded_slot_t *slot)
+{
+    gcx_coded_slot_t *next;
+    int               i;
+
+    for (; slot != NULL; slot = next) {
+        next = slot->next;
+        for (i = 0; i < slot->nreqs; ++i) {
+            gcx_coded_slot_abandon_req(coded, slot, i);
+        }
+        if (slot->block != NULL) {
+            gcx_coded_block_unref(slot->block);
+        }
+        free(slot->reqs);
+        free(slot);
+    }
+}
+
+void gcx_coded_slots_release(gcx_coded_t *coded)
+{
+    gcx_coded_list_release(coded, coded->inflight);
+    gcx_coded_list_release(coded, coded->stash);
+    gcx_coded_list_release(coded, coded->free_slots);
+    coded->inflight = coded->stash = coded->free_slots = NULL;
+}
