@@ -40,6 +40,15 @@ enum {
     GCX_BCAST_ALGO_CHAIN,
 };
 
+/* GCX_SPARSE_ALGO values */
+enum {
+    GCX_SPARSE_ALGO_AUTO = 0,
+    GCX_SPARSE_ALGO_ALLGATHER,
+    GCX_SPARSE_ALGO_RECURSIVE_DOUBLING,
+    GCX_SPARSE_ALGO_SPLIT,
+    GCX_SPARSE_ALGO_BALANCED_SPLIT,
+};
+
 /* GCX_UCX_ERR_MODE values */
 enum {
     GCX_UCX_ERR_MODE_NONE = 0,
@@ -72,6 +81,9 @@ struct gcx_config {
     int    bcast_algo;          /* GCX_BCAST_ALGO */
     size_t bcast_small_msg;     /* GCX_BCAST_SMALL_MSG, bytes */
     size_t pipeline_chunk;      /* GCX_PIPELINE_CHUNK, bytes */
+    int    sparse_algo;         /* GCX_SPARSE_ALGO */
+    double net_latency_us;      /* GCX_NET_LATENCY_US, 0 = measure */
+    double net_bandwidth_gbps;  /* GCX_NET_BANDWIDTH_GBPS, 0 = measure */
 };
 
 typedef struct gcx_config_entry {
