@@ -288,7 +288,8 @@ static int gcx_sparse_rd_progress(gcx_sparse_task_t *t)
                 } else {
                     state = gcx_sparse_rd_exchange(t, rank + 1, step, 0, 1);
                     if (state == 1) { /* the result replaces my input */
-                        rd->cn = 0;
+                        rd->cn    = 0;
+                        rd->dense = 0;
                         if (gcx_sparse_rd_combine(t, rank + 1) < 0) {
                             return -1;
                         }
