@@ -33,7 +33,8 @@
  * - NaN or +-Inf anywhere in the input: GCX_ERR_RANGE. Nothing is written to
  *   the output (not its arrays, not its nnz), so no garbage can be sent.
  * - Output capacity below gcx_compress_capacity(): GCX_ERR_RANGE, checked
- *   before any work. N above 2^32 (indices are uint32_t): GCX_ERR_RANGE.
+ *   before any work. N of 2^32 or more (indices and counts are uint32_t):
+ *   GCX_ERR_RANGE.
  * - CF below 1 or NaN, NULL pointers, a sparse input whose indices are not
  *   strictly increasing or not below its dense length, an output that is the
  *   input: GCX_ERR_INVALID.
@@ -65,12 +66,12 @@ extern "C" {
  * functions below or as documented.
  */
 typedef struct gcx_sparse {
-    uint32_t *idx;      /**< capacity indices, strictly increasing. */
-    float *val;         /**< capacity values, val[j] belongs to idx[j]. */
-    size_t nnz;         /**< Number of stored entries. */
-    size_t capacity;    /**< Entries the arrays can hold. */
-    size_t dense_len;   /**< Length N of the dense vector (<= 2^32). */
-    int owned;          /**< Non-zero when the library owns idx and val. */
+    uint32_t *idx;    /**< capacity indices, strictly increasing. */
+    float *val;       /**< capacity values, val[j] belongs to idx[j]. */
+    size_t nnz;       /**< Number of stored entries. */
+    size_t capacity;  /**< Entries the arrays can hold. */
+    size_t dense_len; /**< Length N of the dense vector (< 2^32). */
+    int owned;        /**< Non-zero when the library owns idx and val. */
 } gcx_sparse_t;
 
 /**
@@ -81,9 +82,9 @@ typedef struct gcx_sparse {
  * @param idx, val       Arrays of capacity entries each (may be NULL when
  *                       capacity is 0).
  * @param capacity       Entries each array holds.
- * @param dense_len      Dense length N (<= 2^32).
+ * @param dense_len      Dense length N (< 2^32).
  * @return GCX_OK; GCX_ERR_INVALID for NULL arrays with capacity > 0;
- *         GCX_ERR_RANGE for dense_len > 2^32.
+ *         GCX_ERR_RANGE for dense_len >= 2^32.
  */
 gcx_status_t gcx_sparse_init(gcx_sparse_t *sp, uint32_t *idx, float *val,
                              size_t capacity, size_t dense_len);
@@ -92,9 +93,9 @@ gcx_status_t gcx_sparse_init(gcx_sparse_t *sp, uint32_t *idx, float *val,
  * Allocate an empty sparse vector whose arrays the library owns.
  *
  * @param capacity   Entries to allocate (0 is allowed).
- * @param dense_len  Dense length N (<= 2^32).
+ * @param dense_len  Dense length N (< 2^32).
  * @param[out] sp_p  Filled on success; release with gcx_sparse_free().
- * @return GCX_OK, GCX_ERR_NOMEM, GCX_ERR_RANGE (dense_len > 2^32),
+ * @return GCX_OK, GCX_ERR_NOMEM, GCX_ERR_RANGE (dense_len >= 2^32),
  *         GCX_ERR_INVALID (NULL sp_p).
  */
 gcx_status_t gcx_sparse_alloc(size_t capacity, size_t dense_len,
@@ -109,7 +110,7 @@ void gcx_sparse_free(gcx_sparse_t *sp);
 /**
  * Check the invariants of a sparse vector in O(nnz).
  * @return GCX_OK, or GCX_ERR_INVALID (NULL, nnz > capacity, indices not
- *         strictly increasing or not below dense_len, dense_len > 2^32).
+ *         strictly increasing or not below dense_len, dense_len >= 2^32).
  */
 gcx_status_t gcx_sparse_check(const gcx_sparse_t *sp);
 
@@ -141,9 +142,12 @@ typedef enum gcx_compress_kind {
     /** Send everything (k = N whatever the CF). */
     GCX_COMPRESS_NONE = 0,
     /**
-     * Exact top-k by magnitude in O(N): radix select on the bits of |x|
-     * (two passes over the input when the boundary bucket is small, one
-     * more per further radix digit otherwise), no sort. Ties: among equal
+     * Exact top-k by magnitude in O(N), no sort: radix select on the bits
+     * of |x| (two passes over the input; one more per further radix digit
+     * when magnitudes crowd into one bucket). From N = 64Ki, a 0.1% sample
+     * bounds the k-th magnitude from below so that one pass collects a few
+     * k candidates and the selection runs on those alone; the sample only
+     * saves work, it never changes the result. Ties: among equal
      * magnitudes the lower index wins. Output: exactly k entries.
      */
     GCX_COMPRESS_TOPK = 1,
@@ -182,11 +186,11 @@ typedef struct gcx_compressor gcx_compressor_t;
 
 /** Statistics of one compression, from the passes it makes anyway. */
 typedef struct gcx_compress_stats {
-    double in_sqnorm;   /**< ||x||^2 of the input, accumulated in double. */
-    double out_sqnorm;  /**< ||C(x)||^2 of the output. */
-    size_t k;           /**< Target count ceil(n / cf) (n: input length). */
-    size_t nnz;         /**< Entries produced (k for topk and randomk). */
-    unsigned passes;    /**< Full passes over the input (cost diagnostic). */
+    double in_sqnorm;  /**< ||x||^2 of the input, accumulated in double. */
+    double out_sqnorm; /**< ||C(x)||^2 of the output. */
+    size_t k;          /**< Target count ceil(n / cf) (n: input length). */
+    size_t nnz;        /**< Entries produced (k for topk and randomk). */
+    unsigned passes;   /**< Full passes over the input (cost diagnostic). */
 } gcx_compress_stats_t;
 
 /** Name of a kind ("none", "topk", "dgc", "redsync", "randomk"), or "?". */
@@ -251,7 +255,7 @@ gcx_status_t gcx_compress_capacity(gcx_compress_kind_t kind, size_t n,
  * @param comp   Compressor (its scratch memory grows on first use and is
  *               reused; no allocation afterwards for the same sizes).
  * @param x      n floats, read only.
- * @param n      Dense length (<= 2^32).
+ * @param n      Dense length (< 2^32).
  * @param cf     Compression factor >= 1 (+inf for k = 0).
  * @param out    Caller's vector; its capacity must be at least
  *               gcx_compress_capacity(kind, n, cf). On success its nnz,
@@ -259,7 +263,7 @@ gcx_status_t gcx_compress_capacity(gcx_compress_kind_t kind, size_t n,
  *               touched.
  * @param[out] stats_p Statistics, or NULL.
  * @return GCX_OK, GCX_ERR_INVALID, GCX_ERR_RANGE (NaN/Inf in x, capacity,
- *         n > 2^32), GCX_ERR_NOMEM (scratch).
+ *         n >= 2^32), GCX_ERR_NOMEM (scratch).
  */
 gcx_status_t gcx_compress_dense(gcx_compressor_t *comp, const float *x,
                                 size_t n, double cf, gcx_sparse_t *out,
@@ -271,9 +275,8 @@ gcx_status_t gcx_compress_dense(gcx_compressor_t *comp, const float *x,
  * out->dense_len = in->dense_len. For topk, C(C(x, a), b) equals the direct
  * top-k of x with the same final k. out must not be in.
  */
-gcx_status_t gcx_compress_sparse(gcx_compressor_t *comp,
-                                 const gcx_sparse_t *in, double cf,
-                                 gcx_sparse_t *out,
+gcx_status_t gcx_compress_sparse(gcx_compressor_t *comp, const gcx_sparse_t *in,
+                                 double cf, gcx_sparse_t *out,
                                  gcx_compress_stats_t *stats_p);
 
 /** gcx_compress_dense() with an explicit target count k (k >= n: all). */
@@ -323,7 +326,7 @@ typedef struct gcx_feedback_params {
  * @param params NULL for plain error feedback with a library-owned, zeroed
  *               residual.
  * @return GCX_OK, GCX_ERR_INVALID (momentum outside [0, 1) or NaN),
- *         GCX_ERR_RANGE (n > 2^32), GCX_ERR_NOMEM.
+ *         GCX_ERR_RANGE (n >= 2^32), GCX_ERR_NOMEM.
  */
 gcx_status_t gcx_feedback_create(size_t n, const gcx_feedback_params_t *params,
                                  gcx_feedback_t **fb_p);
@@ -367,8 +370,7 @@ gcx_status_t gcx_feedback_accumulate(gcx_feedback_t *fb, const float *g);
  * e_after + sent == e_before.
  * @return GCX_OK, GCX_ERR_INVALID (bad sparse vector or length).
  */
-gcx_status_t gcx_feedback_commit(gcx_feedback_t *fb,
-                                 const gcx_sparse_t *sent);
+gcx_status_t gcx_feedback_commit(gcx_feedback_t *fb, const gcx_sparse_t *sent);
 
 /** The whole e was sent densely: e = 0 (and with masking u = 0). */
 void gcx_feedback_commit_dense(gcx_feedback_t *fb);

@@ -122,8 +122,8 @@ static uint32_t key_of(float v)
  * magnitude, every unselected index above every selected one.
  */
 static long check_topset(const float *x, const uint32_t *map, size_t n,
-                         const gcx_sparse_t *s, size_t k, int exact,
-                         size_t lo, size_t hi)
+                         const gcx_sparse_t *s, size_t k, int exact, size_t lo,
+                         size_t hi)
 {
     long wrong = 0;
     uint32_t tmin = UINT32_MAX;
@@ -278,8 +278,7 @@ static int bench_compress(void *p)
 static int bench_level2(void *p)
 {
     bench_arg_t *a = p;
-    return gcx_compress_sparse(a->comp, a->mid, a->cf2, a->out, NULL) !=
-           GCX_OK;
+    return gcx_compress_sparse(a->comp, a->mid, a->cf2, a->out, NULL) != GCX_OK;
 }
 
 static int bench_multilevel(void *p)
@@ -289,8 +288,7 @@ static int bench_multilevel(void *p)
         GCX_OK) {
         return 1;
     }
-    return gcx_compress_sparse(a->comp, a->mid, a->cf2, a->out, NULL) !=
-           GCX_OK;
+    return gcx_compress_sparse(a->comp, a->mid, a->cf2, a->out, NULL) != GCX_OK;
 }
 
 static int bench_feedback(void *p)
@@ -420,19 +418,19 @@ static int run_size(const perf_opts_t *o, size_t n)
                     row.wrong = check_topset(x, NULL, n, &out, k, 0,
                                              k - (2 * k) / 10, hi);
                 } else if (kd == GCX_COMPRESS_REDSYNC) {
-                    row.wrong = check_topset(x, NULL, n, &out, k, 0,
-                                             (k + 1) / 2, hi);
+                    row.wrong =
+                        check_topset(x, NULL, n, &out, k, 0, (k + 1) / 2, hi);
                 } else {
-                    row.wrong = check_topset(
-                        x, NULL, n, &out, kd == GCX_COMPRESS_NONE ? n : k, 1,
-                        0, 0);
+                    row.wrong =
+                        check_topset(x, NULL, n, &out,
+                                     kd == GCX_COMPRESS_NONE ? n : k, 1, 0, 0);
                 }
             }
             emit_row(&row);
 
             /* multi-level: CF 10 dense, then cf / 10 on the sparse result */
-            if (kd == GCX_COMPRESS_TOPK && kind_wanted(o, "ml") &&
-                cf > 10 && cf / 10 >= 1) {
+            if (kd == GCX_COMPRESS_TOPK && kind_wanted(o, "ml") && cf > 10 &&
+                cf / 10 >= 1) {
                 size_t k1, k2;
                 gcx_compress_k(n, 10, &k1);
                 gcx_compress_k(k1, cf / 10, &k2);

@@ -4,54 +4,59 @@
  *
  * Idea: a selection by magnitude rarely needs to look twice at most of the
  * input. A threshold pass copies the few entries whose key reaches a
- * threshold into a candidate buffer (in index order), skipping blocks of 16
- * entries with one vector compare, and sums squares of the same blocks
- * while they are in L1. The exact top r among the candidates is then found
- * on the small buffer: an 11-bit histogram of their keys gives the boundary
- * bucket, a quickselect on (key, earlier first) composites of that bucket
- * alone gives the exact boundary, and a compaction keeps the winners in
+ * threshold into a candidate buffer (in index order), skipping groups of
+ * 16 entries with one vector compare, and sums squares of the same groups
+ * while they are in registers. The exact top r among the candidates is then
+ * found on the small buffer: an 11-bit histogram of their keys gives the
+ * boundary bucket, a quickselect on (key, earlier first) composites of that
+ * bucket alone gives the exact boundary, and a compaction keeps the winners in
  * index order.
- * Costs: sample: s random reads (prefetched); rank in the sample: a
+ * Costs: sample: s / chunk random reads (prefetched); rank in the sample: a
  * histogram pass over it plus two over its boundary bucket;
  * threshold pass: one streaming read, writes per candidate; keep_top: two
  * reads of the nc candidates plus O(bucket) for the quickselect.
  */
 #include "compress_int.h"
 
-#define CAND_BLOCK GCX__SQ_BLOCK
+#define CAND_BLOCK   GCX__SQ_BLOCK
 #define CAND_D0_BITS 11u
 
-void gcx__sample_keys(const gcx__cvec_t *in, size_t s, gcx__rng_t *rng,
-                      uint32_t *keys, uint32_t *tmp)
+void gcx__sample_keys(const gcx__cvec_t *in, size_t s, size_t chunk,
+                      gcx__rng_t *rng, uint32_t *keys, uint32_t *tmp)
 {
-    const size_t m = in->m, q = m / s, rem = m % s, ahead = 32;
     const float *v = in->val;
-    size_t j, a = 0, acc = 0;
+    const size_t units = in->m / chunk, strata = s / chunk, ahead = 32;
+    const size_t q = units / strata, rem = units % strata;
+    size_t j, c, a = 0, acc = 0;
 
-    /* Stratum j is [floor(j m / s), floor((j + 1) m / s)), stepped with an
-     * exact remainder. Positions first, then a gather with prefetches so
-     * that many cache misses are in flight at once. */
-    for (j = 0; j < s; j++) {
+    /* Stratum j is the range of units (chunks of `chunk` entries)
+     * [floor(j U / S), floor((j + 1) U / S)), stepped with an exact
+     * remainder; one unit at random in each. Positions first, then a gather
+     * with prefetches so that many cache misses are in flight at once. */
+    for (j = 0; j < strata; j++) {
         size_t w = q;
         acc += rem;
-        if (acc >= s) {
-            acc -= s;
+        if (acc >= strata) {
+            acc -= strata;
             w++;
         }
-        tmp[j] = (uint32_t)(a + (size_t)gcx__rng_below(rng, w));
+        tmp[j] = (uint32_t)((a + (size_t)gcx__rng_below(rng, w)) * chunk);
         a += w;
     }
-    for (j = 0; j < s; j++) {
-        if (j + ahead < s) {
+    for (j = 0; j < strata; j++) {
+        const float *p = v + tmp[j];
+        if (j + ahead < strata) {
             __builtin_prefetch(v + tmp[j + ahead]);
         }
-        keys[j] = gcx__key(v[tmp[j]]);
+        for (c = 0; c < chunk; c++) {
+            keys[j * chunk + c] = gcx__key(p[c]);
+        }
     }
 }
 
-/* Keys of src whose bits above `shift + bits` equal prefix, histogrammed on
- * the `bits` bits above shift; the matching keys are copied to dst when dst
- * is given. Returns how many matched. */
+/* Keys of src whose bits from pshift up equal prefix (every key when
+ * pshift >= 32) are histogrammed on (key >> shift) & mask and copied to dst
+ * when dst is given. Returns how many matched. */
 static size_t rank_hist(const uint32_t *src, size_t n, unsigned pshift,
                         uint32_t prefix, unsigned shift, uint32_t mask,
                         uint32_t *hist, uint32_t *dst)
@@ -71,8 +76,7 @@ static size_t rank_hist(const uint32_t *src, size_t n, unsigned pshift,
     return w;
 }
 
-uint32_t gcx__keys_rank(const uint32_t *keys, size_t s, size_t r,
-                        uint32_t *tmp)
+uint32_t gcx__keys_rank(const uint32_t *keys, size_t s, size_t r, uint32_t *tmp)
 {
     uint32_t hist[1u << CAND_D0_BITS], b, b2, b3;
     size_t above = 0, nb;
@@ -91,42 +95,57 @@ uint32_t gcx__keys_rank(const uint32_t *keys, size_t s, size_t r,
     return (b << 20) | (b2 << 10) | b3;
 }
 
-/* Entries of one block with key >= t into the candidates. In blocks of
- * 16 that hold a hit, the stores are unconditional and only the count
- * moves (no branch to mispredict at CF 10) while 16 more entries fit;
- * near the end of the buffer a checked loop takes over. */
-GCX__INLINE size_t cand_scan(const float *v, const uint32_t *map, size_t base,
-                             size_t len, uint32_t t, size_t n, size_t cap,
-                             uint32_t *cidx, float *cval)
+/* The entries of a group of 16 (or of the tail of a block) with key >= t
+ * into the candidates. While 16 more fit, the stores are unconditional and
+ * only the count moves (no branch to mispredict at CF 10); near the end of
+ * the buffer a checked loop takes over and counts past cap. */
+GCX__INLINE size_t cand_take(const float *v, const uint32_t *map, size_t base,
+                             size_t i, size_t j, uint32_t t, size_t n,
+                             size_t cap, uint32_t *cidx, float *cval)
 {
-    size_t i = 0, j;
-
-    for (;;) {
-        for (; i + 16 <= len && !gcx__any16_ge(v + i, t); i += 16) {
+    if (GCX__LIKELY(n + 16 <= cap)) {
+        for (; i < j; i++) {
+            cidx[n] = map != NULL ? map[i] : (uint32_t)(base + i);
+            cval[n] = v[i];
+            n += gcx__key(v[i]) >= t;
         }
-        j = i + 16 <= len ? i + 16 : len;
-        if (i >= j) {
-            break;
-        }
-        if (GCX__LIKELY(n + 16 <= cap)) {
-            for (; i < j; i++) {
+        return n;
+    }
+    for (; i < j; i++) {
+        if (gcx__key(v[i]) >= t) {
+            if (n < cap) {
                 cidx[n] = map != NULL ? map[i] : (uint32_t)(base + i);
                 cval[n] = v[i];
-                n += gcx__key(v[i]) >= t;
             }
-            continue;
-        }
-        for (; i < j; i++) {
-            if (gcx__key(v[i]) >= t) {
-                if (n < cap) {
-                    cidx[n] = map != NULL ? map[i] : (uint32_t)(base + i);
-                    cval[n] = v[i];
-                }
-                n++;
-            }
+            n++;
         }
     }
     return n;
+}
+
+/* One block (len <= GCX__SQ_BLOCK): the candidates and, in the same loop
+ * over groups of 16 held in registers, the block's sum of squares with the
+ * accumulation order of gcx__sqnorm_block (so the bits are the same). */
+GCX__INLINE size_t cand_block(const float *v, const uint32_t *map, size_t base,
+                              size_t len, uint32_t t, size_t n, size_t cap,
+                              uint32_t *cidx, float *cval, double *sq_p)
+{
+    gcx__sqacc_t acc;
+    size_t i = 0, j;
+
+    gcx__sqacc_init(&acc);
+    for (; i + 16 <= len; i += 16) {
+        gcx__sqacc_add8(&acc, v + i);
+        gcx__sqacc_add8(&acc, v + i + 8);
+        if (GCX__UNLIKELY(gcx__any16_ge(v + i, t))) {
+            n = cand_take(v, map, base, i, i + 16, t, n, cap, cidx, cval);
+        }
+    }
+    for (j = i; j + 8 <= len; j += 8) {
+        gcx__sqacc_add8(&acc, v + j);
+    }
+    *sq_p += gcx__sqacc_sum(&acc, v + j, len - j);
+    return cand_take(v, map, base, i, len, t, n, cap, cidx, cval);
 }
 
 GCX__INLINE size_t cand_pass(const float *v, const uint32_t *map, size_t m,
@@ -138,11 +157,8 @@ GCX__INLINE size_t cand_pass(const float *v, const uint32_t *map, size_t m,
 
     for (b = 0; b < m; b += CAND_BLOCK) {
         size_t len = m - b < CAND_BLOCK ? m - b : CAND_BLOCK;
-        if (sq_p != NULL) {
-            sq += gcx__sqnorm_block(v + b, len);
-        }
-        n = cand_scan(v + b, map != NULL ? map + b : NULL, b, len, t, n, cap,
-                      cidx, cval);
+        n = cand_block(v + b, map != NULL ? map + b : NULL, b, len, t, n, cap,
+                       cidx, cval, &sq);
     }
     if (sq_p != NULL) {
         *sq_p = sq;
@@ -150,16 +166,15 @@ GCX__INLINE size_t cand_pass(const float *v, const uint32_t *map, size_t m,
     return n;
 }
 
-static size_t cand_pass_dense(const float *v, size_t m, uint32_t t,
-                              size_t cap, uint32_t *cidx, float *cval,
-                              double *sq_p)
+static size_t cand_pass_dense(const float *v, size_t m, uint32_t t, size_t cap,
+                              uint32_t *cidx, float *cval, double *sq_p)
 {
     return cand_pass(v, NULL, m, t, cap, cidx, cval, sq_p);
 }
 
 static size_t cand_pass_map(const float *v, const uint32_t *map, size_t m,
-                            uint32_t t, size_t cap, uint32_t *cidx,
-                            float *cval, double *sq_p)
+                            uint32_t t, size_t cap, uint32_t *cidx, float *cval,
+                            double *sq_p)
 {
     return cand_pass(v, map, m, t, cap, cidx, cval, sq_p);
 }
@@ -168,8 +183,7 @@ size_t gcx__thr_collect(const gcx__cvec_t *in, uint32_t t, size_t cap,
                         uint32_t *cidx, float *cval, double *sq_p)
 {
     if (in->map != NULL) {
-        return cand_pass_map(in->val, in->map, in->m, t, cap, cidx, cval,
-                             sq_p);
+        return cand_pass_map(in->val, in->map, in->m, t, cap, cidx, cval, sq_p);
     }
     return cand_pass_dense(in->val, in->m, t, cap, cidx, cval, sq_p);
 }
@@ -193,7 +207,7 @@ uint32_t gcx__hist_find(const uint32_t *hist, uint32_t nb, size_t need,
 /* Composite of candidate j: magnitude first, then the earlier candidate. */
 static inline uint64_t cand_composite(float v, size_t j)
 {
-    return ((uint64_t)gcx__key(v) << 32) | (uint32_t)~(uint32_t)j;
+    return ((uint64_t)gcx__key(v) << 32) | (uint32_t) ~(uint32_t)j;
 }
 
 gcx_status_t gcx__cand_keep_top(gcx_compressor_t *comp, const uint32_t *cidx,
@@ -233,9 +247,9 @@ gcx_status_t gcx__cand_keep_top(gcx_compressor_t *comp, const uint32_t *cidx,
      * when r are kept, so a separate output needs only r entries. */
     for (j = 0; j < nc && w < r; j++) {
         uint32_t bk = gcx__key(cval[j]) >> shift;
-        size_t keep = (size_t)(bk > b) |
-                      ((size_t)(bk == b) &
-                       (size_t)(cand_composite(cval[j], j) >= thr));
+        size_t keep =
+            (size_t)(bk > b) |
+            ((size_t)(bk == b) & (size_t)(cand_composite(cval[j], j) >= thr));
         oidx[w] = cidx[j];
         oval[w] = cval[j];
         w += keep;

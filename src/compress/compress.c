@@ -21,17 +21,19 @@ typedef struct gcx__compress_row {
     gcx__select_fn_t select;
 } gcx__compress_row_t;
 
-static const gcx__compress_row_t gcx__compress_table[GCX_COMPRESS_KIND_COUNT] = {
-    {GCX_COMPRESS_NONE, "none", "send every entry", gcx__none_select},
-    {GCX_COMPRESS_TOPK, "topk", "exact top-k by magnitude (radix select)",
-     gcx__topk_select},
-    {GCX_COMPRESS_DGC, "dgc",
-     "DGC sampled threshold, count within [0.8k, 1.3k]", gcx__dgc_select},
-    {GCX_COMPRESS_REDSYNC, "redsync",
-     "RedSync threshold search between mean and max of |x|",
-     gcx__redsync_select},
-    {GCX_COMPRESS_RANDOMK, "randomk",
-     "k indices drawn from a seed shared by all ranks", gcx__randomk_select},
+static const gcx__compress_row_t gcx__compress_table[GCX_COMPRESS_KIND_COUNT] =
+    {
+        {GCX_COMPRESS_NONE, "none", "send every entry", gcx__none_select},
+        {GCX_COMPRESS_TOPK, "topk", "exact top-k by magnitude (radix select)",
+         gcx__topk_select},
+        {GCX_COMPRESS_DGC, "dgc",
+         "DGC sampled threshold, count within [0.8k, 1.3k]", gcx__dgc_select},
+        {GCX_COMPRESS_REDSYNC, "redsync",
+         "RedSync threshold search between mean and max of |x|",
+         gcx__redsync_select},
+        {GCX_COMPRESS_RANDOMK, "randomk",
+         "k indices drawn from a seed shared by all ranks",
+         gcx__randomk_select},
 };
 
 const char *gcx_compress_kind_name(gcx_compress_kind_t kind)
@@ -276,9 +278,8 @@ gcx_status_t gcx_compress_dense(gcx_compressor_t *comp, const float *x,
     return gcx_compress_dense_k(comp, x, n, k, out, stats_p);
 }
 
-gcx_status_t gcx_compress_sparse(gcx_compressor_t *comp,
-                                 const gcx_sparse_t *in, double cf,
-                                 gcx_sparse_t *out,
+gcx_status_t gcx_compress_sparse(gcx_compressor_t *comp, const gcx_sparse_t *in,
+                                 double cf, gcx_sparse_t *out,
                                  gcx_compress_stats_t *stats_p)
 {
     gcx_status_t status;

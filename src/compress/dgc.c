@@ -3,9 +3,12 @@
  *
  * Idea: estimate the magnitude threshold of the top k from a ~1% sample and
  * select with one pass, instead of an exact selection:
- *   sample  s = max(N/100, min(N, 4096)) magnitudes, one at a random offset
- *           in each of s equal strata (stratified: no periodic structure of
- *           the gradient can alias with it, unlike a fixed stride);
+ *   sample  s = max(N/100, min(N, 4096)) magnitudes: 16 consecutive entries
+ *           (one cache line) at a random place in each of s/16 equal strata
+ *           (stratified and random: every entry has the same chance and no
+ *           periodic structure of the gradient can alias with it, unlike a
+ *           fixed stride; whole lines: 1% of the entries from 1% of the
+ *           lines);
  *           threshold T = the sample's ceil(s k / N)-th largest magnitude
  *           (radix select over the sample, O(s)).
  *   pass    every |x| >= T goes to a candidate buffer (in index order) of up
@@ -19,7 +22,7 @@
  * Whatever the path, the result is the set of the nnz largest magnitudes
  * (ties at T are all in or, after an exact top-k, the lower indices win),
  * with nnz in [ceil(0.8k), floor(1.3k)].
- * Cost: reading ~1/6 of the cache lines for the sample plus one streaming
+ * Cost: reading 1% of the cache lines for the sample plus one streaming
  * pass in the common case; scratch: 2k + 64 candidates and 2s keys.
  */
 #include "compress_int.h"
@@ -27,6 +30,7 @@
 #define DGC_SAMPLE_DIV 100u  /* sample ~1% */
 #define DGC_SAMPLE_MIN 4096u /* but at least this many (or all) */
 #define DGC_PASSES     3u    /* threshold passes before exact topk */
+#define DGC_CHUNK      16u   /* sample unit: 16 floats, one cache line */
 
 /* Smallest sample key above t, or t when there is none. */
 static uint32_t dgc_key_above(const uint32_t *keys, size_t s, uint32_t t)
@@ -62,7 +66,7 @@ gcx_status_t gcx__dgc_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
     const size_t m = in->m;
     const size_t lo = k - (2 * k) / 10, hi = k + (3 * k) / 10;
     size_t cap = 2 * k + 64 < m ? 2 * k + 64 : m;
-    size_t s = m / DGC_SAMPLE_DIV, r, c = 0, pass;
+    size_t s = m / DGC_SAMPLE_DIV, r, c = 0, pass, chunk;
     unsigned npass = 0;
     int done = 0;
     uint32_t *keys, *tmp, *cidx, t, t2;
@@ -75,6 +79,9 @@ gcx_status_t gcx__dgc_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
     if (s < DGC_SAMPLE_MIN) {
         s = m < DGC_SAMPLE_MIN ? m : DGC_SAMPLE_MIN;
     }
+    /* whole cache lines when the strata are at least a chunk wide */
+    chunk = s >= DGC_CHUNK && m / (s / DGC_CHUNK) >= DGC_CHUNK ? DGC_CHUNK : 1;
+    s -= s % chunk;
     keys = gcx__scratch(comp, GCX__SCR_AUX, s * 4);
     tmp = gcx__scratch(comp, GCX__SCR_TMP, s * 4);
     cidx = gcx__scratch(comp, GCX__SCR_CIDX, cap * 4);
@@ -84,7 +91,7 @@ gcx_status_t gcx__dgc_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
     }
 
     gcx__rng_seed(&rng, comp->seed, comp->step, m, k);
-    gcx__sample_keys(in, s, &rng, keys, tmp);
+    gcx__sample_keys(in, s, chunk, &rng, keys, tmp);
     r = (size_t)(((unsigned __int128)s * k + m - 1) / m); /* >= 1 */
     t = gcx__keys_rank(keys, s, r, tmp);
 

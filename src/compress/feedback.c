@@ -171,8 +171,8 @@ void gcx_feedback_touch(gcx_feedback_t *fb)
 
 /* Read-only pass: are all updated values finite? Sets the exact maxima of
  * the updated e and u. Same arithmetic as fb_update. */
-static int fb_dry_run(const gcx_feedback_t *fb, const float *g,
-                      double *max_e_p, double *max_u_p)
+static int fb_dry_run(const gcx_feedback_t *fb, const float *g, double *max_e_p,
+                      double *max_u_p)
 {
     const float m = fb->momentum;
     uint32_t mk_e = 0, mk_u = 0;
@@ -225,8 +225,7 @@ gcx_status_t gcx_feedback_accumulate(gcx_feedback_t *fb, const float *g)
         return GCX_ERR_RANGE; /* NaN or Inf in g */
     }
     gmax = fb_key_value(gkey);
-    bu = fb->u != NULL ? fb_up(fb_up(fb->momentum * fb->bound_u) + gmax)
-                       : gmax;
+    bu = fb->u != NULL ? fb_up(fb_up(fb->momentum * fb->bound_u) + gmax) : gmax;
     be = fb_up(fb->bound_e + bu);
     if (be < FLT_MAX && bu < FLT_MAX) {
         fb_update(fb, g);

@@ -63,8 +63,7 @@ static double rs_first(const float *v, size_t m, double *sum_p,
 /* cnt[j] += #(key > t[j]) for the RS_WAYS thresholds in one read: four
  * keys at a time are compared with every threshold in vector registers,
  * each comparison (-1 or 0 per lane) subtracted from a lane counter. */
-static void rs_count(const float *v, size_t m, const int32_t *t,
-                     size_t *cnt)
+static void rs_count(const float *v, size_t m, const int32_t *t, size_t *cnt)
 {
     const gcx__v4i mask = {0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff};
     gcx__v4i tv[RS_WAYS], acc[RS_WAYS];
@@ -87,9 +86,8 @@ static void rs_count(const float *v, size_t m, const int32_t *t,
             /* flush before a lane counter could reach 2^31 */
             for (j = 0; j < RS_WAYS; j++) {
                 gcx__v4i z = {0, 0, 0, 0};
-                cnt[j] += (size_t)(uint32_t)acc[j][0] +
-                          (uint32_t)acc[j][1] + (uint32_t)acc[j][2] +
-                          (uint32_t)acc[j][3];
+                cnt[j] += (size_t)(uint32_t)acc[j][0] + (uint32_t)acc[j][1] +
+                          (uint32_t)acc[j][2] + (uint32_t)acc[j][3];
                 acc[j] = z;
             }
         }
@@ -146,9 +144,8 @@ static int32_t rs_thr(double mean, double max, double r)
     return (int32_t)gcx__key((float)(mean + r * (max - mean)));
 }
 
-gcx_status_t gcx__redsync_select(gcx_compressor_t *comp,
-                                 const gcx__cvec_t *in, size_t k,
-                                 gcx_sparse_t *out, gcx__cres_t *res)
+gcx_status_t gcx__redsync_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
+                                 size_t k, gcx_sparse_t *out, gcx__cres_t *res)
 {
     const size_t m = in->m, lo = (k + 1) / 2, hi = 2 * k < m ? 2 * k : m;
     double sum, mean, max, l = 0, h = 1, sq;
@@ -216,11 +213,10 @@ gcx_status_t gcx__redsync_select(gcx_compressor_t *comp,
         res->passes = passes + sub.passes;
         return GCX_OK;
     }
-    out->nnz = in->map != NULL
-                   ? rs_emit_map(in->val, in->map, m, (uint32_t)thr, out->idx,
-                                 out->val)
-                   : rs_emit_dense(in->val, m, (uint32_t)thr, out->idx,
-                                   out->val);
+    out->nnz = in->map != NULL ? rs_emit_map(in->val, in->map, m, (uint32_t)thr,
+                                             out->idx, out->val)
+                               : rs_emit_dense(in->val, m, (uint32_t)thr,
+                                               out->idx, out->val);
     res->passes = passes + 1;
     return GCX_OK;
 }

@@ -1,13 +1,12 @@
 /*
  * select.c - small engines shared by the compressors: scratch memory, the
- * sum of squares, an LSD radix sort of uint32 keys, a quickselect over
- * distinct 64-bit composites and the seeding of the splitmix64 generator.
+ * sum of squares, a quickselect over distinct 64-bit composites and the
+ * seeding of the splitmix64 generator.
  *
  * Costs: sqnorm is one streaming read (8 independent accumulators so the
- * compiler can keep several additions in flight); the radix sort makes one
- * histogram pass plus one scatter pass per non-trivial 8-bit digit; the
- * quickselect is expected O(n) with a branch-free Lomuto partition; the
- * generator is a few multiplies per draw.
+ * compiler can keep several additions in flight); the quickselect is
+ * expected O(n) with a branch-free Lomuto partition; the generator is a few
+ * multiplies per draw.
  */
 #include "compress_int.h"
 
@@ -37,23 +36,14 @@ void *gcx__scratch(gcx_compressor_t *comp, int slot, size_t bytes)
 
 double gcx__sqnorm_block(const float *v, size_t n)
 {
-    double a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+    gcx__sqacc_t acc;
     size_t i = 0;
 
+    gcx__sqacc_init(&acc);
     for (; i + 8 <= n; i += 8) {
-        a0 += (double)v[i + 0] * v[i + 0];
-        a1 += (double)v[i + 1] * v[i + 1];
-        a2 += (double)v[i + 2] * v[i + 2];
-        a3 += (double)v[i + 3] * v[i + 3];
-        a4 += (double)v[i + 4] * v[i + 4];
-        a5 += (double)v[i + 5] * v[i + 5];
-        a6 += (double)v[i + 6] * v[i + 6];
-        a7 += (double)v[i + 7] * v[i + 7];
+        gcx__sqacc_add8(&acc, v + i);
     }
-    for (; i < n; i++) {
-        a0 += (double)v[i] * v[i];
-    }
-    return ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7));
+    return gcx__sqacc_sum(&acc, v + i, n - i);
 }
 
 double gcx__sqnorm(const float *v, size_t n)
@@ -62,50 +52,10 @@ double gcx__sqnorm(const float *v, size_t n)
     size_t b;
 
     for (b = 0; b < n; b += GCX__SQ_BLOCK) {
-        sq += gcx__sqnorm_block(v + b, n - b < GCX__SQ_BLOCK ? n - b
-                                                            : GCX__SQ_BLOCK);
+        sq += gcx__sqnorm_block(v + b,
+                                n - b < GCX__SQ_BLOCK ? n - b : GCX__SQ_BLOCK);
     }
     return sq;
-}
-
-void gcx__radix_sort_u32(uint32_t *a, uint32_t *tmp, size_t n)
-{
-    size_t hist[4][256] = {{0}};
-    uint32_t *src = a, *dst = tmp, *t;
-    size_t i;
-    int d;
-
-    for (i = 0; i < n; i++) {
-        uint32_t v = a[i];
-        hist[0][v & 0xff]++;
-        hist[1][(v >> 8) & 0xff]++;
-        hist[2][(v >> 16) & 0xff]++;
-        hist[3][v >> 24]++;
-    }
-    for (d = 0; d < 4; d++) {
-        size_t sum = 0, c;
-        unsigned shift = 8u * (unsigned)d;
-        int b;
-
-        if (n == 0 || hist[d][(src[0] >> shift) & 0xff] == n) {
-            continue; /* every key has the same digit: nothing to do */
-        }
-        for (b = 0; b < 256; b++) {
-            c = hist[d][b];
-            hist[d][b] = sum;
-            sum += c;
-        }
-        for (i = 0; i < n; i++) {
-            uint32_t v = src[i];
-            dst[hist[d][(v >> shift) & 0xff]++] = v;
-        }
-        t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != a) {
-        memcpy(a, src, n * sizeof(*a));
-    }
 }
 
 uint64_t gcx__select_u64_desc(uint64_t *a, size_t n, size_t r)

@@ -82,8 +82,7 @@ gcx_status_t gcx_sparse_check(const gcx_sparse_t *sp)
     size_t j;
     int bad = 0;
 
-    if (sp == NULL || sp->nnz > sp->capacity ||
-        sp->dense_len > GCX__MAX_LEN ||
+    if (sp == NULL || sp->nnz > sp->capacity || sp->dense_len > GCX__MAX_LEN ||
         (sp->nnz > 0 && (sp->idx == NULL || sp->val == NULL))) {
         return GCX_ERR_INVALID;
     }

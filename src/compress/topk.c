@@ -39,9 +39,9 @@
 
 #include <math.h>
 
-#define TOPK_D0_BITS 11u /* first digit: sign-less exponent + 3 mantissa bits */
+#define TOPK_D0_BITS 11u /* first digit: exponent + 3 mantissa bits */
 #define TOPK_DN_BITS 10u /* next digits: 10 + 10 = the remaining 20 bits */
-#define TOPK_BLOCK GCX__SQ_BLOCK
+#define TOPK_BLOCK   GCX__SQ_BLOCK
 
 #define TOPK_SAMPLE_MIN_M 65536u /* below: radix select directly */
 #define TOPK_SAMPLE_DIV   1024u  /* sample ~0.1% ... */
@@ -105,10 +105,9 @@ static void topk_hist_next(const float *v, size_t m, uint32_t prefix,
  * Emitting pass with candidates: keys >= hi go to out, keys in [lo, hi) go
  * to the candidate arrays. Inlined twice (dense: map == NULL, sparse).
  */
-GCX__INLINE void topk_emit_split(const float *v, const uint32_t *map,
-                                 size_t m, uint32_t lo, uint32_t hi,
-                                 uint32_t *oidx, float *oval, uint32_t *cidx,
-                                 float *cval)
+GCX__INLINE void topk_emit_split(const float *v, const uint32_t *map, size_t m,
+                                 uint32_t lo, uint32_t hi, uint32_t *oidx,
+                                 float *oval, uint32_t *cidx, float *cval)
 {
     size_t i = 0, j, no = 0, nc = 0;
 
@@ -137,9 +136,9 @@ GCX__INLINE void topk_emit_split(const float *v, const uint32_t *map,
 
 /* Emitting pass for an exact threshold key t: key > t, then the first
  * `ties` entries with key == t. */
-GCX__INLINE void topk_emit_exact(const float *v, const uint32_t *map,
-                                 size_t m, uint32_t t, size_t ties,
-                                 uint32_t *oidx, float *oval)
+GCX__INLINE void topk_emit_exact(const float *v, const uint32_t *map, size_t m,
+                                 uint32_t t, size_t ties, uint32_t *oidx,
+                                 float *oval)
 {
     size_t i = 0, j, no = 0;
 
@@ -248,8 +247,7 @@ static gcx_status_t topk_radix(gcx_compressor_t *comp, const gcx__cvec_t *in,
             topk_emit_exact_map(v, in->map, m, prefix, k - above, out->idx,
                                 out->val);
         } else {
-            topk_emit_exact_dense(v, m, prefix, k - above, out->idx,
-                                  out->val);
+            topk_emit_exact_dense(v, m, prefix, k - above, out->idx, out->val);
         }
     } else {
         unsigned pshift = 31u - bits;
@@ -267,14 +265,13 @@ static gcx_status_t topk_radix(gcx_compressor_t *comp, const gcx__cvec_t *in,
         /* The outputs of "above" and the candidates are written here; out
          * is only written after the NaN check above. */
         if (in->map != NULL) {
-            topk_emit_split_map(v, in->map, m, lo, hi, out->idx, out->val,
-                                cidx, cval);
+            topk_emit_split_map(v, in->map, m, lo, hi, out->idx, out->val, cidx,
+                                cval);
         } else {
-            topk_emit_split_dense(v, m, lo, hi, out->idx, out->val, cidx,
-                                  cval);
+            topk_emit_split_dense(v, m, lo, hi, out->idx, out->val, cidx, cval);
         }
-        status = gcx__cand_keep_top(comp, cidx, cval, count, k - above, cidx,
-                                    cval);
+        status =
+            gcx__cand_keep_top(comp, cidx, cval, count, k - above, cidx, cval);
         if (status != GCX_OK) {
             return status;
         }
@@ -295,8 +292,8 @@ static gcx_status_t topk_radix(gcx_compressor_t *comp, const gcx__cvec_t *in,
  * more than the buffer's entries reach L, the radix select runs instead.
  * Returns 1 when it produced out, 0 to fall back, < 0 on error.
  */
-static int topk_sampled(gcx_compressor_t *comp, const gcx__cvec_t *in,
-                        size_t k, gcx_sparse_t *out, gcx__cres_t *res)
+static int topk_sampled(gcx_compressor_t *comp, const gcx__cvec_t *in, size_t k,
+                        gcx_sparse_t *out, gcx__cres_t *res)
 {
     const size_t m = in->m;
     size_t s = m / TOPK_SAMPLE_DIV, rl, cap, c;
@@ -317,7 +314,7 @@ static int topk_sampled(gcx_compressor_t *comp, const gcx__cvec_t *in,
         return GCX_ERR_NOMEM;
     }
     gcx__rng_seed(&rng, comp->seed, comp->step, m, k);
-    gcx__sample_keys(in, s, &rng, keys, tmp);
+    gcx__sample_keys(in, s, 1, &rng, keys, tmp);
     l = gcx__keys_rank(keys, s, rl, tmp);
     if (l == 0) {
         return 0; /* zeros (or nothing) to skip: no gain */

@@ -18,6 +18,7 @@
  */
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -26,7 +27,8 @@
 
 using namespace gcxtest;
 
-namespace {
+namespace
+{
 
 const size_t kSizes[] = {1, 2, 3, 17, 1000, 4099, 20011, 70001};
 const double kCfs[] = {1, 1.5, 2, 3, 10, 100, 1000, INFINITY};
@@ -45,7 +47,7 @@ struct View {
 
 /* Compare out with the reference; returns a failure description or "". */
 std::string check_output(gcx_compress_kind_t kind, const View &in,
-                         const std::vector<uint32_t> &order, size_t k,
+                         const std::vector<uint32_t> &rank, size_t k,
                          const gcx_sparse_t &out,
                          const gcx_compress_stats_t &st)
 {
@@ -89,12 +91,8 @@ std::string check_output(gcx_compress_kind_t kind, const View &in,
             }
             pos.push_back((uint32_t)p);
         }
-    } else if (out.nnz == m) {
-        for (size_t p = 0; p < m; p++) {
-            pos.push_back((uint32_t)p);
-        }
     } else {
-        pos = ref_topk(order, out.nnz);
+        pos = ref_topk_rank(rank, out.nnz);
     }
     for (size_t j = 0; j < out.nnz; j++) {
         if (out.idx[j] != in.index(pos[j]) ||
@@ -135,14 +133,44 @@ void make_sparse(const std::vector<float> &x, uint32_t seed,
     }
 }
 
+/* Inputs and their reference ranks, shared by the five compressors (the
+ * sort is the expensive part of a sanitizer run). */
+struct RefCase {
+    std::vector<float> x;        /* dense input */
+    std::vector<uint32_t> rank;  /* its magnitude ranks */
+    std::vector<uint32_t> sidx;  /* sparse input made from x */
+    std::vector<float> sval;     /* ... its values */
+    std::vector<uint32_t> srank; /* ... their ranks */
+};
+
+void make_sparse(const std::vector<float> &x, uint32_t seed,
+                 std::vector<uint32_t> &idx, std::vector<float> &val);
+
+const RefCase &ref_case(Input input, size_t n)
+{
+    static std::map<std::pair<int, size_t>, RefCase> cache;
+    auto key = std::make_pair((int)input, n);
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+        RefCase c;
+        c.x = make_input(input, n, (uint32_t)n);
+        c.rank = magnitude_rank(magnitude_order(c.x));
+        make_sparse(c.x, (uint32_t)n, c.sidx, c.sval);
+        c.srank = magnitude_rank(magnitude_order(c.sval));
+        it = cache.emplace(key, std::move(c)).first;
+    }
+    return it->second;
+}
+
 using Param = std::tuple<gcx_compress_kind_t, Input>;
 
-class CompressorVsRef : public ::testing::TestWithParam<Param> {
+class CompressorVsRef : public ::testing::TestWithParam<Param>
+{
   protected:
     void SetUp() override
     {
-        ASSERT_EQ(GCX_OK, gcx_compressor_create(std::get<0>(GetParam()), 7,
-                                                &comp_));
+        ASSERT_EQ(GCX_OK,
+                  gcx_compressor_create(std::get<0>(GetParam()), 7, &comp_));
     }
     void TearDown() override
     {
@@ -157,8 +185,9 @@ TEST_P(CompressorVsRef, Dense)
     const Input input = std::get<1>(GetParam());
 
     for (size_t n : kSizes) {
-        std::vector<float> x = make_input(input, n, (uint32_t)n);
-        std::vector<uint32_t> order = magnitude_order(x);
+        const RefCase &rc = ref_case(input, n);
+        const std::vector<float> &x = rc.x;
+        const std::vector<uint32_t> &rank = rc.rank;
         View in{x, nullptr, n};
         SparseBuf out(n);
 
@@ -177,7 +206,7 @@ TEST_P(CompressorVsRef, Dense)
                                                      &out.sp, &st))
                     << input_name(input) << " n=" << n << " cf=" << cf;
                 EXPECT_EQ(kind == GCX_COMPRESS_NONE ? n : k, st.k);
-                std::string e = check_output(kind, in, order, k, out.sp, st);
+                std::string e = check_output(kind, in, rank, k, out.sp, st);
                 ASSERT_EQ("", e) << input_name(input) << " n=" << n
                                  << " cf=" << cf << " step=" << step;
             }
@@ -191,15 +220,14 @@ TEST_P(CompressorVsRef, Sparse)
     const Input input = std::get<1>(GetParam());
 
     for (size_t n : kSizes) {
-        std::vector<float> x = make_input(input, n, (uint32_t)n + 1);
-        std::vector<uint32_t> idx;
-        std::vector<float> val;
-        make_sparse(x, (uint32_t)n, idx, val);
-        std::vector<uint32_t> order = magnitude_order(val);
+        const RefCase &rc = ref_case(input, n);
+        std::vector<uint32_t> idx = rc.sidx;
+        std::vector<float> val = rc.sval;
+        const std::vector<uint32_t> &rank = rc.srank;
         View in{val, &idx, n};
         gcx_sparse_t sp;
-        ASSERT_EQ(GCX_OK, gcx_sparse_init(&sp, idx.data(), val.data(),
-                                          idx.size(), n));
+        ASSERT_EQ(GCX_OK,
+                  gcx_sparse_init(&sp, idx.data(), val.data(), idx.size(), n));
         sp.nnz = idx.size();
         SparseBuf out(idx.size());
 
@@ -207,27 +235,24 @@ TEST_P(CompressorVsRef, Sparse)
             gcx_compress_stats_t st;
             size_t k;
             ASSERT_EQ(GCX_OK, gcx_compress_k(idx.size(), cf, &k));
-            ASSERT_EQ(GCX_OK, gcx_compress_sparse(comp_, &sp, cf, &out.sp,
-                                                  &st))
+            ASSERT_EQ(GCX_OK, gcx_compress_sparse(comp_, &sp, cf, &out.sp, &st))
                 << input_name(input) << " n=" << n << " cf=" << cf;
-            std::string e = check_output(kind, in, order, k, out.sp, st);
-            ASSERT_EQ("", e) << input_name(input) << " n=" << n
-                             << " cf=" << cf;
+            std::string e = check_output(kind, in, rank, k, out.sp, st);
+            ASSERT_EQ("", e) << input_name(input) << " n=" << n << " cf=" << cf;
         }
     }
 }
 
 std::string param_name(const ::testing::TestParamInfo<Param> &info)
 {
-    return std::string(gcx_compress_kind_name(std::get<0>(info.param))) +
-           "_" + input_name(std::get<1>(info.param));
+    return std::string(gcx_compress_kind_name(std::get<0>(info.param))) + "_" +
+           input_name(std::get<1>(info.param));
 }
 
 INSTANTIATE_TEST_SUITE_P(
     AllInputs, CompressorVsRef,
     ::testing::Combine(::testing::Values(GCX_COMPRESS_NONE, GCX_COMPRESS_TOPK,
-                                         GCX_COMPRESS_DGC,
-                                         GCX_COMPRESS_REDSYNC,
+                                         GCX_COMPRESS_DGC, GCX_COMPRESS_REDSYNC,
                                          GCX_COMPRESS_RANDOMK),
                        ::testing::ValuesIn(all_inputs())),
     param_name);
@@ -258,12 +283,14 @@ TEST(MultiLevel, TopkOfTopkEqualsDirect)
                 ASSERT_EQ(k2, two.sp.nnz);
                 ASSERT_EQ(k2, direct.sp.nnz);
                 EXPECT_EQ(n, two.sp.dense_len);
-                for (size_t j = 0; j < k2; j++) {
-                    ASSERT_EQ(direct.idx[j], two.idx[j])
-                        << input_name(input) << " n=" << n << " cf " << p[0]
-                        << " x " << p[1] << " entry " << j;
-                    ASSERT_TRUE(same_bits(direct.val[j], two.val[j]));
+                size_t j = 0;
+                while (j < k2 && direct.idx[j] == two.idx[j] &&
+                       same_bits(direct.val[j], two.val[j])) {
+                    j++;
                 }
+                ASSERT_EQ(k2, j)
+                    << input_name(input) << " n=" << n << " cf " << p[0]
+                    << " x " << p[1] << ": first difference at entry " << j;
             }
         }
     }
@@ -277,13 +304,13 @@ TEST(MultiLevel, EveryKindOnItsOwnOutput)
     for (int kind = 0; kind < GCX_COMPRESS_KIND_COUNT; kind++) {
         gcx_compressor_t *comp;
         gcx_compress_stats_t st1, st2;
-        ASSERT_EQ(GCX_OK, gcx_compressor_create((gcx_compress_kind_t)kind, 3,
-                                                &comp));
+        ASSERT_EQ(GCX_OK,
+                  gcx_compressor_create((gcx_compress_kind_t)kind, 3, &comp));
         SparseBuf mid(100000), two(100000);
         ASSERT_EQ(GCX_OK, gcx_compress_dense(comp, x.data(), x.size(), 10,
                                              &mid.sp, &st1));
-        ASSERT_EQ(GCX_OK, gcx_compress_sparse(comp, &mid.sp, 10, &two.sp,
-                                              &st2));
+        ASSERT_EQ(GCX_OK,
+                  gcx_compress_sparse(comp, &mid.sp, 10, &two.sp, &st2));
         EXPECT_EQ(GCX_OK, gcx_sparse_check(&two.sp));
         EXPECT_EQ(x.size(), two.sp.dense_len);
         /* the second level reads the first's output: its input norm */
@@ -324,17 +351,17 @@ TEST(RandomK, SharedSeedSameIndices)
     for (double cf : {1.5, 10.0, 1000.0}) {
         gcx_compressor_set_step(r0, 12);
         gcx_compressor_set_step(r1, 12);
-        ASSERT_EQ(GCX_OK, gcx_compress_dense(r0, a.data(), n, cf, &o0.sp,
-                                             nullptr));
-        ASSERT_EQ(GCX_OK, gcx_compress_dense(r1, b.data(), n, cf, &o1.sp,
-                                             nullptr));
+        ASSERT_EQ(GCX_OK,
+                  gcx_compress_dense(r0, a.data(), n, cf, &o0.sp, nullptr));
+        ASSERT_EQ(GCX_OK,
+                  gcx_compress_dense(r1, b.data(), n, cf, &o1.sp, nullptr));
         ASSERT_EQ(o0.sp.nnz, o1.sp.nnz);
         EXPECT_TRUE(std::equal(o0.idx.begin(), o0.idx.begin() + o0.sp.nnz,
                                o1.idx.begin()));
         /* the next step draws other indices */
         gcx_compressor_set_step(r1, 13);
-        ASSERT_EQ(GCX_OK, gcx_compress_dense(r1, b.data(), n, cf, &o2.sp,
-                                             nullptr));
+        ASSERT_EQ(GCX_OK,
+                  gcx_compress_dense(r1, b.data(), n, cf, &o2.sp, nullptr));
         EXPECT_FALSE(std::equal(o0.idx.begin(), o0.idx.begin() + o0.sp.nnz,
                                 o2.idx.begin()));
     }
@@ -355,14 +382,14 @@ TEST(RandomK, DrawIsUniform)
 
     for (uint64_t s = 0; s < steps; s++) {
         gcx_compressor_set_step(comp, s);
-        ASSERT_EQ(GCX_OK, gcx_compress_dense_k(comp, x.data(), n, 4, &out.sp,
-                                               nullptr));
+        ASSERT_EQ(GCX_OK,
+                  gcx_compress_dense_k(comp, x.data(), n, 4, &out.sp, nullptr));
         for (size_t j = 0; j < out.sp.nnz; j++) {
             hits[out.idx[j]]++;
         }
         /* k > n/2 draws the excluded set instead */
-        ASSERT_EQ(GCX_OK, gcx_compress_dense_k(comp, x.data(), n, 30,
-                                               &out.sp, nullptr));
+        ASSERT_EQ(GCX_OK, gcx_compress_dense_k(comp, x.data(), n, 30, &out.sp,
+                                               nullptr));
         for (size_t j = 0; j < out.sp.nnz; j++) {
             hits_big[out.idx[j]]++;
         }
@@ -384,7 +411,7 @@ TEST(Dgc, CountWithinRangeAndCorrections)
     unsigned corrected = 0;
 
     for (Input input : all_inputs()) {
-        const size_t n = 200000;
+        const size_t n = 100003;
         std::vector<float> x = make_input(input, n, 123);
         SparseBuf out(n);
         for (double cf : {4.0, 10.0, 100.0, 1000.0, 20000.0}) {
@@ -431,8 +458,8 @@ TEST(TopkPaths, PassesPerInput)
         std::vector<uint32_t> order = magnitude_order(x);
         SparseBuf out(c.n);
         gcx_compress_stats_t st;
-        ASSERT_EQ(GCX_OK, gcx_compress_dense(comp, x.data(), c.n, 10,
-                                             &out.sp, &st));
+        ASSERT_EQ(GCX_OK,
+                  gcx_compress_dense(comp, x.data(), c.n, 10, &out.sp, &st));
         EXPECT_GE(st.passes, c.min_passes) << input_name(c.input) << c.n;
         EXPECT_LE(st.passes, c.max_passes) << input_name(c.input) << c.n;
         std::vector<uint32_t> want = ref_topk(order, st.k);

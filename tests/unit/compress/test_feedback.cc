@@ -13,9 +13,11 @@
 
 using namespace gcxtest;
 
-namespace {
+namespace
+{
 
-class Feedback : public ::testing::TestWithParam<gcx_compress_kind_t> {
+class Feedback : public ::testing::TestWithParam<gcx_compress_kind_t>
+{
   protected:
     void SetUp() override
     {
@@ -120,9 +122,8 @@ TEST(FeedbackMomentum, MatchesDgcSimulation)
                 u[i] = m * u[i] + g[i];
                 e[i] += u[i];
             }
-            ASSERT_EQ(GCX_OK,
-                      gcx_feedback_step(fb, comp, g.data(), 20, &out.sp,
-                                        nullptr));
+            ASSERT_EQ(GCX_OK, gcx_feedback_step(fb, comp, g.data(), 20, &out.sp,
+                                                nullptr));
             for (size_t j = 0; j < out.sp.nnz; j++) {
                 ASSERT_EQ(e[out.idx[j]], out.val[j]);
                 e[out.idx[j]] = 0;
@@ -203,8 +204,8 @@ TEST(FeedbackState, FailureLeavesResidualUnchanged)
     ASSERT_EQ(GCX_OK, gcx_compressor_create(GCX_COMPRESS_TOPK, 0, &comp));
     std::vector<float> g = make_input(Input::Gauss, n, 1);
     SparseBuf out(n);
-    ASSERT_EQ(GCX_OK, gcx_feedback_step(fb, comp, g.data(), 10, &out.sp,
-                                        nullptr));
+    ASSERT_EQ(GCX_OK,
+              gcx_feedback_step(fb, comp, g.data(), 10, &out.sp, nullptr));
     std::vector<float> e0(gcx_feedback_residual(fb),
                           gcx_feedback_residual(fb) + n);
     std::vector<float> u0(gcx_feedback_velocity(fb),
@@ -219,8 +220,8 @@ TEST(FeedbackState, FailureLeavesResidualUnchanged)
         b[n - 1] = bad;
         EXPECT_EQ(GCX_ERR_RANGE, gcx_feedback_accumulate(fb, b.data()));
         EXPECT_TRUE(unchanged());
-        EXPECT_EQ(GCX_ERR_RANGE, gcx_feedback_step(fb, comp, b.data(), 10,
-                                                   &out.sp, nullptr));
+        EXPECT_EQ(GCX_ERR_RANGE,
+                  gcx_feedback_step(fb, comp, b.data(), 10, &out.sp, nullptr));
         EXPECT_TRUE(unchanged());
     }
     /* too small an output is refused before the residual is touched */
