@@ -1,0 +1,274 @@
+/*
+ * gcx_sparse_allreduce_perf - sparse allreduce sweep in the nccl-tests
+ * spirit: every algorithm, auto and the dense allreduce, over densities.
+ *
+ *   gcxrun -n 4 gcx_sparse_allreduce_perf -N 25M -d 0.0001,0.001,0.01,0.1
+ *   perf/cluster/emulate.sh -n 4 --rate 1gbit -- \
+ *       build/perf/sparse/gcx_sparse_allreduce_perf --rate-gbps 1 --json out.json
+ *
+ * Input of rank r at density d: k = d·N indices, a fraction "overlap" of
+ * them the same on every rank (common seed), the rest rank-specific; values
+ * random. Columns: time (max over ranks of the mean), bytes this rank sent
+ * (max over ranks, every phase), union size K, and the bound
+ * 8·(P-1)/P·(k + min(K, N/2)) bytes at the link rate. Each algorithm runs on
+ * its own communicator (GCX_SPARSE_ALGO) made over the world one.
+ */
+#include <gcx/gcx.h>
+#include <gcx/sparse.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static gcx_comm_t *world;
+
+static gcx_status_t perf_oob_allgather(const void *sendbuf, void *recvbuf,
+                                       size_t len, void *ctx)
+{
+    (void)ctx;
+    return gcx_allgather(world, sendbuf, recvbuf, len, GCX_DT_U8, NULL);
+}
+
+static double perf_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t perf_rng(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static int perf_cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static double perf_max(double v)
+{
+    gcx_allreduce(world, GCX_IN_PLACE, &v, 1, GCX_DT_F64, GCX_OP_MAX, NULL);
+    return v;
+}
+
+static size_t perf_parse_size(const char *s)
+{
+    char  *end;
+    double v = strtod(s, &end);
+
+    if (*end == 'K' || *end == 'k') {
+        v *= 1e3;
+    } else if (*end == 'M' || *end == 'm') {
+        v *= 1e6;
+    } else if (*end == 'G' || *end == 'g') {
+        v *= 1e9;
+    }
+    return (size_t)v;
+}
+
+int main(int argc, char **argv)
+{
+    size_t      N = 25000000, k, nnz, cap, j, topk_on = 0;
+    double      dens[16] = {0.0001, 0.001, 0.01, 0.1}, overlap = 0, rate = 0;
+    int         ndens = 4, iters = 5, warm = 1, a, di, it, rank, P;
+    const char *algos = "allgather,recursive_doubling,split,balanced_split,"
+                        "auto,dense";
+    const char *json = NULL;
+    FILE       *jf = NULL;
+    char        algolist[256], *save, *name;
+    gcx_status_t st;
+
+    for (a = 1; a < argc; ++a) {
+        if (!strcmp(argv[a], "-N") && a + 1 < argc) {
+            N = perf_parse_size(argv[++a]);
+        } else if (!strcmp(argv[a], "-d") && a + 1 < argc) {
+            char *s = argv[++a], *tok;
+            for (ndens = 0; (tok = strtok_r(s, ",", &save)) && ndens < 16;
+                 s = NULL) {
+                dens[ndens++] = atof(tok);
+            }
+        } else if (!strcmp(argv[a], "-o") && a + 1 < argc) {
+            overlap = atof(argv[++a]);
+        } else if (!strcmp(argv[a], "-a") && a + 1 < argc) {
+            algos = argv[++a];
+        } else if (!strcmp(argv[a], "-n") && a + 1 < argc) {
+            iters = atoi(argv[++a]);
+        } else if (!strcmp(argv[a], "-w") && a + 1 < argc) {
+            warm = atoi(argv[++a]);
+        } else if (!strcmp(argv[a], "--topk")) {
+            topk_on = 1;
+        } else if (!strcmp(argv[a], "--rate-gbps") && a + 1 < argc) {
+            rate = atof(argv[++a]);
+        } else if (!strcmp(argv[a], "--json") && a + 1 < argc) {
+            json = argv[++a];
+        } else {
+            fprintf(stderr,
+                    "usage: %s [-N 25M] [-d 0.0001,0.001,0.01,0.1] [-o overlap]"
+                    " [-a algo,...|dense] [-n iters] [-w warmup] [--topk]"
+                    " [--rate-gbps G (bound; default GCX_NET_BANDWIDTH_GBPS or"
+                    " 1)] [--json FILE]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    if (rate <= 0) {
+        const char *e = getenv("GCX_NET_BANDWIDTH_GBPS");
+        rate = e != NULL && atof(e) > 0 ? atof(e) : 1.0;
+    }
+    st = gcx_comm_create(NULL, NULL, &world);
+    if (st != GCX_OK) {
+        fprintf(stderr, "gcx_comm_create: %s\n", gcx_strerror(st));
+        return 1;
+    }
+    rank = gcx_comm_rank(world);
+    P    = gcx_comm_size(world);
+    if (rank == 0) {
+        printf("# gcx_sparse_allreduce_perf: P %d, N %zu, overlap %.2f, topk %s,"
+               " iters %d, bound at %.3g Gbit/s\n",
+               P, N, overlap, topk_on ? "k (= per-rank nnz)" : "off", iters,
+               rate);
+        printf("# %10s %8s %7s %-18s %10s %12s %12s %10s %7s\n", "N",
+               "density", "overlap", "algo", "time_ms", "sent_MB", "K",
+               "bound_ms", "x_bound");
+        if (json != NULL) {
+            jf = fopen(json, "w");
+            if (jf != NULL) {
+                fprintf(jf, "[\n");
+            }
+        }
+    }
+    for (di = 0; di < ndens; ++di) {
+        uint64_t  seed_common = 12345, seed_own = 777 + (uint64_t)rank * 1000003;
+        uint32_t *idx, *oi;
+        float    *val, *dense, *ov;
+        size_t    kshared;
+        int       first = 1;
+
+        k       = (size_t)(dens[di] * (double)N);
+        kshared = (size_t)(overlap * (double)k);
+        idx     = malloc((k + 1) * sizeof(*idx));
+        val     = malloc((k + 1) * sizeof(*val));
+        dense   = malloc(N * sizeof(float));
+        cap     = (size_t)P * k < N ? (size_t)P * k : N;
+        oi      = malloc((cap + 1) * sizeof(*oi));
+        ov      = malloc((cap + 1) * sizeof(*ov));
+        if (!idx || !val || !dense || !oi || !ov) {
+            fprintf(stderr, "out of memory\n");
+            return 1;
+        }
+        for (j = 0; j < k; ++j) {
+            idx[j] = (uint32_t)(perf_rng(j < kshared ? &seed_common :
+                                                       &seed_own) % N);
+        }
+        qsort(idx, k, sizeof(*idx), perf_cmp_u32);
+        for (j = 0, nnz = 0; j < k; ++j) {
+            if (nnz == 0 || idx[j] != idx[nnz - 1]) {
+                idx[nnz++] = idx[j];
+            }
+        }
+        for (j = 0; j < nnz; ++j) {
+            val[j] = (float)((double)(perf_rng(&seed_own) >> 11) /
+                             9007199254740992.0 - 0.5);
+        }
+        snprintf(algolist, sizeof(algolist), "%s", algos);
+        for (name = strtok_r(algolist, ",", &save); name != NULL;
+             name = strtok_r(NULL, ",", &save)) {
+            gcx_comm_t  *comm = world;
+            gcx_config_t *cfg = NULL;
+            gcx_oob_t    oob = {perf_oob_allgather, NULL, rank, P};
+            gcx_sparse_t in = {idx, val, nnz, nnz, N, 0};
+            gcx_sparse_t out = {oi, ov, 0, cap, N, 0};
+            gcx_sparse_allreduce_opts_t opts = {topk_on ? k : 0, NULL};
+            gcx_sparse_allreduce_stats_t stats = {"dense", 0, 0};
+            int          is_dense = !strcmp(name, "dense");
+            double       t0 = 0, t, sent, K, bound, Kd;
+
+            if (!is_dense) {
+                if (gcx_config_read(&cfg) != GCX_OK ||
+                    gcx_config_set(cfg, "SPARSE_ALGO", name) != GCX_OK ||
+                    gcx_comm_create(&oob, cfg, &comm) != GCX_OK) {
+                    fprintf(stderr, "cannot make a communicator for %s\n", name);
+                    return 1;
+                }
+                gcx_config_release(cfg);
+            }
+            for (it = 0; it < warm + iters; ++it) {
+                if (it == warm) {
+                    gcx_barrier(world, NULL);
+                    t0 = perf_now();
+                }
+                if (is_dense) {
+                    memset(dense, 0, N * sizeof(float));
+                    for (j = 0; j < nnz; ++j) {
+                        dense[idx[j]] = val[j];
+                    }
+                    st = gcx_allreduce(comm, GCX_IN_PLACE, dense, N, GCX_DT_F32,
+                                       GCX_OP_SUM, NULL);
+                } else {
+                    /* sparse output: what Ok-Topk / DGC consume */
+                    st = gcx_sparse_allreduce(comm, &in, NULL, &out, &opts,
+                                              NULL);
+                }
+                if (st != GCX_OK) {
+                    fprintf(stderr, "%s failed: %s\n", name, gcx_strerror(st));
+                    return 1;
+                }
+            }
+            t = perf_max((perf_now() - t0) / iters);
+            if (!is_dense) {
+                gcx_sparse_allreduce_last_stats(comm, &stats);
+                gcx_comm_destroy(comm);
+            } else {
+                stats.bytes_sent = (uint64_t)(2.0 * (P - 1) / P * 4.0 * N);
+            }
+            sent = perf_max((double)stats.bytes_sent);
+            K    = perf_max((double)stats.result_nnz);
+            Kd   = K > 0 ? K : (double)N;
+            bound = 8.0 * (P - 1) / P *
+                    ((double)k + (Kd < N / 2.0 ? Kd : N / 2.0)) /
+                    (rate * 1e9 / 8.0);
+            if (rank == 0) {
+                printf("  %10zu %8.4f%% %7.2f %-18s %10.2f %12.2f %12.0f %10.2f "
+                       "%7.2f\n",
+                       N, 100 * dens[di], overlap, stats.algo == NULL ? name :
+                       (strcmp(name, "auto") ? name : "auto"),
+                       t * 1e3, sent / 1e6, K, bound * 1e3, t / bound);
+                if (!strcmp(name, "auto")) {
+                    printf("  %10s %8s  %7s   (auto chose %s)\n", "", "", "",
+                           stats.algo);
+                }
+                if (jf != NULL) {
+                    fprintf(jf, "%s  {\"P\": %d, \"N\": %zu, \"density\": %g, "
+                            "\"overlap\": %g, \"topk\": %zu, \"algo\": \"%s\", "
+                            "\"chosen\": \"%s\", \"time_s\": %.6f, "
+                            "\"bytes_sent\": %.0f, \"K\": %.0f, "
+                            "\"bound_s\": %.6f}",
+                            first && di == 0 ? "" : ",\n", P, N, dens[di],
+                            overlap, topk_on ? k : 0, name, stats.algo, t, sent,
+                            K, bound);
+                }
+            }
+            first = 0;
+        }
+        free(idx);
+        free(val);
+        free(dense);
+        free(oi);
+        free(ov);
+    }
+    if (jf != NULL) {
+        fprintf(jf, "\n]\n");
+        fclose(jf);
+    }
+    gcx_comm_destroy(world);
+    return 0;
+}
