@@ -108,3 +108,27 @@ uint64_t gcx_coll_hash(uint64_t hash, const void *data, size_t len)
     }
     return hash;
 }
+
+void gcx_coll_subtask_post(gcx_task_t *parent, gcx_task_t *sub,
+                           uint32_t step_offset)
+{
+    sub->seq       = parent->seq;
+    sub->step_base = parent->step_base + step_offset;
+    sub->deadline  = parent->deadline;
+    sub->ops->post(sub);
+}
+
+int gcx_coll_subtask_progress(gcx_task_t *parent, gcx_task_t *sub)
+{
+    if (sub->status == GCX_INPROGRESS) {
+        sub->ops->progress(sub);
+    }
+    if (sub->status == GCX_INPROGRESS) {
+        return 0;
+    }
+    if (sub->status != GCX_OK) {
+        parent->status = sub->status;
+        return -1;
+    }
+    return 1;
+}

@@ -54,6 +54,47 @@ static inline int gcx_coll_mod(int a, int n)
     return m < 0 ? m + n : m;
 }
 
+/**
+ * Recursive-doubling layout shared by every doubling algorithm (MPICH's
+ * scheme): p2 = 2^floor(log2 P), rem = P - p2; ranks 2j and 2j+1 (j < rem)
+ * fold into the odd one, whose virtual rank is j; the even one sits out
+ * (vrank -1). Other ranks r have vrank r - rem.
+ */
+static inline void gcx_coll_rd_layout(int size, int rank, int *p2_p,
+                                      int *rem_p, int *vrank_p)
+{
+    int p2 = 1, rem;
+
+    while (p2 * 2 <= size) {
+        p2 *= 2;
+    }
+    rem = size - p2;
+    *p2_p    = p2;
+    *rem_p   = rem;
+    *vrank_p = rank < 2 * rem ? ((rank % 2) ? rank / 2 : -1) : rank - rem;
+}
+
+/** Real rank of virtual rank @p vrank in the layout above. */
+static inline int gcx_coll_rd_real_rank(int rem, int vrank)
+{
+    return vrank < rem ? 2 * vrank + 1 : vrank + rem;
+}
+
+/**
+ * Run @p sub as a part of @p parent, outside the queue (for algorithms that
+ * choose their next step from what they received, or run sub-tasks
+ * concurrently): it gets the parent's sequence number and deadline and tag
+ * steps from parent->step_base + @p step_offset, then is posted.
+ */
+void gcx_coll_subtask_post(gcx_task_t *parent, gcx_task_t *sub,
+                           uint32_t step_offset);
+
+/**
+ * Progress a sub-task posted with gcx_coll_subtask_post(): 1 done, 0 in
+ * progress, -1 failed (the error is copied to parent->status).
+ */
+int gcx_coll_subtask_progress(gcx_task_t *parent, gcx_task_t *sub);
+
 /* ---- argument agreement (check.c) ----------------------------------------- */
 
 /** What every rank must agree on; hashed arrays go into @p extra. */

@@ -25,6 +25,9 @@ static const char *const gcx_config_transports[] = {"ucx", "verbs", NULL};
 static const char *const gcx_config_ucx_err_modes[] = {"none", "peer", NULL};
 static const char *const gcx_config_allreduce_algos[] = {
     "auto", "recursive_doubling", "ring", NULL};
+static const char *const gcx_config_sparse_algos[] = {
+    "auto", "allgather", "recursive_doubling", "split", "balanced_split",
+    NULL};
 static const char *const gcx_config_bcast_algos[] = {"auto", "binomial",
                                                      "chain", NULL};
 /* same order as gcx_gravac_policy_t */
@@ -137,6 +140,19 @@ const gcx_config_entry_t gcx_config_table[] = {
      "GraVAC: EWMA weight of the newest gain; 0: N/100 for N workers "
      "(at most 1); 1: no smoothing",
      GCX_CFG_FIELD(gravac_alpha), 0, 1, NULL},
+    {"SPARSE_ALGO", GCX_CONFIG_ENUM, "auto",
+     "Sparse allreduce algorithm; auto: the cheapest by the alpha-beta model "
+     "(GCX_NET_LATENCY_US, GCX_NET_BANDWIDTH_GBPS) for N, P and the ranks' "
+     "nnz",
+     GCX_CFG_FIELD(sparse_algo), GCX_CFG_NO_RANGE, gcx_config_sparse_algos},
+    {"NET_LATENCY_US", GCX_CONFIG_DOUBLE, "0",
+     "Network latency alpha (microseconds) for cost models; 0: measured "
+     "at the first sparse allreduce that needs it",
+     GCX_CFG_FIELD(net_latency_us), 0, 1e7, NULL},
+    {"NET_BANDWIDTH_GBPS", GCX_CONFIG_DOUBLE, "0",
+     "Per-link bandwidth 1/beta (Gbit/s) for cost models; 0: measured at "
+     "the first sparse allreduce that needs it",
+     GCX_CFG_FIELD(net_bandwidth_gbps), 0, 1e6, NULL},
 };
 
 const size_t gcx_config_table_size =

@@ -40,6 +40,15 @@ enum {
     GCX_BCAST_ALGO_CHAIN,
 };
 
+/* GCX_SPARSE_ALGO values */
+enum {
+    GCX_SPARSE_ALGO_AUTO = 0,
+    GCX_SPARSE_ALGO_ALLGATHER,
+    GCX_SPARSE_ALGO_RECURSIVE_DOUBLING,
+    GCX_SPARSE_ALGO_SPLIT,
+    GCX_SPARSE_ALGO_BALANCED_SPLIT,
+};
+
 /* GCX_UCX_ERR_MODE values */
 enum {
     GCX_UCX_ERR_MODE_NONE = 0,
@@ -82,6 +91,9 @@ struct gcx_config {
     double gravac_scale;        /* GCX_GRAVAC_SCALE */
     double gravac_ratio;        /* GCX_GRAVAC_RATIO */
     double gravac_alpha;        /* GCX_GRAVAC_ALPHA, 0 = N/100 */
+    int    sparse_algo;         /* GCX_SPARSE_ALGO */
+    double net_latency_us;      /* GCX_NET_LATENCY_US, 0 = measure */
+    double net_bandwidth_gbps;  /* GCX_NET_BANDWIDTH_GBPS, 0 = measure */
 };
 
 typedef struct gcx_config_entry {

@@ -1,0 +1,646 @@
+/*
+ * sparse_allreduce.c - sparse allreduce: validation, the info exchange,
+ * the algorithm table and selection, and the common epilogue.
+ *
+ * Flow of one call: local validation (indices strictly increasing and below
+ * N) -> argument check of gcx_coll_submit_checked (N and topk must agree;
+ * a rank's local error fails every rank with GCX_ERR_MISMATCH) -> info
+ * exchange (ring allgather of [nnz, capacity, P-1 index quantiles] per
+ * rank: (P-1)·α, a few bytes) -> selection from that info, so every rank
+ * picks the same algorithm -> the algorithm -> epilogue: top-k (if the
+ * algorithm did not select it already), capacity check against every
+ * rank's capacity (all ranks fail together), outputs, in_result.
+ *
+ * Selection (auto): the algorithm with the lowest modelled time
+ * (each file's cost()), with α and β from GCX_NET_LATENCY_US and
+ * GCX_NET_BANDWIDTH_GBPS, or, where those are 0, measured once per
+ * communicator at its first auto sparse allreduce (see calibrate below).
+ * GCX_SPARSE_ALGO forces one; GCX_LOG_LEVEL=info prints the choice and
+ * every modelled time. A new algorithm = one file + one row.
+ */
+#include "sparse_allreduce.h"
+
+#include "core/time.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const gcx_sparse_algo_t *const gcx_sparse_algos[] = {
+    &gcx_sparse_algo_allgather,
+    &gcx_sparse_algo_rd,
+    &gcx_sparse_algo_split,
+    &gcx_sparse_algo_balanced_split,
+};
+#define GCX_SPARSE_NALGOS \
+    (sizeof(gcx_sparse_algos) / sizeof(gcx_sparse_algos[0]))
+
+enum {
+    GCX_SPARSE_PHASE_INFO = 0,
+    GCX_SPARSE_PHASE_CALIBRATE,
+    GCX_SPARSE_PHASE_ALGO,
+    GCX_SPARSE_PHASE_DONE,
+};
+
+/* ---- per-communicator memory: measured α/β and the last call's stats ---- */
+
+#define GCX_SPARSE_COMMS 64
+
+typedef struct gcx_sparse_comm_info {
+    const gcx_comm_t            *comm;
+    uint32_t                     id;
+    double                       alpha, beta; /* 0: not measured */
+    int                          have_stats;
+    gcx_sparse_allreduce_stats_t stats;
+} gcx_sparse_comm_info_t;
+
+static gcx_sparse_comm_info_t gcx_sparse_comms[GCX_SPARSE_COMMS];
+static unsigned               gcx_sparse_comms_next;
+static pthread_mutex_t        gcx_sparse_comms_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Entry of @p comm (created on demand, oldest replaced); lock held. */
+static gcx_sparse_comm_info_t *gcx_sparse_comm_info(const gcx_comm_t *comm,
+                                                    int create)
+{
+    gcx_sparse_comm_info_t *e;
+    unsigned                i;
+
+    for (i = 0; i < GCX_SPARSE_COMMS; ++i) {
+        if (gcx_sparse_comms[i].comm == comm &&
+            gcx_sparse_comms[i].id == comm->id) {
+            return &gcx_sparse_comms[i];
+        }
+    }
+    if (!create) {
+        return NULL;
+    }
+    e = &gcx_sparse_comms[gcx_sparse_comms_next++ % GCX_SPARSE_COMMS];
+    memset(e, 0, sizeof(*e));
+    e->comm = comm;
+    e->id   = comm->id;
+    return e;
+}
+
+gcx_status_t gcx_sparse_allreduce_last_stats(
+    const gcx_comm_t *comm, gcx_sparse_allreduce_stats_t *stats_p)
+{
+    gcx_sparse_comm_info_t *e;
+    gcx_status_t            status = GCX_ERR_NOT_FOUND;
+
+    if (comm == NULL || stats_p == NULL) {
+        return GCX_ERR_INVALID;
+    }
+    pthread_mutex_lock(&gcx_sparse_comms_lock);
+    e = gcx_sparse_comm_info(comm, 0);
+    if (e != NULL && e->have_stats) {
+        *stats_p = e->stats;
+        status   = GCX_OK;
+    }
+    pthread_mutex_unlock(&gcx_sparse_comms_lock);
+    return status;
+}
+
+static void gcx_sparse_save_stats(gcx_sparse_task_t *t)
+{
+    gcx_sparse_comm_info_t *e;
+
+    pthread_mutex_lock(&gcx_sparse_comms_lock);
+    e = gcx_sparse_comm_info(t->super.comm, 1);
+    e->have_stats       = 1;
+    e->stats.algo       = t->algo->name;
+    e->stats.bytes_sent = t->bytes_sent;
+    e->stats.result_nnz = t->union_nnz;
+    pthread_mutex_unlock(&gcx_sparse_comms_lock);
+}
+
+/* α (s) and β (s/byte) from the variables or the measured cache; 0 when
+ * they still have to be measured. */
+static int gcx_sparse_model_params(gcx_sparse_task_t *t)
+{
+    const struct gcx_config *cfg = &t->super.comm->config;
+    gcx_sparse_comm_info_t  *e;
+    double                   alpha = 0, beta = 0;
+
+    pthread_mutex_lock(&gcx_sparse_comms_lock);
+    e = gcx_sparse_comm_info(t->super.comm, 0);
+    if (e != NULL) {
+        alpha = e->alpha;
+        beta  = e->beta;
+    }
+    pthread_mutex_unlock(&gcx_sparse_comms_lock);
+    if (cfg->net_latency_us > 0) {
+        alpha = cfg->net_latency_us * 1e-6;
+    }
+    if (cfg->net_bandwidth_gbps > 0) {
+        beta = 8.0 / (cfg->net_bandwidth_gbps * 1e9);
+    }
+    t->alpha = alpha;
+    t->beta  = beta;
+    return alpha > 0 && beta > 0;
+}
+
+/* ---- calibration: one timed ring allgather, agreed by a MAX allreduce ---- */
+
+#define GCX_SPARSE_CAL_BYTES (1u << 20) /* per rank */
+
+typedef struct gcx_sparse_cal {
+    int         stage; /* 0 small ring, 1 big ring, 2 agree */
+    double      t0, small_s, big_s;
+    gcx_task_t *ring;
+    char       *buf;
+    size_t     *counts;
+    gcx_task_t  rd_task;
+    gcx_rd_t    rd;
+    double      vals[2], tmp[2];
+} gcx_sparse_cal_t;
+
+static const gcx_task_ops_t gcx_sparse_pseudo_ops = {
+    .name = "sparse allreduce (calibration)",
+};
+
+static gcx_task_t *gcx_sparse_cal_ring(gcx_sparse_task_t *t,
+                                       gcx_sparse_cal_t *cal, size_t per_rank)
+{
+    int P = t->super.comm->size, r;
+
+    for (r = 0; r < P; ++r) {
+        cal->counts[r]     = per_rank;
+        cal->counts[P + r] = (size_t)r * per_rank;
+    }
+    return gcx_ring_create(t->super.comm, GCX_RING_ALLGATHER, cal->buf, NULL,
+                           cal->counts, cal->counts + P, GCX_DT_U8,
+                           GCX_OP_SUM, 0);
+}
+
+static void gcx_sparse_cal_free(gcx_sparse_cal_t *cal)
+{
+    if (cal->ring != NULL) {
+        cal->ring->ops->finalize(cal->ring);
+    }
+    free(cal->buf);
+    free(cal->counts);
+    free(cal);
+}
+
+static void gcx_sparse_cal_start(gcx_sparse_task_t *t)
+{
+    int               P   = t->super.comm->size;
+    gcx_sparse_cal_t *cal = calloc(1, sizeof(*cal));
+
+    if (cal == NULL ||
+        (cal->buf = calloc((size_t)P, GCX_SPARSE_CAL_BYTES)) == NULL ||
+        (cal->counts = malloc(2 * (size_t)P * sizeof(size_t))) == NULL ||
+        (cal->ring = gcx_sparse_cal_ring(t, cal, 8)) == NULL) {
+        if (cal != NULL) {
+            gcx_sparse_cal_free(cal);
+        }
+        t->super.status = GCX_ERR_NOMEM;
+        return;
+    }
+    t->algo_state = cal;
+    cal->t0       = gcx_time_now();
+    gcx_coll_subtask_post(&t->super, cal->ring, GCX_SPARSE_SLOT(1));
+}
+
+/* 1 done (t->alpha, t->beta set), 0 in progress, -1 failed. */
+static int gcx_sparse_cal_progress(gcx_sparse_task_t *t)
+{
+    gcx_sparse_cal_t *cal = t->algo_state;
+    int               P = t->super.comm->size, state;
+
+    for (;;) {
+        switch (cal->stage) {
+        case 0:
+        case 1:
+            state = gcx_coll_subtask_progress(&t->super, cal->ring);
+            if (state <= 0) {
+                return state;
+            }
+            cal->ring->ops->finalize(cal->ring);
+            cal->ring = NULL;
+            if (cal->stage == 0) {
+                cal->small_s = gcx_time_now() - cal->t0;
+                cal->ring    = gcx_sparse_cal_ring(t, cal,
+                                                   GCX_SPARSE_CAL_BYTES);
+                if (cal->ring == NULL) {
+                    t->super.status = GCX_ERR_NOMEM;
+                    return -1;
+                }
+                cal->t0 = gcx_time_now();
+                gcx_coll_subtask_post(&t->super, cal->ring,
+                                      GCX_SPARSE_SLOT(2));
+                cal->stage = 1;
+                break;
+            }
+            cal->big_s   = gcx_time_now() - cal->t0;
+            cal->vals[0] = cal->small_s / (P - 1);
+            cal->vals[1] = (cal->big_s - cal->small_s) /
+                           ((double)(P - 1) * GCX_SPARSE_CAL_BYTES);
+            gcx_task_init(&cal->rd_task, &gcx_sparse_pseudo_ops,
+                          t->super.comm);
+            cal->rd_task.seq       = t->super.seq;
+            cal->rd_task.step_base = t->super.step_base + GCX_SPARSE_SLOT(3);
+            gcx_rd_start(&cal->rd, &cal->rd_task, cal->vals, cal->tmp, 2,
+                         GCX_DT_F64, GCX_OP_MAX);
+            cal->stage = 2;
+            break;
+        default:
+            state = gcx_rd_progress(&cal->rd);
+            if (state < 0) {
+                t->super.status = cal->rd_task.status;
+                return -1;
+            }
+            if (state == 0) {
+                return 0;
+            }
+            t->alpha = cal->vals[0] > 1e-7 ? cal->vals[0] : 1e-7;
+            t->beta  = cal->vals[1] > 1e-12 ? cal->vals[1] : 1e-12;
+            pthread_mutex_lock(&gcx_sparse_comms_lock);
+            {
+                gcx_sparse_comm_info_t *e =
+                    gcx_sparse_comm_info(t->super.comm, 1);
+                e->alpha = t->alpha;
+                e->beta  = t->beta;
+            }
+            pthread_mutex_unlock(&gcx_sparse_comms_lock);
+            gcx_info("sparse allreduce: measured alpha %.1f us, link %.3f "
+                     "Gbit/s (set GCX_NET_LATENCY_US / "
+                     "GCX_NET_BANDWIDTH_GBPS to skip)",
+                     t->alpha * 1e6, 8.0 / t->beta / 1e9);
+            gcx_sparse_cal_free(cal);
+            t->algo_state = NULL;
+            return 1;
+        }
+    }
+}
+
+/* ---- selection ------------------------------------------------------------ */
+
+static const gcx_sparse_algo_t *gcx_sparse_find(int id)
+{
+    size_t i;
+
+    for (i = 0; i < GCX_SPARSE_NALGOS; ++i) {
+        if (gcx_sparse_algos[i]->id == id) {
+            return gcx_sparse_algos[i];
+        }
+    }
+    return gcx_sparse_algos[0];
+}
+
+static const gcx_sparse_algo_t *gcx_sparse_select(gcx_sparse_task_t *t)
+{
+    const gcx_sparse_algo_t *best = NULL;
+    double                   best_cost = 0, cost[GCX_SPARSE_NALGOS];
+    char                     line[512];
+    size_t                   i, used = 0;
+
+    for (i = 0; i < GCX_SPARSE_NALGOS; ++i) {
+        cost[i] = gcx_sparse_algos[i]->cost(t);
+        if (best == NULL || cost[i] < best_cost) {
+            best      = gcx_sparse_algos[i];
+            best_cost = cost[i];
+        }
+        used += (size_t)snprintf(line + used, sizeof(line) - used,
+                                 "%s%s %.3f ms", i ? ", " : "",
+                                 gcx_sparse_algos[i]->name, cost[i] * 1e3);
+        if (used >= sizeof(line)) {
+            used = sizeof(line) - 1;
+        }
+    }
+    gcx_info("sparse allreduce #%u: N %zu, P %d, nnz sum %zu max %zu, topk "
+             "%zu, alpha %.1f us, beta %.3f Gbit/s -> %s (model: %s)",
+             t->super.seq, t->N, t->super.comm->size, t->nnz_sum, t->nnz_max,
+             t->topk, t->alpha * 1e6, 8.0 / t->beta / 1e9, best->name, line);
+    return best;
+}
+
+/* ---- epilogue ------------------------------------------------------------- */
+
+static void gcx_sparse_mark(gcx_sparse_task_t *t, const uint32_t *idx,
+                            size_t n)
+{
+    size_t j, o = 0;
+
+    if (t->in_result == NULL) {
+        return;
+    }
+    for (j = 0; j < t->in_nnz; ++j) {
+        while (o < n && idx[o] < t->in_idx[j]) {
+            ++o;
+        }
+        t->in_result[j] = o < n && idx[o] == t->in_idx[j];
+    }
+}
+
+/* Top-k, capacity check, outputs. Sets the final status. */
+static void gcx_sparse_finish(gcx_sparse_task_t *t)
+{
+    int       P = t->super.comm->size, r;
+    uint32_t *fi = t->res_idx;
+    float    *fv = t->res_val;
+    size_t    fn = t->res_n;
+
+    if (t->res_dense) { /* dense_only: whole union, no flags to compute */
+        if (t->in_result != NULL) {
+            memset(t->in_result, 1, t->in_nnz);
+        }
+        t->super.status = GCX_OK;
+        return;
+    }
+    if (t->union_nnz == 0) {
+        t->union_nnz = t->res_n;
+    }
+    gcx_sparse_topk_t sel;
+    int64_t           gt, take;
+    int               select = t->topk > 0 && !t->topk_done;
+
+    if (select) {
+        gcx_sparse_topk_local(&sel, t->topk, t->res_val, t->res_n, &gt,
+                              &take);
+        fn = gcx_sparse_topk_count(&sel, 0);
+    }
+    if (t->sparse_out != NULL) { /* every rank decides alike */
+        for (r = 0; r < P; ++r) {
+            if ((uint64_t)t->info[(size_t)r * t->info_len + 1] < fn) {
+                gcx_error("sparse allreduce #%u: rank %d's sparse_out "
+                          "capacity %lld is smaller than the result (%zu "
+                          "entries); nothing written",
+                          t->super.seq, r,
+                          (long long)t->info[(size_t)r * t->info_len + 1],
+                          fn);
+                t->super.status = GCX_ERR_MISMATCH;
+                return;
+            }
+        }
+    }
+    if (select) {
+        if (t->sparse_out != NULL) {
+            fi = t->sparse_out->idx;
+            fv = t->sparse_out->val;
+            t->res_in_out = 1;
+        } else {
+            t->fin_idx = malloc(fn * sizeof(uint32_t) + 1);
+            t->fin_val = malloc(fn * sizeof(float) + 1);
+            if (t->fin_idx == NULL || t->fin_val == NULL) {
+                t->super.status = GCX_ERR_NOMEM;
+                return;
+            }
+            fi = t->fin_idx;
+            fv = t->fin_val;
+        }
+        gcx_sparse_topk_apply(&sel, 0, t->res_idx, t->res_val, t->res_n, fi,
+                              fv);
+    }
+    if (t->sparse_out != NULL) {
+        if (!t->res_in_out) {
+            memcpy(t->sparse_out->idx, fi, fn * sizeof(*fi));
+            memcpy(t->sparse_out->val, fv, fn * sizeof(*fv));
+        }
+        t->sparse_out->nnz       = fn;
+        t->sparse_out->dense_len = t->N;
+    }
+    if (t->dense_out != NULL) {
+        memset(t->dense_out, 0, t->N * sizeof(float));
+        gcx_sparse_add_to_dense(fi, fv, fn, t->N, t->dense_out);
+    }
+    if (t->topk > 0) {
+        gcx_sparse_mark(t, fi, fn);
+    } else if (t->in_result != NULL) {
+        memset(t->in_result, 1, t->in_nnz);
+    }
+    t->super.status = GCX_OK;
+}
+
+/* ---- the task ------------------------------------------------------------- */
+
+static void gcx_sparse_start_algo(gcx_sparse_task_t *t)
+{
+    int id = t->super.comm->config.sparse_algo;
+
+    t->algo  = id == GCX_SPARSE_ALGO_AUTO ? gcx_sparse_select(t) :
+                                            gcx_sparse_find(id);
+    if (id != GCX_SPARSE_ALGO_AUTO) {
+        gcx_info("sparse allreduce #%u: N %zu, P %d, nnz sum %zu max %zu -> "
+                 "%s (GCX_SPARSE_ALGO)",
+                 t->super.seq, t->N, t->super.comm->size, t->nnz_sum,
+                 t->nnz_max, t->algo->name);
+    }
+    t->phase = GCX_SPARSE_PHASE_ALGO;
+    t->algo->start(t);
+}
+
+static void gcx_sparse_progress(gcx_task_t *task)
+{
+    gcx_sparse_task_t *t = (gcx_sparse_task_t *)task;
+    int                P = task->comm->size, r, state;
+
+    while (task->status == GCX_INPROGRESS) {
+        switch (t->phase) {
+        case GCX_SPARSE_PHASE_INFO:
+            if (gcx_coll_subtask_progress(task, t->sub) <= 0) {
+                return;
+            }
+            t->sub->ops->finalize(t->sub);
+            t->sub     = NULL;
+            t->nnz_sum = t->nnz_max = 0;
+            for (r = 0; r < P; ++r) {
+                t->nnz[r] = (size_t)t->info[(size_t)r * t->info_len];
+                t->nnz_sum += t->nnz[r];
+                if (t->nnz[r] > t->nnz_max) {
+                    t->nnz_max = t->nnz[r];
+                }
+            }
+            if (task->comm->config.sparse_algo == GCX_SPARSE_ALGO_AUTO &&
+                P > 1 && !gcx_sparse_model_params(t)) {
+                t->phase = GCX_SPARSE_PHASE_CALIBRATE;
+                gcx_sparse_cal_start(t);
+                break;
+            }
+            if (t->alpha == 0) {
+                gcx_sparse_model_params(t);
+            }
+            gcx_sparse_start_algo(t);
+            break;
+        case GCX_SPARSE_PHASE_CALIBRATE:
+            if (gcx_sparse_cal_progress(t) <= 0) {
+                return;
+            }
+            gcx_sparse_start_algo(t);
+            break;
+        case GCX_SPARSE_PHASE_ALGO:
+            state = t->algo->progress(t);
+            if (state <= 0) {
+                return;
+            }
+            t->phase = GCX_SPARSE_PHASE_DONE;
+            gcx_sparse_finish(t);
+            if (task->status == GCX_OK) {
+                gcx_sparse_save_stats(t);
+            }
+            return;
+        default:
+            return;
+        }
+    }
+}
+
+static void gcx_sparse_post(gcx_task_t *task)
+{
+    gcx_sparse_task_t *t = (gcx_sparse_task_t *)task;
+    int                P = task->comm->size, r;
+    size_t             L = t->info_len;
+
+    t->bytes_sent = 0;
+    t->sub = gcx_ring_create(task->comm, GCX_RING_ALLGATHER, t->info,
+                             t->info_send, t->nnz /* counts: reused below */,
+                             t->nnz + P, GCX_DT_I64, GCX_OP_SUM, 0);
+    if (t->sub == NULL) {
+        task->status = GCX_ERR_NOMEM;
+        return;
+    }
+    for (r = 0; r < P; ++r) { /* ring gets P-1 of the P records out */
+        if (r != gcx_coll_mod(task->comm->rank + 1, P)) {
+            t->bytes_sent += L * sizeof(int64_t);
+        }
+    }
+    if (P == 1) {
+        t->bytes_sent = 0;
+    }
+    gcx_coll_subtask_post(task, t->sub, GCX_SPARSE_SLOT(0));
+    gcx_sparse_progress(task);
+}
+
+static void gcx_sparse_finalize(gcx_task_t *task)
+{
+    gcx_sparse_task_t *t = (gcx_sparse_task_t *)task;
+
+    if (t->sub != NULL) {
+        t->sub->ops->finalize(t->sub);
+    }
+    if (t->phase == GCX_SPARSE_PHASE_CALIBRATE && t->algo_state != NULL) {
+        gcx_sparse_cal_free(t->algo_state);
+    } else if (t->algo != NULL && t->algo->cleanup != NULL) {
+        t->algo->cleanup(t);
+    }
+    free(t->fin_idx);
+    free(t->fin_val);
+    free(t->info_send);
+    free(t);
+}
+
+static const gcx_task_ops_t gcx_sparse_ops = {
+    .name     = "sparse allreduce",
+    .post     = gcx_sparse_post,
+    .progress = gcx_sparse_progress,
+    .finalize = gcx_sparse_finalize,
+};
+
+/* ---- API ---------------------------------------------------------------- */
+
+/* Index strictly increasing and < N? Logs the first bad position. */
+static int gcx_sparse_input_ok(const gcx_comm_t *comm,
+                               const gcx_sparse_t *in)
+{
+    size_t j;
+
+    if (in->nnz > in->capacity || in->dense_len > ((size_t)1 << 32)) {
+        gcx_error("gcx_sparse_allreduce: rank %d: nnz %zu > capacity %zu or "
+                  "dense length %zu > 2^32",
+                  comm->rank, in->nnz, in->capacity, in->dense_len);
+        return 0;
+    }
+    for (j = 0; j < in->nnz; ++j) {
+        if (in->idx[j] >= in->dense_len) {
+            gcx_error("gcx_sparse_allreduce: rank %d: index %u at position "
+                      "%zu is not below the dense length %zu",
+                      comm->rank, in->idx[j], j, in->dense_len);
+            return 0;
+        }
+        if (j > 0 && in->idx[j] <= in->idx[j - 1]) {
+            gcx_error("gcx_sparse_allreduce: rank %d: indices not strictly "
+                      "increasing at position %zu (%u after %u)%s",
+                      comm->rank, j, in->idx[j], in->idx[j - 1],
+                      in->idx[j] == in->idx[j - 1] ? ": duplicate" : "");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+gcx_status_t gcx_sparse_allreduce(gcx_comm_t *comm, const gcx_sparse_t *input,
+                                  float *dense_out, gcx_sparse_t *sparse_out,
+                                  const gcx_sparse_allreduce_opts_t *opts,
+                                  gcx_request_t **req_p)
+{
+    gcx_coll_signature_t signature = {0};
+    gcx_sparse_task_t   *t;
+    size_t               topk = opts != NULL ? opts->topk : 0;
+    size_t               L, q;
+    int                  P, local_error;
+
+    if (comm == NULL || input == NULL ||
+        (dense_out == NULL && sparse_out == NULL) ||
+        (input->nnz > 0 && (input->idx == NULL || input->val == NULL)) ||
+        (sparse_out != NULL && sparse_out->capacity > 0 &&
+         (sparse_out->idx == NULL || sparse_out->val == NULL)) ||
+        (sparse_out != NULL && input->nnz > 0 &&
+         (sparse_out->idx == input->idx || sparse_out->val == input->val))) {
+        gcx_error("gcx_sparse_allreduce: invalid arguments (comm %p, input "
+                  "%p, dense_out %p, sparse_out %p)",
+                  (void *)comm, (const void *)input, (void *)dense_out,
+                  (void *)sparse_out);
+        return GCX_ERR_INVALID;
+    }
+    P = comm->size;
+    if (P > GCX_SPARSE_MAX_RANKS) {
+        gcx_error("gcx_sparse_allreduce: at most %d ranks",
+                  GCX_SPARSE_MAX_RANKS);
+        return GCX_ERR_UNSUPPORTED;
+    }
+    local_error = !gcx_sparse_input_ok(comm, input);
+    L = (size_t)P + 1;
+    t = calloc(1, sizeof(*t));
+    if (t == NULL) {
+        return GCX_ERR_NOMEM;
+    }
+    gcx_task_init(&t->super, &gcx_sparse_ops, comm);
+    /* one allocation: info_send (L), info (P·L), nnz (P) + displs (P) */
+    t->info_send = malloc((L + (size_t)P * L) * sizeof(int64_t) +
+                          2 * (size_t)P * sizeof(size_t));
+    if (t->info_send == NULL) {
+        free(t);
+        return GCX_ERR_NOMEM;
+    }
+    t->info     = t->info_send + L;
+    t->nnz      = (size_t *)(t->info + (size_t)P * L);
+    t->info_len = L;
+    t->in_idx   = input->idx;
+    t->in_val   = input->val;
+    t->in_nnz   = local_error ? 0 : input->nnz;
+    t->N        = input->dense_len;
+    t->dense_out  = dense_out;
+    t->sparse_out = sparse_out;
+    t->in_result  = opts != NULL ? opts->in_result : NULL;
+    t->topk       = topk;
+    t->dense_only = dense_out != NULL && sparse_out == NULL && topk == 0;
+    t->info_send[0] = (int64_t)t->in_nnz;
+    t->info_send[1] = sparse_out != NULL ? (int64_t)sparse_out->capacity :
+                                           INT64_MAX;
+    for (q = 1; q < (size_t)P; ++q) { /* quantile q/P of the local indices */
+        t->info_send[1 + q] =
+            t->in_nnz > 0 ? (int64_t)t->in_idx[q * t->in_nnz / (size_t)P] :
+                            (int64_t)(q * t->N / (size_t)P);
+    }
+    for (q = 0; q < (size_t)P; ++q) { /* ring counts/displs for the info */
+        t->nnz[q]                 = L;
+        t->nnz[(size_t)P + q]     = q * L;
+    }
+    signature.coll        = GCX_COLL_INTERNAL + 0x5a; /* sparse allreduce */
+    signature.count       = t->N;
+    signature.dtype       = GCX_DT_F32;
+    signature.op          = GCX_OP_SUM;
+    signature.extra       = gcx_coll_hash(0, &topk, sizeof(topk));
+    signature.local_error = local_error;
+    return gcx_coll_submit_checked(comm, &t->super, &signature, req_p);
+}

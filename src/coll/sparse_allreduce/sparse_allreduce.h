@@ -1,0 +1,172 @@
+/*
+ * sparse_allreduce.h - what the sparse allreduce algorithms share (internal).
+ *
+ * One top-level task (sparse_allreduce.c) runs: argument check (by
+ * gcx_coll_submit_checked) -> info exchange (every rank's nnz, sparse_out
+ * capacity and P-1 index quantiles, one small ring allgather) -> selection
+ * (the same on every rank: it reads only exchanged data) -> the algorithm
+ * -> the common epilogue (top-k if the algorithm did not do it, capacity
+ * check, outputs, in_result flags).
+ *
+ * An algorithm leaves the result in one of two forms: a sorted list
+ * (res_idx, res_val, res_n) that every rank holds in full, or the dense sum
+ * in dense_out (res_dense, only when the caller asked for dense output
+ * alone and no top-k: then the support is not needed).
+ *
+ * Wire format of a variable-size sparse message: indices then values of the
+ * same m pairs (8m bytes), sent as an iov of two pieces straight from the
+ * sender's arrays and received into one buffer of a known upper bound, so m
+ * = length / 8 and nothing can overrun. Where dense messages are possible
+ * (recursive doubling) a dense vector is 4N bytes, which no sparse message
+ * reaches (sparse messages have m < N/2 pairs).
+ */
+#ifndef GCX_SPARSE_ALLREDUCE_H
+#define GCX_SPARSE_ALLREDUCE_H
+
+#include "coll/coll.h"
+
+#include <gcx/sparse.h>
+#include <stdint.h>
+
+/* tag step slots inside the task's range (one per sub-task or exchange) */
+#define GCX_SPARSE_SLOT(_i) ((uint32_t)(_i) * 0x400u)
+#define GCX_SPARSE_MAX_RANKS 1000 /* a ring of P ranks uses P-1 steps */
+
+typedef struct gcx_sparse_task gcx_sparse_task_t;
+
+/** One row of the algorithm table. */
+typedef struct gcx_sparse_algo {
+    int         id; /* GCX_SPARSE_ALGO value */
+    const char *name;
+    const char *desc;
+    /** Predicted seconds from the exchanged sizes (same on every rank). */
+    double (*cost)(const gcx_sparse_task_t *t);
+    /** Start (allocate, post); sets t->super.status on failure. */
+    void (*start)(gcx_sparse_task_t *t);
+    /** Bounded work: 1 done (result set), 0 in progress, -1 failed. */
+    int (*progress)(gcx_sparse_task_t *t);
+    /** Free the algorithm's state (t->algo_state); may be called at any
+     *  time after start, also when it failed. */
+    void (*cleanup)(gcx_sparse_task_t *t);
+} gcx_sparse_algo_t;
+
+/** Radix top-k selection over rows of entries (one row per owner). */
+typedef struct gcx_sparse_topk {
+    int      rows;
+    int      round;  /* 0..3: which 8-bit digit of |v|'s bits */
+    int      done;
+    int      all;    /* the union is not larger than k: keep everything */
+    uint32_t prefix; /* digits chosen so far */
+    size_t   k;
+    int64_t  need;   /* still to choose among entries matching prefix */
+    int64_t  total;  /* entries over all rows (known after round 0) */
+    int64_t *gt;     /* per row: entries strictly above the threshold */
+    int64_t *take;   /* per row: ties (== threshold) kept, lowest index first */
+} gcx_sparse_topk_t;
+
+struct gcx_sparse_task {
+    gcx_task_t super;
+    /* arguments */
+    const uint32_t *in_idx;
+    const float    *in_val;
+    size_t          in_nnz;
+    size_t          N;
+    float          *dense_out;
+    gcx_sparse_t   *sparse_out;
+    uint8_t        *in_result;
+    size_t          topk;
+    int             dense_only; /* result may be delivered dense */
+    /* info exchange: per rank [nnz, capacity, P-1 quantiles] */
+    size_t          info_len;
+    int64_t        *info_send;
+    int64_t        *info;
+    size_t         *nnz;        /* per rank */
+    size_t          nnz_sum, nnz_max;
+    int             phase;
+    gcx_task_t     *sub;
+    double          alpha, beta; /* s, s/byte */
+    /* algorithm */
+    const gcx_sparse_algo_t *algo;
+    void           *algo_state;
+    /* result */
+    uint32_t       *res_idx;
+    float          *res_val;
+    size_t          res_n;
+    int             res_dense;  /* the sum is in dense_out */
+    int             res_in_out; /* res_* are sparse_out's arrays */
+    int             topk_done;  /* res is already the global top-k */
+    uint64_t        union_nnz;  /* K before top-k, 0 if unknown */
+    uint64_t        bytes_sent;
+    /* epilogue */
+    uint32_t       *fin_idx;    /* owned buffer for a top-k result */
+    float          *fin_val;
+};
+
+/* ---- the algorithms (one file each) ------------------------------------ */
+
+extern const gcx_sparse_algo_t gcx_sparse_algo_allgather;
+extern const gcx_sparse_algo_t gcx_sparse_algo_rd;
+extern const gcx_sparse_algo_t gcx_sparse_algo_split;
+extern const gcx_sparse_algo_t gcx_sparse_algo_balanced_split;
+
+/* ---- shared by several algorithms (sparse_kernels.c, split.c) ---------- */
+
+/** Sorted merge-sum of two sorted lists into o (room for an + bn). */
+size_t gcx_sparse_merge2(const uint32_t *ai, const float *av, size_t an,
+                         const uint32_t *bi, const float *bv, size_t bn,
+                         uint32_t *oi, float *ov);
+
+/**
+ * Merge-sum @p nl sorted lists (pairwise, as a tree: log2(nl) passes) using
+ * two work buffers of room for the sum of their lengths each. The result
+ * is one of the inputs (nl == 1) or lies in a work buffer.
+ */
+void gcx_sparse_merge_lists(uint32_t **idx, float **val, size_t *n, int nl,
+                            uint32_t *w0i, float *w0v, uint32_t *w1i,
+                            float *w1v, uint32_t **oi_p, float **ov_p,
+                            size_t *on_p);
+
+/** dense[idx[j]] += val[j] for validated indices (any order). */
+void gcx_sparse_add_to_dense(const uint32_t *idx, const float *val, size_t n,
+                             size_t N, float *dense);
+
+/** Split a received [indices | values] message of @p bytes. */
+int gcx_sparse_parse_msg(gcx_task_t *task, int peer, void *buf, size_t bytes,
+                         uint32_t **idx_p, float **val_p, size_t *n_p);
+
+/** Top-k selection: start (gt and take hold rows entries each). */
+void gcx_sparse_topk_init(gcx_sparse_topk_t *sel, int rows, size_t k,
+                          int64_t *gt, int64_t *take);
+/** Add this round's 256-bin histogram of @p val to @p hist. */
+void gcx_sparse_topk_hist(const gcx_sparse_topk_t *sel, const float *val,
+                          size_t n, int64_t *hist);
+/** Consume the rows' histograms (rows x 256) of this round. */
+void gcx_sparse_topk_step(gcx_sparse_topk_t *sel, const int64_t *hist);
+/** Entries row @p row keeps (after done; with sel->all only for 1 row). */
+size_t gcx_sparse_topk_count(const gcx_sparse_topk_t *sel, int row);
+/** Copy the kept entries of row @p row to o (may be the input); count. */
+size_t gcx_sparse_topk_apply(const gcx_sparse_topk_t *sel, int row,
+                             const uint32_t *idx, const float *val, size_t n,
+                             uint32_t *oi, float *ov);
+/** Select locally over one full list (no communication). */
+void gcx_sparse_topk_local(gcx_sparse_topk_t *sel, size_t k,
+                           const float *val, size_t n, int64_t *gt,
+                           int64_t *take);
+
+/** Estimated union size of the given ranks, independent supports. */
+double gcx_sparse_union_estimate(const gcx_sparse_task_t *t, double nranks);
+
+/**
+ * The split engine (split.c): sparse reduce-scatter by the index ranges
+ * [bounds[j], bounds[j+1]) owned by rank j, then sparse or dense allgather.
+ * @p bounds holds P+1 entries (copied).
+ */
+void gcx_sparse_split_start(gcx_sparse_task_t *t, const size_t *bounds);
+int  gcx_sparse_split_progress(gcx_sparse_task_t *t);
+void gcx_sparse_split_cleanup(gcx_sparse_task_t *t);
+/** Cost of the split engine for the given ranges (model). */
+double gcx_sparse_split_cost(const gcx_sparse_task_t *t, const size_t *bounds);
+/** Estimated count of rank r's entries below x, from its quantiles. */
+double gcx_sparse_rank_cdf(const gcx_sparse_task_t *t, int r, double x);
+
+#endif

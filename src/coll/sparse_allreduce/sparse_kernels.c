@@ -1,0 +1,270 @@
+/*
+ * sparse_kernels.c - local kernels of the sparse allreduce: sorted
+ * merge-sum, tree merge of many lists, scatter into dense, message parsing,
+ * radix top-k selection and the union-size estimate of the cost model.
+ *
+ * Cost: merge2 is one pass over both inputs (O(an + bn)); a tree merge of
+ * nl lists of total n pairs is ceil(log2 nl) passes. Top-k selection reads
+ * the values once per 8-bit digit of |v| (at most 4 passes, usually fewer
+ * entries after the first) and needs no sort; with rows > 1 the histograms
+ * of several owners are combined by the caller (one small allreduce per
+ * round), so the threshold and the per-owner tie counts are exact and the
+ * same on every rank. Ties at the threshold go to the lower row (= lower
+ * index range) first, then the lower index: "ties: lower index first".
+ */
+#include "sparse_allreduce.h"
+
+#include <math.h>
+#include <string.h>
+
+size_t gcx_sparse_merge2(const uint32_t *ai, const float *av, size_t an,
+                         const uint32_t *bi, const float *bv, size_t bn,
+                         uint32_t *oi, float *ov)
+{
+    size_t a = 0, b = 0, o = 0;
+
+    while (a < an && b < bn) {
+        if (ai[a] < bi[b]) {
+            oi[o] = ai[a];
+            ov[o++] = av[a++];
+        } else if (bi[b] < ai[a]) {
+            oi[o] = bi[b];
+            ov[o++] = bv[b++];
+        } else {
+            oi[o] = ai[a];
+            ov[o++] = av[a++] + bv[b++];
+        }
+    }
+    memcpy(oi + o, ai + a, (an - a) * sizeof(*oi));
+    memcpy(ov + o, av + a, (an - a) * sizeof(*ov));
+    o += an - a;
+    memcpy(oi + o, bi + b, (bn - b) * sizeof(*oi));
+    memcpy(ov + o, bv + b, (bn - b) * sizeof(*ov));
+    return o + (bn - b);
+}
+
+void gcx_sparse_merge_lists(uint32_t **idx, float **val, size_t *n, int nl,
+                            uint32_t *w0i, float *w0v, uint32_t *w1i,
+                            float *w1v, uint32_t **oi_p, float **ov_p,
+                            size_t *on_p)
+{
+    uint32_t *wi[2] = {w0i, w1i};
+    float    *wv[2] = {w0v, w1v};
+    int       pass = 0, l;
+
+    if (nl == 0) {
+        *oi_p = w0i;
+        *ov_p = w0v;
+        *on_p = 0;
+        return;
+    }
+    /* each pass halves the number of lists; outputs packed in wi[pass] */
+    while (nl > 1) {
+        size_t off = 0;
+        int    out = 0;
+
+        for (l = 0; l < nl; l += 2) {
+            uint32_t *oi = wi[pass] + off;
+            float    *ov = wv[pass] + off;
+            size_t    m;
+
+            if (l + 1 < nl) {
+                m = gcx_sparse_merge2(idx[l], val[l], n[l], idx[l + 1],
+                                      val[l + 1], n[l + 1], oi, ov);
+            } else {
+                memcpy(oi, idx[l], n[l] * sizeof(*oi));
+                memcpy(ov, val[l], n[l] * sizeof(*ov));
+                m = n[l];
+            }
+            idx[out] = oi;
+            val[out] = ov;
+            n[out++] = m;
+            off += m;
+        }
+        nl   = out;
+        pass ^= 1;
+    }
+    *oi_p = idx[0];
+    *ov_p = val[0];
+    *on_p = n[0];
+}
+
+void gcx_sparse_add_to_dense(const uint32_t *idx, const float *val, size_t n,
+                             size_t N, float *dense)
+{
+    size_t j;
+
+    /* not gcx_sparse_scatter_add(): that re-checks the order (one more pass)
+     * and refuses concatenated lists; these indices were validated */
+    (void)N;
+    for (j = 0; j < n; ++j) {
+        dense[idx[j]] += val[j];
+    }
+}
+
+int gcx_sparse_parse_msg(gcx_task_t *task, int peer, void *buf, size_t bytes,
+                         uint32_t **idx_p, float **val_p, size_t *n_p)
+{
+    size_t m = bytes / 8;
+
+    if (bytes % 8 != 0) {
+        gcx_error("%s #%u: rank %d sent %zu bytes, not whole pairs",
+                  task->name, task->seq, peer, bytes);
+        task->status = GCX_ERR_MISMATCH;
+        return -1;
+    }
+    *idx_p = buf;
+    *val_p = (float *)((char *)buf + 4 * m);
+    *n_p   = m;
+    return 0;
+}
+
+/* ---- top-k -------------------------------------------------------------- */
+
+static inline uint32_t gcx_sparse_key(float v)
+{
+    uint32_t bits;
+
+    memcpy(&bits, &v, sizeof(bits));
+    return bits & 0x7fffffffu; /* |v|, ordered like its bits */
+}
+
+void gcx_sparse_topk_init(gcx_sparse_topk_t *sel, int rows, size_t k,
+                          int64_t *gt, int64_t *take)
+{
+    memset(sel, 0, sizeof(*sel));
+    sel->rows = rows;
+    sel->k    = k;
+    sel->need = (int64_t)k;
+    sel->gt   = gt;
+    sel->take = take;
+    memset(gt, 0, (size_t)rows * sizeof(*gt));
+    memset(take, 0, (size_t)rows * sizeof(*take));
+}
+
+void gcx_sparse_topk_hist(const gcx_sparse_topk_t *sel, const float *val,
+                          size_t n, int64_t *hist)
+{
+    int    shift = 24 - 8 * sel->round;
+    size_t j;
+
+    if (sel->round == 0) {
+        for (j = 0; j < n; ++j) {
+            ++hist[gcx_sparse_key(val[j]) >> 24];
+        }
+        return;
+    }
+    for (j = 0; j < n; ++j) {
+        uint32_t key = gcx_sparse_key(val[j]);
+
+        if ((key >> (shift + 8)) == sel->prefix) {
+            ++hist[(key >> shift) & 0xffu];
+        }
+    }
+}
+
+void gcx_sparse_topk_step(gcx_sparse_topk_t *sel, const int64_t *hist)
+{
+    int64_t tot[256] = {0}, above = 0;
+    int     r, b, chosen = 0;
+
+    for (r = 0; r < sel->rows; ++r) {
+        for (b = 0; b < 256; ++b) {
+            tot[b] += hist[r * 256 + b];
+        }
+    }
+    if (sel->round == 0) {
+        for (b = 0; b < 256; ++b) {
+            sel->total += tot[b];
+        }
+        if (sel->total <= (int64_t)sel->k) {
+            sel->all  = 1;
+            sel->done = 1;
+            return;
+        }
+    }
+    for (b = 255; b >= 0; --b) {
+        if (above + tot[b] >= sel->need) {
+            chosen = b;
+            break;
+        }
+        above += tot[b];
+    }
+    for (r = 0; r < sel->rows; ++r) {
+        for (b = chosen + 1; b < 256; ++b) {
+            sel->gt[r] += hist[r * 256 + b];
+        }
+    }
+    sel->need  -= above;
+    sel->prefix = (sel->prefix << 8) | (uint32_t)chosen;
+    if (sel->round == 3) {
+        int64_t remain = sel->need;
+
+        for (r = 0; r < sel->rows; ++r) {
+            int64_t ties = hist[r * 256 + chosen];
+
+            sel->take[r] = ties < remain ? ties : remain;
+            remain -= sel->take[r];
+        }
+        sel->done = 1;
+        return;
+    }
+    ++sel->round;
+}
+
+size_t gcx_sparse_topk_count(const gcx_sparse_topk_t *sel, int row)
+{
+    if (sel->all) { /* everything is kept: the total (one row) */
+        return sel->rows == 1 ? (size_t)sel->total : 0;
+    }
+    return (size_t)(sel->gt[row] + sel->take[row]);
+}
+
+size_t gcx_sparse_topk_apply(const gcx_sparse_topk_t *sel, int row,
+                             const uint32_t *idx, const float *val, size_t n,
+                             uint32_t *oi, float *ov)
+{
+    int64_t ties = sel->take[row];
+    size_t  j, o = 0;
+
+    for (j = 0; j < n; ++j) {
+        uint32_t key = gcx_sparse_key(val[j]);
+
+        if (sel->all || key > sel->prefix ||
+            (key == sel->prefix && ties-- > 0)) {
+            oi[o]   = idx[j];
+            ov[o++] = val[j];
+        }
+    }
+    return o;
+}
+
+void gcx_sparse_topk_local(gcx_sparse_topk_t *sel, size_t k,
+                           const float *val, size_t n, int64_t *gt,
+                           int64_t *take)
+{
+    int64_t hist[256];
+
+    gcx_sparse_topk_init(sel, 1, k, gt, take);
+    while (!sel->done) {
+        memset(hist, 0, sizeof(hist));
+        gcx_sparse_topk_hist(sel, val, n, hist);
+        gcx_sparse_topk_step(sel, hist);
+    }
+}
+
+/* ---- model --------------------------------------------------------------- */
+
+double gcx_sparse_union_estimate(const gcx_sparse_task_t *t, double nranks)
+{
+    double d;
+
+    if (t->N == 0) {
+        return 0;
+    }
+    d = (double)t->nnz_sum / ((double)t->super.comm->size * (double)t->N);
+    if (d >= 1) {
+        return (double)t->N;
+    }
+    return (double)t->N * (1.0 - pow(1.0 - d, nranks));
+}

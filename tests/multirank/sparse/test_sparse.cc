@@ -1,0 +1,368 @@
+// Sparse allreduce against a serial reference: every algorithm, overlapping,
+// disjoint, identical, empty, clustered and fully dense supports, N not
+// divisible by P, dense and/or sparse output, top-k re-sparsification and
+// in_result flags, and the bad-input errors (every rank must fail alike).
+// Values are small integers, so every sum is exact and compared with ==.
+#include "harness.h"
+
+#include <gcx/sparse.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+const char *const kAlgos[] = {"auto", "allgather", "recursive_doubling",
+                              "split", "balanced_split"};
+const char *const kSupports[] = {"overlap", "disjoint", "identical", "empty",
+                                 "some_empty", "dense", "clustered"};
+
+struct Vec {
+    std::vector<uint32_t> idx;
+    std::vector<float>    val;
+};
+
+uint32_t mix(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352dU;
+    x ^= x >> 15;
+    x *= 0x846ca68bU;
+    return x ^ (x >> 16);
+}
+
+// Rank r's input for a support pattern.
+Vec make_input(const std::string &support, int r, int P, size_t N)
+{
+    Vec v;
+    for (size_t i = 0; i < N; ++i) {
+        bool take = false;
+        if (support == "overlap") {
+            take = i % 5 == 0 || mix((uint32_t)i * 31u + (uint32_t)r) % 4 == 0;
+        } else if (support == "disjoint") {
+            take = (int)(i % (size_t)P) == r && i % 3 != 1;
+        } else if (support == "identical") {
+            take = i % 3 == 0;
+        } else if (support == "some_empty") {
+            take = r % 2 == 0 && mix((uint32_t)i + 7u * (uint32_t)r) % 3 == 0;
+        } else if (support == "dense") {
+            take = true;
+        } else if (support == "clustered") {
+            take = i < N / 10 + 1 && mix((uint32_t)i ^ (uint32_t)r) % 2 == 0;
+        }
+        if (take) {
+            v.idx.push_back((uint32_t)i);
+            // small integers, zero and both signs; sums exact in float
+            v.val.push_back((float)((int)(mix((uint32_t)i * 3u + (uint32_t)r) % 17) - 8));
+        }
+    }
+    return v;
+}
+
+struct Reference {
+    std::vector<uint32_t> idx; // union
+    std::vector<float>    val; // sums
+};
+
+Reference reference(const std::string &support, int P, size_t N)
+{
+    std::map<uint32_t, float> sum;
+    for (int r = 0; r < P; ++r) {
+        Vec v = make_input(support, r, P, N);
+        for (size_t j = 0; j < v.idx.size(); ++j) {
+            sum[v.idx[j]] += v.val[j];
+        }
+    }
+    Reference ref;
+    for (auto &e : sum) {
+        ref.idx.push_back(e.first);
+        ref.val.push_back(e.second);
+    }
+    return ref;
+}
+
+// Global top-k of the reference: largest |sum|, ties to the lower index.
+Reference topk_of(const Reference &ref, size_t k)
+{
+    std::vector<size_t> order(ref.idx.size());
+    for (size_t j = 0; j < order.size(); ++j) {
+        order[j] = j;
+    }
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        return std::fabs(ref.val[a]) > std::fabs(ref.val[b]);
+    });
+    if (order.size() > k) {
+        order.resize(k);
+    }
+    std::sort(order.begin(), order.end());
+    Reference out;
+    for (size_t j : order) {
+        out.idx.push_back(ref.idx[j]);
+        out.val.push_back(ref.val[j]);
+    }
+    return out;
+}
+
+class Sparse : public ::testing::TestWithParam<const char *> {
+  protected:
+    void SetUp() override
+    {
+        comm_ = make_comm({{"SPARSE_ALGO", GetParam()},
+                           {"NET_LATENCY_US", "20"},
+                           {"NET_BANDWIDTH_GBPS", "10"},
+                           {"PIPELINE_CHUNK", "64K"}});
+        ASSERT_NE(nullptr, comm_);
+        rank_ = gcx_comm_rank(comm_);
+        size_ = gcx_comm_size(comm_);
+    }
+    void TearDown() override
+    {
+        gcx_comm_destroy(comm_);
+    }
+
+    // mode: 1 dense only, 2 sparse only, 3 both
+    void check(const std::string &support, size_t N, int mode, size_t topk,
+               bool nonblocking)
+    {
+        SCOPED_TRACE(support + " N=" + std::to_string(N) + " mode=" +
+                     std::to_string(mode) + " topk=" + std::to_string(topk));
+        Vec       in  = make_input(support, rank_, size_, N);
+        Reference ref = reference(support, size_, N);
+        if (topk > 0) {
+            ref = topk_of(ref, topk);
+        }
+        gcx_sparse_t input;
+        ASSERT_EQ(GCX_OK, gcx_sparse_init(&input, in.idx.data(), in.val.data(),
+                                          in.idx.size(), N));
+        input.nnz = in.idx.size();
+        std::vector<float>    dense(N + 8, 12345.0f);
+        size_t                cap = ref.idx.size() + 3;
+        std::vector<uint32_t> oi(cap + 8, 0xdeadbeefu);
+        std::vector<float>    ov(cap + 8, 777.0f);
+        gcx_sparse_t          out;
+        ASSERT_EQ(GCX_OK, gcx_sparse_init(&out, oi.data(), ov.data(), cap, 0));
+        std::vector<uint8_t>        flags(in.idx.size() + 1, 7);
+        gcx_sparse_allreduce_opts_t opts = {topk, flags.data()};
+        gcx_request_t              *req  = nullptr;
+        gcx_status_t st = gcx_sparse_allreduce(
+            comm_, &input, (mode & 1) ? dense.data() : nullptr,
+            (mode & 2) ? &out : nullptr, &opts, nonblocking ? &req : nullptr);
+        ASSERT_EQ(GCX_OK, st);
+        if (nonblocking) {
+            ASSERT_EQ(GCX_OK, gcx_wait(req));
+            gcx_request_free(req);
+        }
+        if (mode & 1) {
+            std::vector<float> expect(N, 0.0f);
+            for (size_t j = 0; j < ref.idx.size(); ++j) {
+                expect[ref.idx[j]] = ref.val[j];
+            }
+            size_t wrong = 0;
+            for (size_t i = 0; i < N; ++i) {
+                if (dense[i] != expect[i] && wrong++ < 3) {
+                    ADD_FAILURE() << "dense[" << i << "] = " << dense[i]
+                                  << ", expected " << expect[i];
+                }
+            }
+            EXPECT_EQ(0u, wrong);
+            EXPECT_EQ(12345.0f, dense[N]) << "write past the end";
+        }
+        if (mode & 2) {
+            ASSERT_EQ(ref.idx.size(), out.nnz);
+            EXPECT_EQ(N, out.dense_len);
+            size_t wrong = 0;
+            for (size_t j = 0; j < out.nnz; ++j) {
+                if ((oi[j] != ref.idx[j] || ov[j] != ref.val[j]) && wrong++ < 3) {
+                    ADD_FAILURE() << "entry " << j << ": (" << oi[j] << ", "
+                                  << ov[j] << "), expected (" << ref.idx[j]
+                                  << ", " << ref.val[j] << ")";
+                }
+            }
+            EXPECT_EQ(0u, wrong);
+            EXPECT_EQ(0xdeadbeefu, oi[cap]) << "write past the capacity";
+        }
+        for (size_t j = 0; j < in.idx.size(); ++j) {
+            bool in_ref = std::binary_search(ref.idx.begin(), ref.idx.end(),
+                                             in.idx[j]);
+            ASSERT_EQ(in_ref ? 1 : 0, flags[j]) << "in_result[" << j << "]";
+        }
+        EXPECT_EQ(7, flags[in.idx.size()]);
+    }
+
+    gcx_comm_t *comm_ = nullptr;
+    int         rank_ = 0, size_ = 1;
+};
+
+TEST_P(Sparse, EverySupportSizeAndOutput)
+{
+    const size_t sizes[] = {0, 1, 7, 1001, 20011};
+    int          n       = 0;
+    for (const char *support : kSupports) {
+        for (size_t N : sizes) {
+            for (int mode = 1; mode <= 3; ++mode) {
+                check(support, N, mode, 0, (n++ % 2) == 1);
+            }
+        }
+    }
+}
+
+TEST_P(Sparse, TopK)
+{
+    const size_t ks[] = {1, 10, 333, 100000};
+    for (const char *support : {"overlap", "disjoint", "identical", "dense",
+                                "clustered", "some_empty"}) {
+        for (size_t k : ks) {
+            for (int mode = 1; mode <= 3; ++mode) {
+                check(support, 5003, mode, k, mode == 2);
+            }
+        }
+    }
+}
+
+TEST_P(Sparse, LargeDenseFillIn)
+{
+    check("dense", 300007, 1, 0, false);
+    check("overlap", 300007, 1, 0, true);
+    check("overlap", 300007, 2, 0, false);
+}
+
+// Bad input on one rank: every rank fails alike, nothing written, and the
+// communicator still works.
+class SparseErrors : public Sparse {
+  protected:
+    void expect_fail(const char *what, Vec in, size_t N)
+    {
+        SCOPED_TRACE(what);
+        gcx_sparse_t input = {in.idx.data(), in.val.data(), in.idx.size(),
+                              in.idx.size(), N, 0};
+        std::vector<float> dense(N + 1, 5.0f);
+        gcx_status_t st = gcx_sparse_allreduce(comm_, &input, dense.data(),
+                                               nullptr, nullptr, nullptr);
+        EXPECT_EQ(size_ == 1 ? GCX_ERR_INVALID : GCX_ERR_MISMATCH, st);
+        for (float x : dense) {
+            ASSERT_EQ(5.0f, x) << "output written on error";
+        }
+        check("overlap", 1001, 3, 0, false); // still usable
+    }
+};
+
+TEST_P(SparseErrors, BadInputFailsEveryRank)
+{
+    const size_t N   = 1000;
+    const int    bad = size_ - 1;
+    Vec          good = make_input("overlap", rank_, size_, N);
+
+    Vec unsorted = good;
+    if (rank_ == bad) {
+        std::swap(unsorted.idx[1], unsorted.idx[2]);
+    }
+    expect_fail("unsorted", unsorted, N);
+
+    Vec dup = good;
+    if (rank_ == bad) {
+        dup.idx[3] = dup.idx[2];
+    }
+    expect_fail("duplicate", dup, N);
+
+    Vec range = good;
+    if (rank_ == bad) {
+        range.idx.back() = (uint32_t)N;
+    }
+    expect_fail("out of range", range, N);
+}
+
+TEST_P(SparseErrors, DenseLengthDiffers)
+{
+    if (size_ == 1) {
+        GTEST_SKIP() << "needs two ranks";
+    }
+    Vec    in = make_input("overlap", rank_, size_, 1000);
+    size_t N  = rank_ == 0 ? 1001 : 1000;
+    gcx_sparse_t input = {in.idx.data(), in.val.data(), in.idx.size(),
+                          in.idx.size(), N, 0};
+    std::vector<float> dense(1001, 5.0f);
+    EXPECT_EQ(GCX_ERR_MISMATCH, gcx_sparse_allreduce(comm_, &input, dense.data(),
+                                                     nullptr, nullptr, nullptr));
+    for (float x : dense) {
+        ASSERT_EQ(5.0f, x);
+    }
+    check("overlap", 1001, 3, 0, false);
+}
+
+TEST_P(SparseErrors, CapacityTooSmallFailsEveryRank)
+{
+    const size_t N   = 1001;
+    Vec          in  = make_input("overlap", rank_, size_, N);
+    Reference    ref = reference("overlap", size_, N);
+    size_t       cap = rank_ == 0 ? ref.idx.size() - 1 : ref.idx.size();
+    std::vector<uint32_t> oi(cap + 1);
+    std::vector<float>    ov(cap + 1);
+    gcx_sparse_t input = {in.idx.data(), in.val.data(), in.idx.size(),
+                          in.idx.size(), N, 0};
+    gcx_sparse_t out   = {oi.data(), ov.data(), 0, cap, 0, 0};
+    EXPECT_EQ(GCX_ERR_MISMATCH, gcx_sparse_allreduce(comm_, &input, nullptr, &out,
+                                                     nullptr, nullptr));
+    EXPECT_EQ(0u, out.nnz);
+    check("overlap", N, 3, 0, false);
+}
+
+TEST(SparseArgs, InvalidArgumentsAreLocal)
+{
+    gcx_sparse_t input = {nullptr, nullptr, 0, 0, 10, 0};
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_allreduce(g_world, &input, nullptr, nullptr,
+                                                    nullptr, nullptr));
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_allreduce(nullptr, &input, nullptr, nullptr,
+                                                    nullptr, nullptr));
+}
+
+TEST(SparseStats, ReportsAlgorithmAndBytes)
+{
+    gcx_comm_t *comm = make_comm({{"SPARSE_ALGO", "allgather"}});
+    ASSERT_NE(nullptr, comm);
+    int                   P = gcx_comm_size(comm), r = gcx_comm_rank(comm);
+    std::vector<uint32_t> idx = {(uint32_t)r, 100u + (uint32_t)r};
+    std::vector<float>    val = {1.0f, 2.0f};
+    gcx_sparse_t input = {idx.data(), val.data(), 2, 2, 1000, 0};
+    std::vector<float> dense(1000);
+    ASSERT_EQ(GCX_OK, gcx_sparse_allreduce(comm, &input, dense.data(), nullptr,
+                                           nullptr, nullptr));
+    gcx_sparse_allreduce_stats_t stats;
+    ASSERT_EQ(GCX_OK, gcx_sparse_allreduce_last_stats(comm, &stats));
+    EXPECT_STREQ("allgather", stats.algo);
+    // ring allgather: P-1 blocks of 2 pairs, plus the info records
+    EXPECT_GE(stats.bytes_sent, (uint64_t)(P - 1) * 16);
+    gcx_comm_destroy(comm);
+}
+
+// auto without GCX_NET_* measures the network once and agrees everywhere.
+TEST(SparseAuto, MeasuresAndAgrees)
+{
+    gcx_comm_t *comm = make_comm({{"SPARSE_ALGO", "auto"}});
+    ASSERT_NE(nullptr, comm);
+    int                   r = gcx_comm_rank(comm);
+    std::vector<uint32_t> idx = {(uint32_t)r, 5u};
+    std::vector<float>    val = {1.0f, 2.0f};
+    gcx_sparse_t input = {idx.data(), val.data(), 2, 2, 64, 0};
+    for (int it = 0; it < 2; ++it) {
+        std::vector<float> dense(64);
+        ASSERT_EQ(GCX_OK, gcx_sparse_allreduce(comm, &input, dense.data(), nullptr,
+                                               nullptr, nullptr));
+        EXPECT_EQ(2.0f * gcx_comm_size(comm), dense[5]);
+    }
+    gcx_comm_destroy(comm);
+}
+
+INSTANTIATE_TEST_SUITE_P(Algos, Sparse, ::testing::ValuesIn(kAlgos),
+                         [](const ::testing::TestParamInfo<const char *> &i) {
+                             return std::string(i.param);
+                         });
+INSTANTIATE_TEST_SUITE_P(Algos, SparseErrors, ::testing::ValuesIn(kAlgos),
+                         [](const ::testing::TestParamInfo<const char *> &i) {
+                             return std::string(i.param);
+                         });
+
+} // namespace
