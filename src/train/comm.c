@@ -3,6 +3,8 @@
  * there is none (one process). Costs are those of the gcx collectives.
  */
 #include "comm.h"
+
+#include <gcx/sparse.h>
 #include "util.h"
 
 #include <stdlib.h>
@@ -100,4 +102,29 @@ gcx_status_t train_comm_broadcast(train_comm_t *tc, void *buf, size_t count,
                     gcx_dtype_name(dtype), root, gcx_strerror(status));
     }
     return status;
+}
+
+gcx_status_t train_comm_sparse_average(train_comm_t *tc, const gcx_sparse_t *in,
+                                       float *out, double *bytes_p)
+{
+    gcx_sparse_allreduce_stats_t stats;
+    gcx_status_t                 status;
+    size_t                       i;
+
+    if (tc->comm == NULL) {
+        *bytes_p = 0;
+        return gcx_sparse_to_dense(in, out);
+    }
+    status = gcx_sparse_allreduce(tc->comm, in, out, NULL, NULL, NULL);
+    if (status != GCX_OK) {
+        train_error("sparse allreduce of %zu of %zu entries failed: %s",
+                    in->nnz, in->dense_len, gcx_strerror(status));
+        return status;
+    }
+    for (i = 0; i < in->dense_len; i++) {
+        out[i] /= (float)tc->size;
+    }
+    *bytes_p = gcx_sparse_allreduce_last_stats(tc->comm, &stats) == GCX_OK ?
+                   (double)stats.bytes_sent : 0.0;
+    return GCX_OK;
 }

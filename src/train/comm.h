@@ -6,6 +6,7 @@
 #ifndef GCX_TRAIN_COMM_H
 #define GCX_TRAIN_COMM_H
 
+#include <gcx/compress.h>
 #include <gcx/gcx.h>
 
 #ifdef __cplusplus
@@ -39,6 +40,14 @@ gcx_status_t train_comm_allreduce(train_comm_t *tc, void *buf, size_t count,
 /** Blocking broadcast from @p root. */
 gcx_status_t train_comm_broadcast(train_comm_t *tc, void *buf, size_t count,
                                   gcx_dtype_t dtype, int root);
+
+/**
+ * Average of the ranks' sparse vectors into the dense @p out (n floats,
+ * overwritten) by gcx's sparse allreduce; *bytes_p gets the bytes this rank
+ * sent. One process: @p out is the input scattered.
+ */
+gcx_status_t train_comm_sparse_average(train_comm_t *tc, const gcx_sparse_t *in,
+                                       float *out, double *bytes_p);
 
 #ifdef __cplusplus
 }

@@ -13,7 +13,8 @@
 #include <string.h>
 
 static const train_sync_ops_t *const train_sync_table[] = {
-    &train_sync_dense,
+    &train_sync_dense,   &train_sync_topk,    &train_sync_dgc,
+    &train_sync_redsync, &train_sync_randomk, &train_sync_gravac,
 };
 
 #define TRAIN_SYNC_COUNT                                                       \

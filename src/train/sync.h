@@ -117,6 +117,11 @@ struct train_sync {
 
 /** The modes compiled in. */
 extern const train_sync_ops_t train_sync_dense;
+extern const train_sync_ops_t train_sync_topk;
+extern const train_sync_ops_t train_sync_dgc;
+extern const train_sync_ops_t train_sync_redsync;
+extern const train_sync_ops_t train_sync_randomk;
+extern const train_sync_ops_t train_sync_gravac;
 
 /** Find a mode by name; NULL if none. */
 const train_sync_ops_t *train_sync_find(const char *name);

@@ -5,7 +5,10 @@
 #     land on nearly the same accuracy (same data order, same averaged
 #     gradient up to float summation order);
 #  2. a rank that changes one weight by one ulp makes every rank stop with
-#     "WEIGHTS DIFFER" and a failing exit status.
+#     "WEIGHTS DIFFER" and a failing exit status;
+#  3. every compressed sync mode (topk, dgc, redsync, randomk, gravac with a
+#     short window so the controller rescales) keeps the weights of 3 ranks
+#     identical through every check, and its summary reports a CF above 1.
 # Skips (77) when Fashion-MNIST is not installed.
 set -u
 gcxrun=$1
@@ -53,4 +56,18 @@ if [ $rc -eq 0 ] || ! grep -q "WEIGHTS DIFFER" "$tmp/p.log"; then
 else
     echo "perturbed rank detected: $(grep -m1 "WEIGHTS DIFFER" "$tmp/p.log")"
 fi
+for mode in topk:cf=50 dgc:cf=50 redsync:cf=50 randomk:cf=20 \
+            gravac:window=10,eps=0.5; do
+    name=${mode%%:*}
+    "$gcxrun" -n 3 -- "$train" $common --batch 16 --sync "$mode" \
+        --json "$tmp/$name.json" --csv "$tmp/$name.csv" > "$tmp/$name.log" 2>&1 ||
+        { echo "FAIL: sync $mode"; cat "$tmp/$name.log"; fail=1; continue; }
+    c=$(field "$tmp/$name.json" weight_checks)
+    sent=$(field "$tmp/$name.json" bytes_sent)
+    dense=$(field "$tmp/$name.json" dense_bytes)
+    echo "sync $mode: weight_checks $c bytes_sent $sent dense_bytes $dense"
+    [ "$c" = 5 ] || { echo "FAIL: sync $mode: $c weight checks"; fail=1; }
+    awk -v s="$sent" -v d="$dense" 'BEGIN { exit !(s > 0 && s < d) }' ||
+        { echo "FAIL: sync $mode sent no fewer bytes than dense"; fail=1; }
+done
 exit $fail
