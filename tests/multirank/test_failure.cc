@@ -43,20 +43,22 @@ void expect_failed_in_time(gcx_status_t status, double elapsed)
 TEST(Failure, RankExitsMidCollective)
 {
     ASSERT_GE(world_size(), 2);
-    const size_t       n = 4u << 20;
+    // 64 MB: the ring needs hundreds of chunk transfers, so the victim can
+    // start it and still be far from done when it vanishes
+    const size_t       n = 16u << 20;
     std::vector<float> in(n, 1.0f), out(n);
-    ASSERT_EQ(GCX_OK, gcx_allreduce(g_world, in.data(), out.data(), n,
+    ASSERT_EQ(GCX_OK, gcx_allreduce(g_world, in.data(), out.data(), 1024,
                                     GCX_DT_F32, GCX_OP_SUM, nullptr));
     if (world_rank() == world_size() - 1) {
         gcx_request_t *req;
         ASSERT_EQ(GCX_OK, gcx_allreduce(g_world, in.data(), out.data(), n,
                                         GCX_DT_F32, GCX_OP_SUM, &req));
-        for (int i = 0; i < 50; ++i) {
-            gcx_test(req); // get some of the transfers going, then vanish
-        }
-        printf("rank %d: exiting in the middle of an allreduce\n", world_rank());
+        // get some transfers going, then vanish while it is in flight
+        gcx_status_t st = gcx_test(req);
+        printf("rank %d: exiting in the middle of an allreduce (%s)\n",
+               world_rank(), st == GCX_INPROGRESS ? "in flight" : "DONE");
         fflush(stdout);
-        _exit(0);
+        _exit(st == GCX_INPROGRESS ? 0 : 3);
     }
     auto         t0     = std::chrono::steady_clock::now();
     gcx_status_t status = gcx_allreduce(g_world, in.data(), out.data(), n,
