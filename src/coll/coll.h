@@ -189,6 +189,10 @@ gcx_task_t *gcx_ring_create(gcx_comm_t *comm, gcx_ring_mode_t mode, void *buf,
 gcx_task_t *gcx_allreduce_rd_create(gcx_comm_t *comm, const void *sendbuf,
                                     void *recvbuf, size_t count,
                                     gcx_dtype_t dtype, gcx_op_t op);
+gcx_task_t *gcx_allreduce_rabenseifner_create(gcx_comm_t *comm,
+                                              const void *sendbuf,
+                                              void *recvbuf, size_t count,
+                                              gcx_dtype_t dtype, gcx_op_t op);
 gcx_task_t *gcx_allreduce_ring_create(gcx_comm_t *comm, const void *sendbuf,
                                       void *recvbuf, size_t count,
                                       gcx_dtype_t dtype, gcx_op_t op);

@@ -24,7 +24,7 @@ static const char *const gcx_config_log_levels[] = {"error", "warn", "info",
 static const char *const gcx_config_transports[] = {"ucx", "verbs", NULL};
 static const char *const gcx_config_ucx_err_modes[] = {"none", "peer", NULL};
 static const char *const gcx_config_allreduce_algos[] = {
-    "auto", "recursive_doubling", "ring", NULL};
+    "auto", "recursive_doubling", "ring", "rabenseifner", NULL};
 static const char *const gcx_config_sparse_algos[] = {
     "auto", "allgather", "recursive_doubling", "split", "balanced_split",
     NULL};
@@ -90,12 +90,17 @@ const gcx_config_entry_t gcx_config_table[] = {
      GCX_CFG_FIELD(progress_yield), GCX_CFG_NO_RANGE, NULL},
     {"ALLREDUCE_ALGO", GCX_CONFIG_ENUM, "auto",
      "Dense allreduce algorithm; auto: recursive doubling up to "
-     "GCX_ALLREDUCE_SMALL_MSG bytes, ring reduce-scatter + allgather above",
+     "GCX_ALLREDUCE_SMALL_MSG bytes, Rabenseifner (recursive halving + "
+     "doubling) up to GCX_ALLREDUCE_LARGE_MSG, pipelined ring above",
      GCX_CFG_FIELD(allreduce_algo), GCX_CFG_NO_RANGE,
      gcx_config_allreduce_algos},
     {"ALLREDUCE_SMALL_MSG", GCX_CONFIG_SIZE, "64K",
      "Largest message (bytes) for which auto picks recursive doubling",
      GCX_CFG_FIELD(allreduce_small_msg), 0, 1e15, NULL},
+    {"ALLREDUCE_LARGE_MSG", GCX_CONFIG_SIZE, "4M",
+     "Smallest message (bytes) above which auto picks the pipelined ring "
+     "rather than Rabenseifner",
+     GCX_CFG_FIELD(allreduce_large_msg), 0, 1e15, NULL},
     {"BCAST_ALGO", GCX_CONFIG_ENUM, "auto",
      "Broadcast algorithm; auto: binomial tree up to GCX_BCAST_SMALL_MSG "
      "bytes, pipelined chain above",

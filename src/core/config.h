@@ -31,6 +31,7 @@ enum {
     GCX_ALLREDUCE_ALGO_AUTO = 0,
     GCX_ALLREDUCE_ALGO_RECURSIVE_DOUBLING,
     GCX_ALLREDUCE_ALGO_RING,
+    GCX_ALLREDUCE_ALGO_RABENSEIFNER,
 };
 
 /* GCX_BCAST_ALGO values */
@@ -78,6 +79,7 @@ struct gcx_config {
     int    progress_yield;      /* GCX_PROGRESS_YIELD */
     int    allreduce_algo;      /* GCX_ALLREDUCE_ALGO */
     size_t allreduce_small_msg; /* GCX_ALLREDUCE_SMALL_MSG, bytes */
+    size_t allreduce_large_msg; /* GCX_ALLREDUCE_LARGE_MSG, bytes */
     int    bcast_algo;          /* GCX_BCAST_ALGO */
     size_t bcast_small_msg;     /* GCX_BCAST_SMALL_MSG, bytes */
     size_t pipeline_chunk;      /* GCX_PIPELINE_CHUNK, bytes */

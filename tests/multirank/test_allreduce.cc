@@ -9,7 +9,8 @@
 
 namespace {
 
-const char *const kAlgos[] = {"auto", "recursive_doubling", "ring"};
+const char *const kAlgos[] = {"auto", "recursive_doubling", "ring",
+                              "rabenseifner"};
 
 class Allreduce : public ::testing::TestWithParam<const char *> {
   protected:

@@ -69,7 +69,8 @@ TEST_P(Mismatch, AllreduceTypeAndOp)
 }
 
 INSTANTIATE_TEST_SUITE_P(Algos, Mismatch,
-                         ::testing::Values("recursive_doubling", "ring"));
+                         ::testing::Values("recursive_doubling", "ring",
+                                           "rabenseifner"));
 
 TEST(MismatchOther, BroadcastRootAndCount)
 {

@@ -3,7 +3,9 @@
  * selection.
  *
  * auto: recursive doubling (latency-optimal) up to GCX_ALLREDUCE_SMALL_MSG
- * bytes, ring reduce-scatter + allgather (bandwidth-optimal) above;
+ * bytes, Rabenseifner (bandwidth-optimal, log2 P rounds) up to
+ * GCX_ALLREDUCE_LARGE_MSG, the pipelined ring (bandwidth-optimal,
+ * chunk-pipelined) above;
  * GCX_ALLREDUCE_ALGO forces one. A new algorithm = one file + one row.
  */
 #include "coll/coll.h"
@@ -26,6 +28,10 @@ static const gcx_allreduce_algo_t gcx_allreduce_algos[] = {
     {GCX_ALLREDUCE_ALGO_RECURSIVE_DOUBLING, "recursive_doubling",
      "log2(P) full-vector exchanges; small messages",
      gcx_allreduce_rd_create},
+    {GCX_ALLREDUCE_ALGO_RABENSEIFNER, "rabenseifner",
+     "recursive halving reduce-scatter + recursive doubling allgather; "
+     "medium messages",
+     gcx_allreduce_rabenseifner_create},
     {GCX_ALLREDUCE_ALGO_RING, "ring",
      "pipelined ring reduce-scatter + allgather; large messages",
      gcx_allreduce_ring_create},
@@ -42,6 +48,8 @@ static const gcx_allreduce_algo_t *gcx_allreduce_select(const gcx_comm_t *comm,
     } else if (id == GCX_ALLREDUCE_ALGO_AUTO) {
         id = bytes <= comm->config.allreduce_small_msg ?
                  GCX_ALLREDUCE_ALGO_RECURSIVE_DOUBLING :
+             bytes <= comm->config.allreduce_large_msg ?
+                 GCX_ALLREDUCE_ALGO_RABENSEIFNER :
                  GCX_ALLREDUCE_ALGO_RING;
     }
     for (i = 0; i < sizeof(gcx_allreduce_algos) / sizeof(gcx_allreduce_algos[0]);
