@@ -91,15 +91,16 @@ const gcx_config_entry_t gcx_config_table[] = {
     {"ALLREDUCE_ALGO", GCX_CONFIG_ENUM, "auto",
      "Dense allreduce algorithm; auto: recursive doubling up to "
      "GCX_ALLREDUCE_SMALL_MSG bytes, Rabenseifner (recursive halving + "
-     "doubling) up to GCX_ALLREDUCE_LARGE_MSG, pipelined ring above",
+     "doubling) up to GCX_ALLREDUCE_LARGE_MSG with more than 2 ranks, "
+     "pipelined ring above",
      GCX_CFG_FIELD(allreduce_algo), GCX_CFG_NO_RANGE,
      gcx_config_allreduce_algos},
     {"ALLREDUCE_SMALL_MSG", GCX_CONFIG_SIZE, "64K",
      "Largest message (bytes) for which auto picks recursive doubling",
      GCX_CFG_FIELD(allreduce_small_msg), 0, 1e15, NULL},
-    {"ALLREDUCE_LARGE_MSG", GCX_CONFIG_SIZE, "4M",
-     "Smallest message (bytes) above which auto picks the pipelined ring "
-     "rather than Rabenseifner",
+    {"ALLREDUCE_LARGE_MSG", GCX_CONFIG_SIZE, "2M",
+     "Largest message (bytes) for which auto picks Rabenseifner (with more "
+     "than 2 ranks); the pipelined ring above",
      GCX_CFG_FIELD(allreduce_large_msg), 0, 1e15, NULL},
     {"BCAST_ALGO", GCX_CONFIG_ENUM, "auto",
      "Broadcast algorithm; auto: binomial tree up to GCX_BCAST_SMALL_MSG "

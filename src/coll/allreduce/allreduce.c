@@ -3,9 +3,11 @@
  * selection.
  *
  * auto: recursive doubling (latency-optimal) up to GCX_ALLREDUCE_SMALL_MSG
- * bytes, Rabenseifner (bandwidth-optimal, log2 P rounds) up to
- * GCX_ALLREDUCE_LARGE_MSG, the pipelined ring (bandwidth-optimal,
- * chunk-pipelined) above;
+ * bytes, then with more than 2 ranks Rabenseifner (bandwidth-optimal,
+ * 2·log2 P rounds) up to GCX_ALLREDUCE_LARGE_MSG, and the pipelined ring
+ * (bandwidth-optimal, chunk-pipelined) above and for 2 ranks, where both
+ * have the same schedule but the ring overlaps chunks (measured in
+ * perf/coll/RESULTS.md);
  * GCX_ALLREDUCE_ALGO forces one. A new algorithm = one file + one row.
  */
 #include "coll/coll.h"
@@ -48,7 +50,7 @@ static const gcx_allreduce_algo_t *gcx_allreduce_select(const gcx_comm_t *comm,
     } else if (id == GCX_ALLREDUCE_ALGO_AUTO) {
         id = bytes <= comm->config.allreduce_small_msg ?
                  GCX_ALLREDUCE_ALGO_RECURSIVE_DOUBLING :
-             bytes <= comm->config.allreduce_large_msg ?
+             (bytes <= comm->config.allreduce_large_msg && comm->size > 2) ?
                  GCX_ALLREDUCE_ALGO_RABENSEIFNER :
                  GCX_ALLREDUCE_ALGO_RING;
     }
