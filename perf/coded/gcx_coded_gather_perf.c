@@ -115,7 +115,7 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
     gcx_comm_t         *comm;
     float              *msg, *sum, **slots;
     double             *coeffs, *times;
-    int                *parts, cnt = 0;
+    int                *parts, *filled, cnt = 0;
     long                wrong = 0;
     int                 check = strcmp(mode, "ignore") != 0;
     gcx_status_t        st;
@@ -158,6 +158,7 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
     coeffs = calloc((size_t)P, sizeof(double));
     parts  = calloc((size_t)P, sizeof(int));
     times  = calloc((size_t)o->rounds, sizeof(double));
+    filled = calloc((size_t)P, sizeof(int));
     for (k = 0; k < P; ++k) {
         slots[k] = calloc(o->count, sizeof(float));
     }
@@ -167,10 +168,21 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
         int    ready = 0, slot, part;
 
         gcx_coded_ready(coded, &ready);
+        if (pgc) {
+            /* a round that is already decoded may skip its compute, but a
+             * PGC slot that was never filled must be: the schedule's
+             * coefficients assume every slot holds a real gradient once
+             * the warm-up is over, and the root may use this message in a
+             * later round */
+            gcx_pgc_compute(sched, rank, r, &slot, &part);
+            if (slot >= 0 && slot < P && !filled[slot]) {
+                ready = 0;
+            }
+        }
         if (!ready) {
             if (pgc) { /* one fresh partition into its slot */
-                gcx_pgc_compute(sched, rank, r, &slot, &part);
                 if (part >= 0) {
+                    filled[slot] = 1;
                     compute_partition(o->compute_ms, part, slots[slot],
                                       o->count);
                 }
@@ -243,6 +255,7 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
     free(slots);
     free(coeffs);
     free(parts);
+    free(filled);
     free(times);
     free(msg);
     free(sum);
