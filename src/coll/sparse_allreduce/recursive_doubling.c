@@ -204,7 +204,9 @@ static int gcx_sparse_rd_combine(gcx_sparse_task_t *t, int peer)
             gcx_reduce_fn(GCX_DT_F32, GCX_OP_SUM)(t->dense_out, t->dense_out,
                                                   rd->rbuf, t->N);
         } else {
-            memcpy(t->dense_out, rd->rbuf, 4 * t->N);
+            if (t->N > 0) {
+                memcpy(t->dense_out, rd->rbuf, 4 * t->N);
+            }
             gcx_sparse_add_to_dense(rd->ci, rd->cv, rd->cn, t->N,
                                     t->dense_out);
             rd->dense = 1;

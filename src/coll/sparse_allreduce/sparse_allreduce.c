@@ -393,7 +393,7 @@ static void gcx_sparse_finish(gcx_sparse_task_t *t)
                               fv);
     }
     if (t->sparse_out != NULL) {
-        if (!t->res_in_out) {
+        if (!t->res_in_out && fn > 0) {
             memcpy(t->sparse_out->idx, fi, fn * sizeof(*fi));
             memcpy(t->sparse_out->val, fv, fn * sizeof(*fv));
         }

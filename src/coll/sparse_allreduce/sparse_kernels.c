@@ -35,11 +35,15 @@ size_t gcx_sparse_merge2(const uint32_t *ai, const float *av, size_t an,
             ov[o++] = av[a++] + bv[b++];
         }
     }
-    memcpy(oi + o, ai + a, (an - a) * sizeof(*oi));
-    memcpy(ov + o, av + a, (an - a) * sizeof(*ov));
-    o += an - a;
-    memcpy(oi + o, bi + b, (bn - b) * sizeof(*oi));
-    memcpy(ov + o, bv + b, (bn - b) * sizeof(*ov));
+    if (a < an) { /* memcpy must not see NULL, even for 0 bytes */
+        memcpy(oi + o, ai + a, (an - a) * sizeof(*oi));
+        memcpy(ov + o, av + a, (an - a) * sizeof(*ov));
+        o += an - a;
+    }
+    if (b < bn) {
+        memcpy(oi + o, bi + b, (bn - b) * sizeof(*oi));
+        memcpy(ov + o, bv + b, (bn - b) * sizeof(*ov));
+    }
     return o + (bn - b);
 }
 
@@ -72,8 +76,10 @@ void gcx_sparse_merge_lists(uint32_t **idx, float **val, size_t *n, int nl,
                 m = gcx_sparse_merge2(idx[l], val[l], n[l], idx[l + 1],
                                       val[l + 1], n[l + 1], oi, ov);
             } else {
-                memcpy(oi, idx[l], n[l] * sizeof(*oi));
-                memcpy(ov, val[l], n[l] * sizeof(*ov));
+                if (n[l] > 0) {
+                    memcpy(oi, idx[l], n[l] * sizeof(*oi));
+                    memcpy(ov, val[l], n[l] * sizeof(*ov));
+                }
                 m = n[l];
             }
             idx[out] = oi;
