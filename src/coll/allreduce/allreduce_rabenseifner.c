@@ -47,11 +47,6 @@ typedef struct gcx_allreduce_rab_task {
     gcx_tl_req_t    sreq, rreq;
 } gcx_allreduce_rab_task_t;
 
-static int gcx_rab_real(const gcx_allreduce_rab_task_t *r, int v)
-{
-    return v < r->rem ? 2 * v + 1 : v + r->rem;
-}
-
 /* Element offset of block b of p2 (b may be p2: the end). */
 static size_t gcx_rab_off(const gcx_allreduce_rab_task_t *r, int b)
 {
@@ -156,7 +151,7 @@ static void gcx_allreduce_rab_progress(gcx_task_t *task)
             goff  = gcx_rab_off(r, give_lo);
             glen  = gcx_rab_off(r, give_hi) - goff;
             state = gcx_rab_exchange(
-                r, gcx_rab_real(r, r->vrank ^ r->mask),
+                r, gcx_coll_rd_real_rank(r->rem, r->vrank ^ r->mask),
                 1u + (uint32_t)__builtin_ctz((unsigned)r->mask),
                 r->src + goff * es, glen, r->tmp, klen);
             if (state <= 0) {
@@ -187,7 +182,7 @@ static void gcx_allreduce_rab_progress(gcx_task_t *task)
             poff  = gcx_rab_off(r, plo);
             plen  = gcx_rab_off(r, phi) - poff;
             state = gcx_rab_exchange(
-                r, gcx_rab_real(r, r->vrank ^ r->mask),
+                r, gcx_coll_rd_real_rank(r->rem, r->vrank ^ r->mask),
                 (uint32_t)(1 + r->logp + __builtin_ctz((unsigned)r->mask)),
                 r->buf + moff * es, mlen, r->buf + poff * es, plen);
             if (state <= 0) {
@@ -229,11 +224,8 @@ static void gcx_allreduce_rab_post(gcx_task_t *task)
         task->status = GCX_ERR_NOMEM;
         return;
     }
-    for (r->p2 = 1, r->logp = 0; r->p2 * 2 <= size; r->p2 *= 2, ++r->logp) {
-    }
-    r->rem   = size - r->p2;
-    r->vrank = rank < 2 * r->rem ? ((rank % 2) ? rank / 2 : -1) :
-                                   rank - r->rem;
+    gcx_coll_rd_layout(size, rank, &r->p2, &r->rem, &r->vrank);
+    r->logp = __builtin_ctz((unsigned)r->p2);
     r->src    = r->sendbuf;
     r->mask   = r->p2 / 2;
     r->blo    = 0;

@@ -25,11 +25,6 @@ enum {
     GCX_RD_DONE,
 };
 
-static int gcx_rd_real_rank(const gcx_rd_t *rd, int vrank)
-{
-    return vrank < rd->rem ? 2 * vrank + 1 : vrank + rd->rem;
-}
-
 void gcx_rd_start(gcx_rd_t *rd, gcx_task_t *task, void *buf, void *tmp,
                   size_t count, gcx_dtype_t dtype, gcx_op_t op)
 {
@@ -44,14 +39,7 @@ void gcx_rd_start(gcx_rd_t *rd, gcx_task_t *task, void *buf, void *tmp,
     rd->reduce = gcx_reduce_fn(dtype, op);
     rd->posted = 0;
     rd->mask   = 1;
-    for (rd->p2 = 1; rd->p2 * 2 <= size; rd->p2 *= 2) {
-    }
-    rd->rem = size - rd->p2;
-    if (rank < 2 * rd->rem) {
-        rd->vrank = (rank % 2) ? rank / 2 : -1; /* even ones sit out */
-    } else {
-        rd->vrank = rank - rd->rem;
-    }
+    gcx_coll_rd_layout(size, rank, &rd->p2, &rd->rem, &rd->vrank);
     rd->phase = GCX_RD_PRE;
 }
 
@@ -122,7 +110,7 @@ int gcx_rd_progress(gcx_rd_t *rd)
                 break;
             }
             state = gcx_rd_exchange(rd,
-                                    gcx_rd_real_rank(rd, rd->vrank ^ rd->mask),
+                                    gcx_coll_rd_real_rank(rd->rem, rd->vrank ^ rd->mask),
                                     (uint32_t)(1 + __builtin_ctz(rd->mask)),
                                     1, 1, rd->tmp);
             if (state <= 0) {
