@@ -93,14 +93,43 @@
  * of group 1 g2(4) + g3(5); any one reply per group gives the staleness
  * (1, 0, 1, 0) for (p0, p1, p2, p3).
  *
- * A training loop (worker i), per step t:
+ * Contract: the schedule (coefficients, staleness, terms) assumes that at
+ * step t slot l holds the gradient computed at exactly step
+ * t - staleness(l). A worker that skips computing at a step (gcx_coded_ready()
+ * says its round is already decoded: its work would be dropped) leaves
+ * that slot holding an older gradient -- with moving weights, a gradient
+ * of the wrong step -- until it recomputes the slot P steps later. Its
+ * messages of the rounds that read the slot in between must not be folded
+ * in: the decoded vector would silently contain a wrong-step term and the
+ * staleness reported by gcx_pgc_decode() would be false. The worker records
+ * in slot_steps[l] the step at which it last computed slot l (-1: never),
+ * asks gcx_pgc_message_valid(), and for an invalid message calls
+ * gcx_coded_abstain() instead of gcx_coded_gather(): it takes part in the
+ * round and receives the decoded sum, but contributes nothing. In this
+ * loop abstention alone never makes a round undecodable: every worker
+ * used in round t-1 sends a valid message in round t unless round t is
+ * already decoded. (When it does, with dead workers, the round fails at
+ * once with GCX_ERR_UNDECODABLE.)
+ *
+ * A training loop (worker i), per step t (slot_steps[] = -1 at the start):
  * @code
- *   gcx_pgc_compute(pgc, i, t, &l, &j);       // compute g_j into buf[l]
- *   gcx_pgc_coeffs(pgc, i, t, c);              // P coefficients
- *   gcx_code_encode(P, c, bufs, len, msg);     // msg = sum c_l buf_l
- *   coded gather of msg to the root, which returns the used set U;
- *   root: gcx_pgc_decode(pgc, t, U, a, terms, &info);
- *         decoded = sum_i a_i msg_i, then broadcast.
+ *   gcx_coded_ready(coded, &ready);
+ *   if (ready) {                                // decoded without us:
+ *       gcx_coded_abstain(coded, sum, &res, NULL);  // compute nothing
+ *       continue;
+ *   }
+ *   gcx_pgc_compute(pgc, i, t, &l, &j);        // compute g_j into buf[l]
+ *   slot_steps[l] = t;
+ *   gcx_pgc_message_valid(pgc, i, t, slot_steps, &valid);
+ *   if (!valid) {                               // a slot read is stale
+ *       gcx_coded_abstain(coded, sum, &res, NULL);
+ *       continue;
+ *   }
+ *   gcx_pgc_coeffs(pgc, i, t, c);               // P coefficients
+ *   gcx_code_encode(P, c, bufs, len, msg);      // msg = sum c_l buf_l
+ *   gcx_coded_gather(coded, msg, sum, &res, NULL);  // res.used = U
+ *   root: gcx_pgc_decode(pgc, t, res.used, a, terms, &info);
+ *         // sum = sum_i a_i msg_i = sum_terms w * g_j(weights of t-d)
  * @endcode
  */
 #ifndef GCX_CODING_H
@@ -389,6 +418,24 @@ gcx_status_t gcx_pgc_coeffs(const gcx_pgc_t *pgc, int worker, int64_t step,
  */
 gcx_status_t gcx_pgc_staleness(const gcx_pgc_t *pgc, int worker, int64_t step,
                                int *staleness);
+
+/**
+ * Whether worker's message at step t would be what the schedule says: for
+ * every slot l with a nonzero coefficient at t (gcx_pgc_coeffs()),
+ * slot_steps[l] == t - staleness(l) (gcx_pgc_staleness()). Slots with a
+ * zero coefficient (idle, or not computed yet during the warm-up) are not
+ * read and not checked. Call it after computing this step's slot (and
+ * recording it); an invalid message must not be sent: see the contract in
+ * "Pipelined gradient coding" (gcx_coded_abstain()).
+ *
+ * @param slot_steps  P steps: slot_steps[l] is the step at which the caller
+ *                    last computed slot l, -1 if never.
+ * @param[out] valid_p  1 if the message is valid, else 0.
+ * @return GCX_OK; GCX_ERR_INVALID (NULL pointer, bad worker, t < 0).
+ */
+gcx_status_t gcx_pgc_message_valid(const gcx_pgc_t *pgc, int worker,
+                                   int64_t step, const int64_t *slot_steps,
+                                   int *valid_p);
 
 /**
  * Decode step t from the used set U (the arrived senders the collective

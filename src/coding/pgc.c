@@ -21,6 +21,13 @@
  * wrap-around workers deviate, and the decoded vector mixes staleness for
  * the partitions they hold. gcx_pgc_decode() reports the exact composition.
  *
+ * Validity: the schedule assumes slot l holds the gradient computed at
+ * exactly step t - staleness(l). A worker that skipped a step (its round
+ * was already decoded) holds an older gradient there until it recomputes
+ * the slot P steps later; gcx_pgc_message_valid() compares the steps the
+ * caller records against the schedule, so such a message is never sent
+ * (the worker abstains from the coded gather instead).
+ *
  * Cost: create O(n P) memory and time; per-worker queries O(P); decode is
  * the code's decoding vector plus O(n P) to collect the terms, no
  * allocation.
@@ -194,6 +201,30 @@ gcx_status_t gcx_pgc_staleness(const gcx_pgc_t *pgc, int worker, int64_t step,
     for (int l = 0; l < pgc->period; l++) {
         int idle = pgc->slot_part[(size_t)worker * pgc->period + l] < 0;
         staleness[l] = idle ? -1 : pgc_slot_staleness(pgc, step, l);
+    }
+    return GCX_OK;
+}
+
+gcx_status_t gcx_pgc_message_valid(const gcx_pgc_t *pgc, int worker,
+                                   int64_t step, const int64_t *slot_steps,
+                                   int *valid_p)
+{
+    int P;
+
+    if (pgc_bad_worker(pgc, worker, step) || slot_steps == NULL ||
+        valid_p == NULL) {
+        return GCX_ERR_INVALID;
+    }
+    P = pgc->period;
+    *valid_p = 1;
+    for (int l = 0; l < P; l++) {
+        /* the slots gcx_pgc_coeffs() gives a nonzero coefficient */
+        if (step < l || pgc->slot_coeff[(size_t)worker * P + l] == 0.0) {
+            continue;
+        }
+        if (slot_steps[l] != step - pgc_slot_staleness(pgc, step, l)) {
+            *valid_p = 0;
+        }
     }
     return GCX_OK;
 }

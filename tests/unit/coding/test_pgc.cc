@@ -420,3 +420,107 @@ TEST(CodingPipelined, Errors)
     gcx_pgc_destroy(nullptr);
     gcx_code_destroy(nullptr);
 }
+
+/* gcx_pgc_message_valid(): valid after normal steps (the warm-up too);
+ * after a skipped step, invalid for exactly the steps whose coefficients
+ * read the skipped slot, until it is recomputed. */
+TEST(CodingPipelined, MessageValidity)
+{
+    struct Case {
+        gcx_code_kind_t kind;
+        int n, s;
+    };
+    for (Case cs : {Case{GCX_CODE_FR, 4, 1}, Case{GCX_CODE_FR, 6, 2},
+                    Case{GCX_CODE_CR, 5, 2}, Case{GCX_CODE_CR, 4, 3}}) {
+        SCOPED_TRACE(testing::Message() << "kind " << cs.kind << " n " << cs.n
+                                        << " s " << cs.s);
+        auto c = make_code(cs.kind, cs.n, cs.s);
+        ASSERT_TRUE(c);
+        auto pg = make_pgc(c.get());
+        ASSERT_TRUE(pg);
+        const int P = gcx_pgc_period(pg.get());
+        const int T = 6 * P + 3;
+        for (int i = 0; i < cs.n; i++) {
+            /* skip = -1: no skipped step; else every step once */
+            for (int skip = -1; skip < T; skip++) {
+                std::vector<int64_t> steps(P, -1);
+                for (int64_t t = 0; t < T; t++) {
+                    int l = -1, j = -1, valid = -1;
+                    ASSERT_EQ(gcx_pgc_compute(pg.get(), i, t, &l, &j), GCX_OK);
+                    if (t == skip) {
+                        continue; /* computed nothing, sent nothing */
+                    }
+                    steps[l] = t;
+                    ASSERT_EQ(gcx_pgc_message_valid(pg.get(), i, t,
+                                                    steps.data(), &valid),
+                              GCX_OK);
+                    /* the skipped slot is read at steps skip+1 .. skip+P-1
+                     * (coefficients are nonzero once computed, for FR and
+                     * CR), and recomputed at skip+P */
+                    const bool reads_skipped =
+                        skip >= 0 && t > skip && t < skip + P;
+                    EXPECT_EQ(valid, reads_skipped ? 0 : 1)
+                        << "worker " << i << " skip " << skip << " step "
+                        << t;
+                }
+            }
+        }
+    }
+}
+
+/* Only slots with a nonzero coefficient are checked: the idle slot of a
+ * short MATRIX row, and slots not computed yet in the warm-up. */
+TEST(CodingPipelined, MessageValidityIgnoresUnreadSlots)
+{
+    std::vector<double> m = {1, 1, 0, 0, 1, 0, 1, 0, 1};
+    auto p = params(GCX_CODE_MATRIX, 3, 1);
+    p.matrix = m.data();
+    auto c = make_code(p);
+    ASSERT_TRUE(c);
+    auto pg = make_pgc(c.get());
+    ASSERT_TRUE(pg);
+    int valid = -1;
+    /* worker 1: slot 0 idle, slot 1 holds partition 1 */
+    int64_t steps[2] = {-1, 5};
+    ASSERT_EQ(gcx_pgc_message_valid(pg.get(), 1, 6, steps, &valid), GCX_OK);
+    EXPECT_EQ(valid, 1);
+    steps[1] = 3;
+    ASSERT_EQ(gcx_pgc_message_valid(pg.get(), 1, 6, steps, &valid), GCX_OK);
+    EXPECT_EQ(valid, 0);
+    /* warm-up: at step 0 only slot 0 is read */
+    int64_t warm[2] = {0, -1};
+    ASSERT_EQ(gcx_pgc_message_valid(pg.get(), 0, 0, warm, &valid), GCX_OK);
+    EXPECT_EQ(valid, 1);
+    warm[0] = -1;
+    ASSERT_EQ(gcx_pgc_message_valid(pg.get(), 0, 0, warm, &valid), GCX_OK);
+    EXPECT_EQ(valid, 0) << "slot 0 never computed";
+    /* a slot computed at a later step than the schedule says is wrong too */
+    int64_t ahead[2] = {8, 7};
+    ASSERT_EQ(gcx_pgc_message_valid(pg.get(), 0, 7, ahead, &valid), GCX_OK);
+    EXPECT_EQ(valid, 0);
+}
+
+TEST(CodingPipelined, MessageValidityErrors)
+{
+    auto c = make_code(GCX_CODE_FR, 4, 1);
+    ASSERT_TRUE(c);
+    auto pg = make_pgc(c.get());
+    ASSERT_TRUE(pg);
+    int64_t steps[2] = {0, 1};
+    int valid = 7;
+    EXPECT_EQ(gcx_pgc_message_valid(nullptr, 0, 1, steps, &valid),
+              GCX_ERR_INVALID);
+    EXPECT_EQ(gcx_pgc_message_valid(pg.get(), -1, 1, steps, &valid),
+              GCX_ERR_INVALID);
+    EXPECT_EQ(gcx_pgc_message_valid(pg.get(), 4, 1, steps, &valid),
+              GCX_ERR_INVALID);
+    EXPECT_EQ(gcx_pgc_message_valid(pg.get(), 0, -1, steps, &valid),
+              GCX_ERR_INVALID);
+    EXPECT_EQ(gcx_pgc_message_valid(pg.get(), 0, 1, nullptr, &valid),
+              GCX_ERR_INVALID);
+    EXPECT_EQ(gcx_pgc_message_valid(pg.get(), 0, 1, steps, nullptr),
+              GCX_ERR_INVALID);
+    EXPECT_EQ(valid, 7) << "output written on failure";
+    ASSERT_EQ(gcx_pgc_message_valid(pg.get(), 0, 1, steps, &valid), GCX_OK);
+    EXPECT_EQ(valid, 1);
+}
