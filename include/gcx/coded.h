@@ -22,10 +22,17 @@
  *   not send (its message would be dropped) and completes at once: that is
  *   how a slow worker catches up. gcx_coded_ready() tells a training loop
  *   before it computes, so it can skip the computation too.
+ * - A worker with nothing usable to send (pipelined gradient coding after a
+ *   skipped computation, see gcx_pgc_message_valid()) calls
+ *   gcx_coded_abstain() instead: it takes part in the round and receives
+ *   the decoded sum, and tells the root, with a header-only message, that
+ *   it will not contribute. The root then never waits for it; when the
+ *   workers left cannot decode, the round fails at once.
  * - Failure: a worker whose connection is lost, or who lags more than
  *   GCX_CODED_MAX_LAG rounds behind the root, counts as a permanent
- *   straggler. While the others can still decode, rounds go on. Otherwise
- *   the round fails on every rank, with GCX_ERR_UNDECODABLE (the root tells
+ *   straggler; one that abstains, as a straggler of that round. While the
+ *   others can still decode, rounds go on. Otherwise the round fails on
+ *   every rank, with GCX_ERR_UNDECODABLE (the root tells
  *   the workers it can reach) or GCX_ERR_TIMEOUT (GCX_TIMEOUT bounds every
  *   wait), and the communicator fails as for any collective.
  * - Straggler injection for tests and perf (GCX_STRAGGLER_* variables):
@@ -75,7 +82,14 @@ typedef struct gcx_coded_result {
     uint64_t arrived; /**< Bit w: worker w's message reached the root
                            before the round was decodable. */
     uint64_t used;    /**< Bit w: folded in with a nonzero coefficient;
-                           pass it to gcx_pgc_decode(). */
+                           pass it to gcx_pgc_decode(). used is a subset
+                           of arrived. */
+    /**
+     * Bit w: worker w abstained (gcx_coded_abstain()) and the root learned
+     * it before the round was decodable. Never in arrived or used: an
+     * abstention is not a message the round can be decoded from.
+     */
+    uint64_t abstained;
     double round_time; /**< Seconds from the root entering the round to the
                             decoded sum (as measured by the root). */
     /**
@@ -84,8 +98,9 @@ typedef struct gcx_coded_result {
      * time.
      */
     float arrival[GCX_CODE_MAX_WORKERS];
-    int skipped; /**< 1 when this rank did not send: the round was already
-                      decoded when it entered. */
+    int skipped; /**< 1 when this rank did not send (contribution or
+                      abstention): the round was already decoded when it
+                      entered. */
 } gcx_coded_result_t;
 
 /** Counters of one object (cumulative, this rank's view). */
@@ -97,6 +112,9 @@ typedef struct gcx_coded_stats {
     uint64_t early;         /**< Messages that arrived before their round
                                  was entered (staged in an internal buffer). */
     uint64_t skipped;       /**< Rounds this rank entered already decoded. */
+    uint64_t abstained;     /**< Rounds this rank (a worker) abstained from
+                                 and said so: gcx_coded_abstain() calls
+                                 that were not skipped. */
     uint64_t gone;          /**< Root: bit w set for workers counted gone. */
 } gcx_coded_stats_t;
 
@@ -145,9 +163,42 @@ gcx_status_t gcx_coded_gather(gcx_coded_t *coded, const float *sendbuf,
                               gcx_request_t **req_p);
 
 /**
+ * One round in which this rank takes part without contributing: the same
+ * round numbering and FIFO order as gcx_coded_gather(), and the decoded sum
+ * is received into @p recvbuf just the same. Use it when this worker's
+ * message would not be what the code expects, e.g. a pipelined-coding
+ * message reading a slot that was not recomputed (gcx_pgc_message_valid()).
+ *
+ * A worker sends the root a header-only void message instead of its
+ * contribution (no straggler delay: it computes nothing). The root never
+ * folds it in: the worker's bit is set in result->abstained, not in
+ * arrived or used, and the root waits no longer for it. A root that is a
+ * worker records its own abstention locally. Void messages follow the
+ * rules of contributions: one of a finished round is dropped, one of a
+ * round the root has not entered yet is remembered. A rank that enters a
+ * round already decoded completes at once (result->skipped), as with
+ * gcx_coded_gather(). On a root that is not a worker this is
+ * gcx_coded_gather() (it contributes nothing anyway).
+ *
+ * When every worker that is not gone has arrived or abstained (more
+ * generally: as soon as the arrived workers and those that may still
+ * arrive cannot be decoded), the round fails at once on every rank with
+ * GCX_ERR_UNDECODABLE, without waiting for GCX_TIMEOUT, and the
+ * communicator fails as for any collective.
+ *
+ * @param recvbuf  Written until the request completes (count floats).
+ * @param result   Filled on success, or NULL.
+ * @param req_p    Request, or NULL to block.
+ * @return As gcx_coded_gather().
+ */
+gcx_status_t gcx_coded_abstain(gcx_coded_t *coded, float *recvbuf,
+                               gcx_coded_result_t *result,
+                               gcx_request_t **req_p);
+
+/**
  * Whether the decoded sum of this rank's next round has already arrived,
  * after one progress call: a training loop may then skip computing its
- * contribution (gcx_coded_gather() will not send it).
+ * contribution (gcx_coded_gather() and gcx_coded_abstain() will not send).
  *
  * @param[out] ready_p  1 or 0.
  */

@@ -47,10 +47,19 @@
  * same reason: any relaying rank may be the straggler; the root sends to
  * every rank directly.
  *
+ * Abstention (gcx_coded_abstain()): the worker takes part in the round as
+ * with a contribution, but its message is a header-only VOID: the root
+ * records the worker as abstained (never arrived or used) and stops
+ * waiting for it. Cost: one header per abstention, no payload. VOID
+ * messages go through the same round rules (dropped when finished, staged
+ * when early).
+ *
  * Dead workers: a lost connection or GCX_CODED_MAX_LAG missed results make
  * a worker gone; rounds go on while the rest can decode; otherwise the root
  * fails the round with GCX_ERR_UNDECODABLE and tells every reachable rank
- * (ERROR message); the others time out (GCX_TIMEOUT).
+ * (ERROR message); the others time out (GCX_TIMEOUT). The same check with
+ * the abstained workers taken out makes a round that only abstentions
+ * leave undecodable fail at once.
  */
 #include "coded_int.h"
 #include "core/time.h"
@@ -81,6 +90,7 @@ void gcx_coded_fill_result(const gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
     result->round      = hdr->round;
     result->arrived    = hdr->arrived;
     result->used       = hdr->used;
+    result->abstained  = hdr->abstained;
     result->round_time = hdr->round_time;
     for (w = 0; w < GCX_CODE_MAX_WORKERS; ++w) {
         result->arrival[w] = w < coded->n ? hdr->arrival[w] : NAN;
@@ -106,6 +116,7 @@ static void gcx_coded_am_handler(void *arg, const gcx_tl_am_msg_t *msg)
     }
     switch (hdr.kind) {
     case GCX_CODED_CONTRIB:
+    case GCX_CODED_VOID:
         if (coded->comm->rank == coded->root) {
             gcx_coded_root_on_contrib(coded, &hdr, msg);
         }
@@ -252,22 +263,15 @@ void gcx_coded_destroy(gcx_coded_t *coded)
     free(coded);
 }
 
-gcx_status_t gcx_coded_gather(gcx_coded_t *coded, const float *sendbuf,
-                              float *recvbuf, gcx_coded_result_t *result,
-                              gcx_request_t **req_p)
+/* One round task; abstain: no sendbuf, a VOID message instead. */
+static gcx_status_t gcx_coded_submit(gcx_coded_t *coded, const float *sendbuf,
+                                     float *recvbuf, int abstain,
+                                     gcx_coded_result_t *result,
+                                     gcx_request_t **req_p)
 {
     gcx_coded_op_t *op;
     int             is_root;
 
-    if (coded == NULL || (coded->count > 0 && recvbuf == NULL) ||
-        (coded->my_worker >= 0 && coded->count > 0 &&
-         (sendbuf == NULL ||
-          (sendbuf < recvbuf + coded->count &&
-           recvbuf < sendbuf + coded->count)))) {
-        gcx_error("gcx_coded_gather: invalid arguments (buffers %p -> %p)",
-                  (const void *)sendbuf, (void *)recvbuf);
-        return GCX_ERR_INVALID;
-    }
     op = calloc(1, sizeof(*op));
     if (op == NULL) {
         return GCX_ERR_NOMEM;
@@ -281,8 +285,37 @@ gcx_status_t gcx_coded_gather(gcx_coded_t *coded, const float *sendbuf,
     op->sendbuf = sendbuf;
     op->recvbuf = recvbuf;
     op->result  = result;
+    op->abstain = abstain && coded->my_worker >= 0;
     op->rreq.status = GCX_OK;
     return gcx_task_submit(&op->super, req_p);
+}
+
+gcx_status_t gcx_coded_gather(gcx_coded_t *coded, const float *sendbuf,
+                              float *recvbuf, gcx_coded_result_t *result,
+                              gcx_request_t **req_p)
+{
+    if (coded == NULL || (coded->count > 0 && recvbuf == NULL) ||
+        (coded->my_worker >= 0 && coded->count > 0 &&
+         (sendbuf == NULL ||
+          (sendbuf < recvbuf + coded->count &&
+           recvbuf < sendbuf + coded->count)))) {
+        gcx_error("gcx_coded_gather: invalid arguments (buffers %p -> %p)",
+                  (const void *)sendbuf, (void *)recvbuf);
+        return GCX_ERR_INVALID;
+    }
+    return gcx_coded_submit(coded, sendbuf, recvbuf, 0, result, req_p);
+}
+
+gcx_status_t gcx_coded_abstain(gcx_coded_t *coded, float *recvbuf,
+                               gcx_coded_result_t *result,
+                               gcx_request_t **req_p)
+{
+    if (coded == NULL || (coded->count > 0 && recvbuf == NULL)) {
+        gcx_error("gcx_coded_abstain: invalid arguments (recvbuf %p)",
+                  (void *)recvbuf);
+        return GCX_ERR_INVALID;
+    }
+    return gcx_coded_submit(coded, NULL, recvbuf, 1, result, req_p);
 }
 
 gcx_status_t gcx_coded_ready(gcx_coded_t *coded, int *ready_p)

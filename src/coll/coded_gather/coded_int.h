@@ -22,6 +22,8 @@ enum {
     GCX_CODED_CONTRIB = 1, /* worker -> root: a coded vector of a round */
     GCX_CODED_RESULT  = 2, /* root -> rank: the decoded sum of a round */
     GCX_CODED_ERROR   = 3, /* root -> rank: the round failed (status) */
+    GCX_CODED_VOID    = 4, /* worker -> root: abstains from a round (a
+                              contribution flagged void, header only) */
 };
 
 /* Wire header; only the first n arrival entries are sent. */
@@ -34,6 +36,7 @@ typedef struct gcx_coded_hdr {
     int32_t  status;   /* ERROR */
     uint64_t arrived;  /* RESULT */
     uint64_t used;     /* RESULT */
+    uint64_t abstained; /* RESULT */
     double   round_time;
     float    arrival[GCX_CODE_MAX_WORKERS];
 } gcx_coded_hdr_t;
@@ -57,7 +60,8 @@ typedef struct gcx_coded_slot {
     uint64_t               round;
     int                    worker;    /* contribution stash: sender's index */
     double                 t_arrival; /* when its header arrived */
-    gcx_coded_hdr_t        hdr;       /* result stash: the root's header */
+    gcx_coded_hdr_t        hdr;       /* stashed header (kind: CONTRIB,
+                                         VOID, or the root's RESULT) */
     int                    nreqs;     /* result fan-out: one per rank */
     gcx_tl_req_t          *reqs;      /* size entries */
 } gcx_coded_slot_t;
@@ -109,8 +113,10 @@ struct gcx_coded_op {
     float              *recvbuf;
     gcx_coded_result_t *result;
     double              t_start;
+    int                 abstain;  /* gcx_coded_abstain(): nothing to send */
     /* root */
     uint64_t            arrived, used;
+    uint64_t            abstained; /* workers that abstained */
     int                 decodable, streaming, decoded;
     int                 nentries, nfolded;
     gcx_coded_entry_t   entries[GCX_CODE_MAX_WORKERS];
@@ -148,7 +154,7 @@ void gcx_coded_slots_release(gcx_coded_t *coded);
 extern const gcx_task_ops_t gcx_coded_root_ops;
 extern const gcx_task_ops_t gcx_coded_rank_ops;
 
-/** Root: a CONTRIB header arrived (from the AM handler). */
+/** Root: a CONTRIB or VOID header arrived (from the AM handler). */
 void gcx_coded_root_on_contrib(gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
                                const gcx_tl_am_msg_t *msg);
 

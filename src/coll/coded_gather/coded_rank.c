@@ -10,7 +10,9 @@
  * caller's buffer and the next step is never blocked by it) and sends it
  * as one active message to the root. The send is not part of the round: it
  * completes whenever the root takes or drops it, and only then is the
- * block reused.
+ * block reused. An abstaining worker (gcx_coded_abstain()) sends a
+ * header-only VOID message instead: no copy, no payload, no straggler
+ * delay (it computes nothing).
  * The RESULT of the round being waited for is pulled straight into recvbuf
  * (zero copy); a RESULT of a later round (this rank is behind) is pulled
  * into a block and copied out when the rank gets there. An ERROR from the
@@ -154,21 +156,22 @@ static void gcx_coded_rank_send(gcx_coded_op_t *op)
         op->super.status = GCX_ERR_NOMEM;
         return;
     }
-    if (coded->bytes > 0) {
+    if (coded->bytes > 0 && !op->abstain) {
         memcpy(slot->block->data, op->sendbuf, coded->bytes);
     }
     hdr.comm_id  = coded->comm->id;
     hdr.instance = coded->instance;
     hdr.round    = op->round;
     hdr.sender   = (uint16_t)coded->comm->rank;
-    hdr.kind     = GCX_CODED_CONTRIB;
+    hdr.kind     = op->abstain ? GCX_CODED_VOID : GCX_CODED_CONTRIB;
     iov.buffer   = slot->block->data;
     iov.length   = coded->bytes;
     slot->round  = op->round;
     slot->nreqs  = 1;
     slot->block->hdr = hdr;
     tl->ops->am_send(tl, coded->root, coded->am_id, &slot->block->hdr,
-                     offsetof(gcx_coded_hdr_t, arrival), &iov, 1,
+                     offsetof(gcx_coded_hdr_t, arrival),
+                     op->abstain ? NULL : &iov, op->abstain ? 0 : 1,
                      &slot->reqs[0]);
     /* a failed send (root gone) shows as a timeout of the round */
     slot->next      = coded->inflight;
@@ -185,7 +188,8 @@ static void gcx_coded_rank_post(gcx_task_t *task)
     coded->live = op;
     op->t_start = gcx_time_now();
     tl->ops->progress(tl);
-    if (coded->my_worker >= 0 && !gcx_coded_rank_decided(op)) {
+    if (coded->my_worker >= 0 && !op->abstain &&
+        !gcx_coded_rank_decided(op)) {
         delay_ms = gcx_coded_straggler_delay(coded, coded->my_worker,
                                              op->round);
         if (delay_ms > 0) {
@@ -195,6 +199,7 @@ static void gcx_coded_rank_post(gcx_task_t *task)
     }
     if (coded->my_worker >= 0 && !gcx_coded_rank_decided(op)) {
         gcx_coded_rank_send(op);
+        coded->stats.abstained += (uint64_t)op->abstain;
     } else {
         op->skipped = coded->my_worker >= 0;
         coded->stats.skipped += (uint64_t)op->skipped;

@@ -22,9 +22,15 @@
  * GCX_CODED_MAX_LAG results in flight, or whose connection is lost, is
  * counted gone: it gets no more results, its transfers are abandoned.
  *
- * Failure: when the arrived workers plus those still alive cannot be
- * decoded, or GCX_TIMEOUT passes, the round fails with GCX_ERR_UNDECODABLE
- * and an ERROR message goes to every rank still reachable.
+ * Abstention: a worker's VOID message (or the root's own abstention) marks
+ * it abstained for the round: never taken, never waited for. A VOID that
+ * comes after the round is decodable changes nothing (dropped as late).
+ *
+ * Failure: when the arrived workers plus those that may still arrive (not
+ * gone, not abstained) cannot be decoded, or GCX_TIMEOUT passes, the round
+ * fails with GCX_ERR_UNDECODABLE and an ERROR message goes to every rank
+ * still reachable. So a round that abstentions leave undecodable fails as
+ * soon as the last needed worker abstains, not after GCX_TIMEOUT.
  */
 #include "coded_int.h"
 #include "core/time.h"
@@ -100,7 +106,7 @@ static int gcx_coded_root_arrive(gcx_coded_op_t *op, int w,
     double       coeff = 0;
     int          known = 0, decodable = 0;
 
-    if (op->decodable || (op->arrived & (1ull << w)) ||
+    if (op->decodable || ((op->arrived | op->abstained) & (1ull << w)) ||
         op->super.status != GCX_INPROGRESS) {
         ++coded->stats.late_dropped;
         return 0;
@@ -126,6 +132,17 @@ static int gcx_coded_root_arrive(gcx_coded_op_t *op, int w,
     return 1;
 }
 
+/* Worker w abstains from the live round (VOID, or the root's own). */
+static void gcx_coded_root_abstain(gcx_coded_op_t *op, int w)
+{
+    if (op->decodable || ((op->arrived | op->abstained) & (1ull << w)) ||
+        op->super.status != GCX_INPROGRESS) {
+        ++op->coded->stats.late_dropped; /* changes nothing any more */
+        return;
+    }
+    op->abstained |= 1ull << w;
+}
+
 void gcx_coded_root_on_contrib(gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
                                const gcx_tl_am_msg_t *msg)
 {
@@ -134,8 +151,9 @@ void gcx_coded_root_on_contrib(gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
     gcx_tl_t         *tl = coded->comm->tl;
     gcx_iov_t         iov;
     int               w  = gcx_coded_worker(coded, hdr->sender);
+    int               is_void = hdr->kind == GCX_CODED_VOID;
 
-    if (w < 0 || msg->length != coded->bytes) {
+    if (w < 0 || msg->length != (is_void ? 0 : coded->bytes)) {
         gcx_warn("coded gather: dropping a malformed message from rank %u",
                  hdr->sender);
         return;
@@ -145,11 +163,15 @@ void gcx_coded_root_on_contrib(gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
         return;
     }
     if (op != NULL && hdr->round == op->round) {
-        gcx_coded_root_arrive(op, w, msg, NULL,
-                              gcx_time_now() - op->t_start);
+        if (is_void) {
+            gcx_coded_root_abstain(op, w);
+        } else {
+            gcx_coded_root_arrive(op, w, msg, NULL,
+                                  gcx_time_now() - op->t_start);
+        }
         return;
     }
-    /* a round the root has not entered yet: stage it */
+    /* a round the root has not entered yet: stage it (a VOID: its header) */
     slot = gcx_coded_slot_get(coded);
     if (slot == NULL) {
         gcx_error("coded gather: out of memory staging a message");
@@ -158,10 +180,13 @@ void gcx_coded_root_on_contrib(gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
     slot->round     = hdr->round;
     slot->worker    = w;
     slot->t_arrival = gcx_time_now();
-    slot->nreqs     = 1;
-    iov.buffer      = slot->block->data;
-    iov.length      = coded->bytes;
-    tl->ops->am_recv(tl, msg, &iov, 1, &slot->reqs[0]);
+    slot->hdr       = *hdr;
+    if (!is_void) {
+        slot->nreqs = 1;
+        iov.buffer  = slot->block->data;
+        iov.length  = coded->bytes;
+        tl->ops->am_recv(tl, msg, &iov, 1, &slot->reqs[0]);
+    }
     slot->next   = coded->stash;
     coded->stash = slot;
     ++coded->stats.early;
@@ -218,21 +243,26 @@ static int gcx_coded_root_check_failure(gcx_coded_op_t *op)
             coded->gone |= 1ull << w;
         }
     }
-    possible = op->arrived | (all & ~coded->gone);
+    /* abstained workers will not contribute to this round: out too */
+    possible = op->arrived | (all & ~coded->gone & ~op->abstained);
     if (gcx_code_decodable(coded->code, possible, &decodable) == GCX_OK &&
         !decodable) {
-        gcx_error("coded gather round %llu: undecodable, workers gone "
-                  "0x%llx (more than s = %d)",
+        gcx_error("coded gather round %llu: undecodable: workers arrived "
+                  "0x%llx, abstained 0x%llx, gone 0x%llx; those that may "
+                  "still arrive cannot make it decodable (s = %d)",
                   (unsigned long long)op->round,
+                  (unsigned long long)op->arrived,
+                  (unsigned long long)op->abstained,
                   (unsigned long long)coded->gone, coded->s);
         gcx_coded_root_fail(op, GCX_ERR_UNDECODABLE);
         return 1;
     }
     if (gcx_time_now() > op->super.deadline) {
         gcx_error("coded gather round %llu: only workers 0x%llx arrived "
-                  "within GCX_TIMEOUT=%g s; not decodable",
+                  "(0x%llx abstained) within GCX_TIMEOUT=%g s; not decodable",
                   (unsigned long long)op->round,
                   (unsigned long long)op->arrived,
+                  (unsigned long long)op->abstained,
                   coded->comm->config.timeout);
         gcx_coded_root_fail(op, GCX_ERR_UNDECODABLE);
         return 1;
@@ -364,6 +394,7 @@ static void gcx_coded_root_publish(gcx_coded_op_t *op)
     hdr.kind       = GCX_CODED_RESULT;
     hdr.arrived    = op->arrived;
     hdr.used       = op->used;
+    hdr.abstained  = op->abstained;
     hdr.round_time = gcx_time_now() - op->t_start;
     for (w = 0; w < coded->n; ++w) {
         hdr.arrival[w] = (op->arrived & (1ull << w)) ? op->arrival[w] : NAN;
@@ -431,13 +462,19 @@ static void gcx_coded_root_post(gcx_task_t *task)
     gcx_coded_slot_t **pp, *slot;
     double            delay_ms;
 
-    delay_ms = gcx_coded_straggler_delay(coded, coded->my_worker, op->round);
+    /* an abstaining root computes nothing: no straggler delay */
+    delay_ms = op->abstain ? 0 :
+                             gcx_coded_straggler_delay(coded, coded->my_worker,
+                                                       op->round);
     if (delay_ms > 0) {
         gcx_coded_sleep(delay_ms * 1e-3);
     }
     coded->live = op;
     op->t_start = gcx_time_now();
-    if (coded->my_worker >= 0) {
+    if (op->abstain) {
+        gcx_coded_root_abstain(op, coded->my_worker);
+        ++coded->stats.abstained;
+    } else if (coded->my_worker >= 0) {
         gcx_coded_root_arrive(op, coded->my_worker, NULL, NULL, 0.0);
     }
     /* messages that came before the root entered the round */
@@ -448,8 +485,11 @@ static void gcx_coded_root_post(gcx_task_t *task)
             continue;
         }
         *pp = slot->next;
-        if (!gcx_coded_root_arrive(op, slot->worker, NULL, slot,
-                                   slot->t_arrival - op->t_start)) {
+        if (slot->hdr.kind == GCX_CODED_VOID) {
+            gcx_coded_root_abstain(op, slot->worker);
+            gcx_coded_slot_put(coded, slot); /* no transfer on it */
+        } else if (!gcx_coded_root_arrive(op, slot->worker, NULL, slot,
+                                          slot->t_arrival - op->t_start)) {
             slot->next      = coded->inflight; /* freed once it landed */
             coded->inflight = slot;
         }
