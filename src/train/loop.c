@@ -104,7 +104,7 @@ static gcx_status_t train_agree(train_comm_t *comm, gcx_status_t local)
  * batch (train_grad_src_t.compute).
  */
 static gcx_status_t train_grad_part(void *ctx, int part, int nparts,
-                                    float *grad, double *loss_p)
+                                    float *grad, train_batch_stats_t *stats_p)
 {
     train_state_t *st = ctx;
     size_t global = (size_t)st->opts->batch * (size_t)st->comm->size;
@@ -127,10 +127,12 @@ static gcx_status_t train_grad_part(void *ctx, int part, int nparts,
     train_dataset_gather(st->train, st->perm + begin, count, st->x, st->y);
     train_net_loss_grad(&st->net, st->params, st->x, st->y, (int)count, grad,
                         &loss, &hits);
-    st->loss_sum += loss * (double)count;
-    st->hits += hits;
-    st->samples += (double)count;
-    *loss_p = loss;
+    stats_p->loss_sum = loss * (double)count;
+    stats_p->hits = hits;
+    stats_p->samples = (double)count;
+    st->loss_sum += stats_p->loss_sum;
+    st->hits += stats_p->hits;
+    st->samples += stats_p->samples;
     return GCX_OK;
 }
 
@@ -253,7 +255,18 @@ static gcx_status_t train_state_init(train_state_t *st,
     if (opts->max_steps > 0 && opts->max_steps < st->sched.total_steps) {
         st->sched.total_steps = opts->max_steps;
     }
-    return train_sync_create(opts->sync, comm, st->net.nparams, &st->sync);
+    if (opts->straggler_rank >= comm->size) {
+        train_error("--straggler %d:...: there are only %d ranks",
+                    opts->straggler_rank, comm->size);
+        return GCX_ERR_INVALID;
+    }
+    status = train_sync_create(opts->sync, comm, st->net.nparams, &st->sync);
+    if (status == GCX_OK && comm->rank == opts->straggler_rank) {
+        st->sync.delay_s = opts->straggler_delay;
+        train_info("--straggler: this rank sleeps %.0f ms per step",
+                   opts->straggler_delay * 1e3);
+    }
+    return status;
 }
 
 static void train_state_fini(train_state_t *st)
@@ -273,17 +286,19 @@ static gcx_status_t train_step(train_state_t *st, long step,
                                train_step_rec_t *rec)
 {
     const train_grad_src_t src = {train_grad_part, st};
-    double stats[3], loss, t0, t1, t2;
+    train_batch_stats_t mine;
+    double stats[3], t0, t1, t2;
     gcx_status_t status;
 
     st->loss_sum = st->hits = st->samples = 0;
     t0 = train_now();
     if (!(st->sync.ops->flags & TRAIN_SYNC_OWN_GRADIENT)) {
         status = train_grad_part(st, st->comm->rank, st->comm->size, st->grads,
-                                 &loss);
+                                 &mine);
         if (status != GCX_OK) {
             return status;
         }
+        train_sync_delay(&st->sync);
     }
     t1 = train_now();
     st->sync.step = step;
@@ -301,12 +316,19 @@ static gcx_status_t train_step(train_state_t *st, long step,
         st->params[0] = nextafterf(st->params[0], INFINITY);
     }
 
-    stats[0] = st->loss_sum;
-    stats[1] = st->hits;
-    stats[2] = st->samples;
-    status = train_comm_allreduce(st->comm, stats, 3, GCX_DT_F64, GCX_OP_SUM);
-    if (status != GCX_OK) {
-        return status;
+    if (st->sync.ops->flags & TRAIN_SYNC_BATCH_STATS) {
+        stats[0] = rec->sync.batch.loss_sum;
+        stats[1] = rec->sync.batch.hits;
+        stats[2] = rec->sync.batch.samples;
+    } else {
+        stats[0] = st->loss_sum;
+        stats[1] = st->hits;
+        stats[2] = st->samples;
+        status =
+            train_comm_allreduce(st->comm, stats, 3, GCX_DT_F64, GCX_OP_SUM);
+        if (status != GCX_OK) {
+            return status;
+        }
     }
     rec->step = step;
     rec->loss = stats[2] > 0 ? stats[0] / stats[2] : 0;
@@ -323,6 +345,25 @@ static gcx_status_t train_step(train_state_t *st, long step,
     return GCX_OK;
 }
 
+/*
+ * Record a test accuracy measured at training time @p time_s (evaluation
+ * time excluded) against the target; returns 1 when the run should stop.
+ */
+static int train_note_accuracy(const train_opts_t *opts, train_result_t *res,
+                               double acc, double time_s, int epoch)
+{
+    if (acc > res->best_test_acc) {
+        res->best_test_acc = acc;
+    }
+    if (opts->target_acc > 0 && res->time_to_target_s < 0 &&
+        acc >= opts->target_acc) {
+        res->time_to_target_s = time_s;
+        res->target_epoch = epoch;
+        return opts->stop_at_target;
+    }
+    return 0;
+}
+
 gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
                        const train_dataset_t *train,
                        const train_dataset_t *test, train_result_t *result_p)
@@ -333,7 +374,7 @@ gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
     train_report_t rep;
     train_state_t st;
     gcx_status_t status;
-    double t_start, bytes[2];
+    double t_start, t_eval = 0, t0, bytes[2];
     long step = 0;
     int epoch, done = 0;
 
@@ -398,11 +439,28 @@ gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
             rec.epoch_step = st.step_in_epoch;
             rec.steps_per_epoch = spe;
             rec.bytes_total = res.bytes_sent;
-            rec.time_s = train_now() - t_start;
+            rec.time_s = train_now() - t_start - t_eval;
             train_report_step(&rep, &rec);
             if (opts->max_steps > 0 && step >= opts->max_steps) {
                 done = 1;
                 break;
+            }
+            if (opts->eval_every > 0 && step % opts->eval_every == 0 &&
+                st.step_in_epoch + 1 < spe) {
+                double test_loss, test_acc;
+
+                t0 = train_now();
+                status = train_evaluate(&st, &test_loss, &test_acc);
+                if (status != GCX_OK) {
+                    goto out_report;
+                }
+                t_eval += train_now() - t0;
+                train_report_test(&rep, &rec, test_acc);
+                if (train_note_accuracy(opts, &res, test_acc, rec.time_s,
+                                        epoch)) {
+                    done = 1;
+                    break;
+                }
             }
         }
         status = train_check_identical(comm, st.params, st.net.nparams, step);
@@ -410,30 +468,25 @@ gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
             goto out_report;
         }
         res.weight_checks++;
+        er->time_s = train_now() - t_start - t_eval;
+        t0 = train_now();
         status = train_evaluate(&st, &er->test_loss, &er->test_acc);
         if (status != GCX_OK) {
             goto out_report;
         }
+        t_eval += train_now() - t0;
         er->epoch = epoch;
         er->steps = step;
-        er->time_s = train_now() - t_start;
         er->train_loss = ep_samples > 0 ? ep_loss / ep_samples : 0;
         er->train_acc = ep_samples > 0 ? ep_hits / ep_samples : 0;
         res.nepochs++;
-        if (er->test_acc > res.best_test_acc) {
-            res.best_test_acc = er->test_acc;
-        }
-        if (opts->target_acc > 0 && res.time_to_target_s < 0 &&
-            er->test_acc >= opts->target_acc) {
-            res.time_to_target_s = er->time_s;
-            res.target_epoch = epoch;
-            if (opts->stop_at_target) {
-                done = 1;
-            }
+        if (train_note_accuracy(opts, &res, er->test_acc, er->time_s, epoch)) {
+            done = 1;
         }
         train_report_epoch(&rep, er, opts->epochs);
     }
-    res.total_time_s = train_now() - t_start;
+    res.total_time_s = train_now() - t_start - t_eval;
+    res.eval_time_s = t_eval;
     res.steps = step;
     res.final_test_acc = res.nepochs ? res.epochs[res.nepochs - 1].test_acc : 0;
     bytes[0] = res.bytes_sent;

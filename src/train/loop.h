@@ -17,7 +17,8 @@ extern "C" {
 typedef struct train_epoch_rec {
     int epoch;         /**< 1-based. */
     long steps;        /**< Global steps done at its end. */
-    double time_s;     /**< Wall time since training started, after eval. */
+    double time_s;     /**< Training time at the epoch's end (wall time since
+                            training started, evaluations excluded). */
     double train_loss; /**< Mean over the epoch's samples. */
     double train_acc;
     double test_loss;
@@ -30,7 +31,8 @@ typedef struct train_step_rec {
     int epoch;       /**< 1-based. */
     long epoch_step; /**< 0-based step within the epoch. */
     long steps_per_epoch;
-    double time_s; /**< Since training started, at the step's end. */
+    double time_s; /**< Training time (evaluations excluded) at the step's
+                        end. */
     double lr;
     double loss; /**< Mean over the global batch. */
     double acc;  /**< Over the global batch. */
@@ -47,9 +49,12 @@ typedef struct train_result {
     long steps;
     int nepochs;               /**< Epochs completed. */
     train_epoch_rec_t *epochs; /**< nepochs records (malloc'd). */
-    double total_time_s;       /**< Whole training, evaluations included. */
-    double time_to_target_s;   /**< < 0: target not reached (or none). */
-    int target_epoch;          /**< Epoch that reached it, else 0. */
+    double total_time_s;       /**< Training time, evaluations excluded. */
+    double eval_time_s;        /**< Time spent evaluating on the test set. */
+    double time_to_target_s;   /**< Training time at the first evaluation
+                                    (--eval-every or epoch end) at or above
+                                    the target; < 0: not reached (or none). */
+    int target_epoch;          /**< Epoch in which it was reached, else 0. */
     double final_test_acc;
     double best_test_acc;
     double bytes_sent;     /**< This rank, gradient exchange only. */

@@ -36,6 +36,7 @@ void train_opts_default(train_opts_t *opts)
     snprintf(opts->sync, sizeof(opts->sync), "dense");
     opts->target_acc = 0.85;
     opts->check_every = 200;
+    opts->straggler_rank = -1;
     opts->progress = TRAIN_PROGRESS_AUTO;
 }
 
@@ -78,6 +79,10 @@ void train_opts_usage(FILE *out)
             "%llu)\n"
             "  --max-steps N          stop after N steps (default: no "
             "limit)\n"
+            "  --straggler R:MS       rank R sleeps MS milliseconds in every "
+            "step it computes\n"
+            "                         a gradient (a slow worker; default: "
+            "none)\n"
             "Synchronisation:\n"
             "  --sync MODE[:k=v,...]  how gradients are combined (default "
             "%s):\n",
@@ -92,6 +97,10 @@ void train_opts_usage(FILE *out)
             "                         weights; 0: at epoch ends only "
             "(default %ld)\n"
             "Output:\n"
+            "  --eval-every N         also evaluate on the test set every N "
+            "steps (default: at\n"
+            "                         epoch ends only); evaluation time is "
+            "not training time\n"
             "  --target-acc A         report the time to test accuracy A "
             "(default %g; 0: off)\n"
             "  --stop-at-target       stop once the target is reached\n"
@@ -197,6 +206,8 @@ enum {
     OPT_MIN_LR,
     OPT_SEED,
     OPT_MAX_STEPS,
+    OPT_STRAGGLER,
+    OPT_EVAL_EVERY,
     OPT_SYNC,
     OPT_CHECK_EVERY,
     OPT_TARGET,
@@ -225,6 +236,8 @@ static const struct option train_long_opts[] = {
     {"min-lr", required_argument, NULL, OPT_MIN_LR},
     {"seed", required_argument, NULL, OPT_SEED},
     {"max-steps", required_argument, NULL, OPT_MAX_STEPS},
+    {"straggler", required_argument, NULL, OPT_STRAGGLER},
+    {"eval-every", required_argument, NULL, OPT_EVAL_EVERY},
     {"sync", required_argument, NULL, OPT_SYNC},
     {"check-every", required_argument, NULL, OPT_CHECK_EVERY},
     {"target-acc", required_argument, NULL, OPT_TARGET},
@@ -236,6 +249,34 @@ static const struct option train_long_opts[] = {
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
+
+/* "R:MS": rank R sleeps MS ms per gradient step. */
+static int opt_straggler(const char *arg, train_opts_t *o)
+{
+    const char *ms_text;
+    char *end;
+    long rank;
+    double ms;
+
+    errno = 0;
+    rank = strtol(arg, &end, 10);
+    if (end == arg || *end != ':' || rank < 0 || rank > 65535 || errno != 0) {
+        goto bad;
+    }
+    ms_text = end + 1;
+    ms = strtod(ms_text, &end);
+    if (end == ms_text || *end != '\0' || !(ms >= 0 && ms <= 1e6)) {
+        goto bad;
+    }
+    o->straggler_rank = (int)rank;
+    o->straggler_delay = ms * 1e-3;
+    return 0;
+bad:
+    train_error("--straggler %s: expected RANK:MS with RANK in [0, 65535] "
+                "and MS in [0, 1e6]",
+                arg);
+    return -1;
+}
 
 /* Apply one option; 0 on success, -1 after printing an error. */
 static int train_opts_apply(int opt, const char *arg, train_opts_t *o)
@@ -337,6 +378,10 @@ static int train_opts_apply(int opt, const char *arg, train_opts_t *o)
         return k;
     case OPT_MAX_STEPS:
         return opt_long("max-steps", arg, 0, LONG_MAX, &o->max_steps);
+    case OPT_STRAGGLER:
+        return opt_straggler(arg, o);
+    case OPT_EVAL_EVERY:
+        return opt_long("eval-every", arg, 0, LONG_MAX, &o->eval_every);
     case OPT_SYNC:
         return opt_copy("sync", arg, o->sync, sizeof(o->sync));
     case OPT_CHECK_EVERY:

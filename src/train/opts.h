@@ -42,6 +42,9 @@ typedef struct train_opts {
     long log_every;   /**< Steps between plain lines; 0: auto. */
     long check_every; /**< Steps between weight checks; 0: epochs. */
     long max_steps;   /**< Stop after this many steps; 0: no limit. */
+    long eval_every;  /**< Steps between test evaluations; 0: epoch ends. */
+    int straggler_rank;     /**< Rank slowed down; -1: none. */
+    double straggler_delay; /**< Seconds it sleeps per gradient step. */
     train_progress_t progress;
 } train_opts_t;
 

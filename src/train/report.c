@@ -132,6 +132,25 @@ void train_report_step(train_report_t *rep, const train_step_rec_t *rec)
     }
 }
 
+void train_report_test(train_report_t *rep, const train_step_rec_t *rec,
+                       double test_acc)
+{
+    if (!rep->active) {
+        return;
+    }
+    if (rep->csv != NULL && rep->have_pending) {
+        report_csv_row(rep, test_acc);
+    }
+    if (rep->line_open) {
+        fputc('\n', rep->out);
+        rep->line_open = 0;
+    }
+    fprintf(rep->out, "epoch %d step %ld (global %ld): test acc %.4f | %.1f s\n",
+            rec->epoch, rec->epoch_step + 1, rec->step + 1, test_acc,
+            rec->time_s);
+    fflush(rep->out);
+}
+
 void train_report_epoch(train_report_t *rep, const train_epoch_rec_t *rec,
                         int epochs)
 {
@@ -244,6 +263,12 @@ void train_report_json_stream(FILE *f, const train_opts_t *o,
     fprintf(f, ",\n  \"target_epoch\": %d", r->target_epoch);
     fputs(",\n  \"total_time_s\": ", f);
     json_num(f, r->total_time_s);
+    fputs(",\n  \"eval_time_s\": ", f);
+    json_num(f, r->eval_time_s);
+    fprintf(f, ",\n  \"eval_every\": %ld", o->eval_every);
+    fprintf(f, ",\n  \"straggler_rank\": %d", o->straggler_rank);
+    fputs(",\n  \"straggler_delay_s\": ", f);
+    json_num(f, o->straggler_delay);
     fputs(",\n  \"bytes_sent\": ", f);
     json_num(f, r->bytes_sent_all);
     fputs(",\n  \"dense_bytes\": ", f);

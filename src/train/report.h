@@ -34,6 +34,13 @@ typedef struct train_report {
 gcx_status_t train_report_open(train_report_t *rep, const train_opts_t *opts,
                                int rank, long steps_per_epoch, FILE *out);
 
+/**
+ * A test accuracy measured right after the step @p rec (--eval-every):
+ * written into that step's CSV row, and a plain line.
+ */
+void train_report_test(train_report_t *rep, const train_step_rec_t *rec,
+                       double test_acc);
+
 /** One step: CSV row (held until the next call) and progress. */
 void train_report_step(train_report_t *rep, const train_step_rec_t *rec);
 

@@ -11,10 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const train_sync_ops_t *const train_sync_table[] = {
     &train_sync_dense,   &train_sync_topk,    &train_sync_dgc,
     &train_sync_redsync, &train_sync_randomk, &train_sync_gravac,
+    &train_sync_gc_fr,   &train_sync_gc_cr,   &train_sync_pgc_fr,
+    &train_sync_pgc_cr,
 };
 
 #define TRAIN_SYNC_COUNT                                                       \
@@ -191,4 +194,17 @@ double train_sync_ring_bytes(size_t n, int size)
         return 0;
     }
     return 2.0 * (double)(size - 1) / (double)size * 4.0 * (double)n;
+}
+
+void train_sync_delay(const train_sync_t *sync)
+{
+    struct timespec ts;
+
+    if (sync->delay_s <= 0) {
+        return;
+    }
+    ts.tv_sec = (time_t)sync->delay_s;
+    ts.tv_nsec = (long)((sync->delay_s - (double)ts.tv_sec) * 1e9);
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
 }

@@ -49,12 +49,24 @@ gcx_status_t train_kv_long(train_kv_t *kv, const char *mode, const char *key,
 /** String value (pointer into kv) or @p def. */
 const char *train_kv_str(train_kv_t *kv, const char *key, const char *def);
 
+/** Sums over some samples of a step: loss, correct predictions, count. */
+typedef struct train_batch_stats {
+    double loss_sum; /**< Sum of the samples' losses. */
+    double hits;     /**< Samples predicted right. */
+    double samples;
+} train_batch_stats_t;
+
 /** What one exchange cost and kept; reported per step. */
 typedef struct train_sync_stats {
     double bytes_sent;  /**< Bytes this rank sent for the exchange. */
     double dense_bytes; /**< Bytes a dense ring allreduce would have sent. */
     double cf;          /**< Compression factor (dense = 1). */
     double gain;        /**< ||sent||^2 / ||gradient||^2 (dense = 1). */
+    /**
+     * TRAIN_SYNC_BATCH_STATS modes: the global batch's statistics as the
+     * exchange combined them (the same on every rank).
+     */
+    train_batch_stats_t batch;
 } train_sync_stats_t;
 
 /**
@@ -66,10 +78,11 @@ typedef struct train_grad_src {
     /**
      * Mean-loss gradient over part @p part of @p nparts equal, contiguous
      * parts of this step's global batch, at the current weights. Writes n
-     * floats into @p grad and the part's mean loss into *loss_p.
+     * floats into @p grad and the part's sums into *stats_p. Does not
+     * sleep for --straggler (see train_sync_delay()).
      */
     gcx_status_t (*compute)(void *ctx, int part, int nparts, float *grad,
-                            double *loss_p);
+                            train_batch_stats_t *stats_p);
     void *ctx;
 } train_grad_src_t;
 
@@ -82,6 +95,12 @@ enum {
      * the mode computes what it needs through the gradient source.
      */
     TRAIN_SYNC_OWN_GRADIENT = 1u << 0,
+    /**
+     * The mode combines the global batch statistics itself (into
+     * train_sync_stats_t::batch), so the loop does not allreduce them: a
+     * per-step allreduce would wait for every rank, stragglers included.
+     */
+    TRAIN_SYNC_BATCH_STATS = 1u << 1,
 };
 
 typedef struct train_sync_ops {
@@ -112,6 +131,7 @@ struct train_sync {
     train_comm_t *comm; /**< Ranks taking part. */
     size_t n;           /**< Gradient length in floats. */
     long step;          /**< Global step, set by the loop before exchange. */
+    double delay_s;     /**< --straggler delay of this rank per step. */
     void *priv;         /**< The mode's state. */
 };
 
@@ -122,6 +142,10 @@ extern const train_sync_ops_t train_sync_dgc;
 extern const train_sync_ops_t train_sync_redsync;
 extern const train_sync_ops_t train_sync_randomk;
 extern const train_sync_ops_t train_sync_gravac;
+extern const train_sync_ops_t train_sync_gc_fr;
+extern const train_sync_ops_t train_sync_gc_cr;
+extern const train_sync_ops_t train_sync_pgc_fr;
+extern const train_sync_ops_t train_sync_pgc_cr;
 
 /** Find a mode by name; NULL if none. */
 const train_sync_ops_t *train_sync_find(const char *name);
@@ -138,6 +162,13 @@ gcx_status_t train_sync_create(const char *spec, train_comm_t *comm, size_t n,
 
 /** Finish a sync instance. */
 void train_sync_destroy(train_sync_t *sync);
+
+/**
+ * Sleep sync->delay_s (a --straggler rank; nothing otherwise). Called once
+ * per step in which this rank computes gradients: by the loop, or by
+ * TRAIN_SYNC_OWN_GRADIENT modes when they compute.
+ */
+void train_sync_delay(const train_sync_t *sync);
 
 /** Bytes a ring allreduce of @p n floats sends per rank: 2(P-1)/P * 4n. */
 double train_sync_ring_bytes(size_t n, int size);

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# time_to_accuracy.sh - time-to-accuracy of gcx-train's sync modes, side by
+# side in one go, with a table and plots.
+#
+# Two sets of runs, each the same MLP, data order and schedule; only --sync
+# (and the straggler) differ:
+#   compress  4 ranks on the emulated cluster (perf/cluster/emulate.sh, every
+#             link --rate, default 1gbit): dense, static top-k at CF 10, 100
+#             and 1000, and GraVAC (top-k; window --window steps).
+#   coded     4 ranks, rank --straggler-rank sleeping --straggler-ms in every
+#             step it computes (a slow worker), s = 1, root rank 0: dense,
+#             gc-fr, pgc-fr, gc-cr, pgc-cr. Local ranks (gcxrun) by default,
+#             the emulated cluster with --coded-on cluster.
+# Every run evaluates on the test set every --eval-every steps; evaluation
+# time is not counted (gcx-train's training clock), so the time to the
+# target is training time only. Runs alternate with nothing else of ours
+# on the machine; the machine's other load is what it is, so compare rows
+# of one invocation, not across invocations.
+#
+# Output in OUT (default build/tta): NAME.json/NAME.csv per run, run.log,
+# results.md (the table: time to target, speed-up over dense, final
+# accuracy and its distance to dense, bytes sent and how many times fewer
+# than dense, steps, mean step time), and plots-compress/, plots-coded/
+# (perf/train/plot.sh; needs gnuplot-nox, skipped with a note otherwise).
+#
+# Cost: the compress set is ~10 minutes at 1 epoch and 1 Gbit/s on 2 cores;
+# the coded set locally ~6 minutes. Needs root for the emulated cluster.
+set -euo pipefail
+
+usage() {
+    cat <<EOF
+usage: $0 [options]
+  --build DIR          meson build directory (default build)
+  --out DIR            output directory (default build/tta)
+  --set compress|coded|all   which runs (default all)
+  --epochs E           epochs of every run (default 1)
+  --eval-every N       steps between test evaluations (default 100)
+  --target A           target test accuracy (default 0.85)
+  --rate R             emulated link rate (default 1gbit)
+  --window W           GraVAC window in steps (default 100)
+  --straggler-rank R   the slow rank of the coded set (default 1; not 0, the root)
+  --straggler-ms MS    its delay per step (default 200)
+  --coded-on local|cluster   where the coded set runs (default local)
+  --max-steps N        cut every run after N steps (smoke tests)
+EOF
+}
+
+build=build out=build/tta set=all epochs=1 eval_every=100 target=0.85
+rate=1gbit window=100 srank=1 sms=200 coded_on=local max_steps=0
+while [[ $# -gt 0 ]]; do
+    case $1 in
+    --build) build=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --set) set=$2; shift 2 ;;
+    --epochs) epochs=$2; shift 2 ;;
+    --eval-every) eval_every=$2; shift 2 ;;
+    --target) target=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
+    --window) window=$2; shift 2 ;;
+    --straggler-rank) srank=$2; shift 2 ;;
+    --straggler-ms) sms=$2; shift 2 ;;
+    --coded-on) coded_on=$2; shift 2 ;;
+    --max-steps) max_steps=$2; shift 2 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "$0: unknown option $1" >&2; usage >&2; exit 2 ;;
+    esac
+done
+case $set in compress | coded | all) ;; *)
+    echo "$0: --set $set: expected compress, coded or all" >&2; exit 2 ;;
+esac
+case $coded_on in local | cluster) ;; *)
+    echo "$0: --coded-on $coded_on: expected local or cluster" >&2; exit 2 ;;
+esac
+if [[ $srank == 0 ]]; then
+    echo "$0: --straggler-rank 0 is the decoding root; pick another rank" >&2
+    exit 2
+fi
+
+here=$(cd "$(dirname "$0")" && pwd)
+root_dir=$(cd "$here/../.." && pwd)
+train=$build/src/train/gcx-train
+gcxrun=$build/src/tools/gcxrun
+for f in "$train" "$gcxrun"; do
+    [[ -x $f ]] || { echo "$0: $f not built (meson compile -C $build)" >&2; exit 1; }
+done
+need_cluster=0
+[[ $set != coded ]] && need_cluster=1
+[[ $set != compress && $coded_on == cluster ]] && need_cluster=1
+if [[ $need_cluster == 1 && $(id -u) -ne 0 ]]; then
+    echo "$0: the emulated cluster needs root (network namespaces, tc)" >&2
+    exit 2
+fi
+mkdir -p "$out"
+log=$out/run.log
+: >"$log"
+export OPENBLAS_NUM_THREADS=1 # 4 ranks share the cores: one BLAS thread each
+
+common=(--model mlp --batch 16 --epochs "$epochs" --eval-every "$eval_every"
+        --target-acc "$target" --progress none --check-every 200)
+[[ $max_steps -gt 0 ]] && common+=(--max-steps "$max_steps")
+
+# run NAME WHERE(local|cluster) GCX-TRAIN-ARGS...
+run() {
+    local name=$1 where=$2
+    shift 2
+    local args=("${common[@]}" --json "$out/$name.json" --csv "$out/$name.csv" "$@")
+    echo "== $name ($where): gcx-train ${args[*]}" | tee -a "$log"
+    if [[ $where == cluster ]]; then
+        "$root_dir/perf/cluster/emulate.sh" -n 4 --rate "$rate" -q -- \
+            env OPENBLAS_NUM_THREADS=1 "$train" "${args[@]}" >>"$log" 2>&1
+    else
+        "$gcxrun" -n 4 -- "$train" "${args[@]}" >>"$log" 2>&1
+    fi || { echo "$0: run $name failed, see $log" >&2; exit 1; }
+    grep -h "final test accuracy" "$log" | tail -1
+}
+
+compress_runs=() coded_runs=()
+if [[ $set != coded ]]; then
+    run dense cluster --sync dense
+    run topk-10 cluster --sync topk:cf=10
+    run topk-100 cluster --sync topk:cf=100
+    run topk-1000 cluster --sync topk:cf=1000
+    run gravac cluster --sync "gravac:window=$window"
+    compress_runs=(dense topk-10 topk-100 topk-1000 gravac)
+fi
+if [[ $set != compress ]]; then
+    for mode in dense gc-fr pgc-fr gc-cr pgc-cr; do
+        run "straggler-$mode" "$coded_on" --sync "$mode" \
+            --straggler "$srank:$sms"
+        coded_runs+=("straggler-$mode")
+    done
+fi
+
+table_args=()
+add_set() { # TITLE RUN...
+    [[ $# -gt 1 ]] || return 0
+    table_args+=(--title "$1")
+    shift
+    local r
+    for r in "$@"; do table_args+=(--run "$out/$r"); done
+}
+add_set "compress set: 4 ranks, emulated cluster, $rate links" "${compress_runs[@]}"
+add_set "coded set: 4 ranks ($coded_on), rank $srank delayed $sms ms per step" "${coded_runs[@]}"
+python3 "$here/tta_table.py" --out "$out/results.md" "${table_args[@]}"
+cat "$out/results.md"
+
+# plots SUBDIR RUN...
+plots() {
+    [[ $# -gt 1 ]] || return 0
+    local dir=$out/$1 csvs=() r
+    shift
+    for r in "$@"; do csvs+=("$out/$r.csv"); done
+    "$here/plot.sh" "$dir" "${csvs[@]}"
+}
+if command -v gnuplot >/dev/null 2>&1; then
+    plots plots-compress "${compress_runs[@]}"
+    plots plots-coded "${coded_runs[@]}"
+else
+    echo "no plots: gnuplot not found (apt-get install gnuplot-nox)"
+fi

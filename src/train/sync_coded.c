@@ -1,0 +1,371 @@
+/*
+ * sync_coded.c - gradient coding sync modes: gc-fr, gc-cr (Tandon et al.,
+ * ICML 2017) and pgc-fr, pgc-cr (pipelined gradient coding, Su & Li) over
+ * the coded gather collective (gcx/coded.h).
+ *
+ * Idea. The step's global batch is cut into n = ranks equal partitions.
+ * With a code tolerating s stragglers, worker i holds s+1 partitions and
+ * sends one coded combination of their gradients; the root (rank 0 unless
+ * root=) completes a step as soon as the arrived set is decodable, decodes
+ * the sum of all partition gradients and sends it to every rank. A slow or
+ * dead rank (up to s of them) therefore never stalls a step: when it gets
+ * to a step that is already decoded it skips the computation and catches
+ * up (gcx_coded_ready()).
+ * - gc-*: classic gradient coding. Every step a worker computes all s+1
+ *   of its partitions: (s+1)x the compute of dense data parallelism.
+ * - pgc-*: pipelined. Every step a worker computes ONE partition (slot
+ *   t mod (s+1)) and sends the combination of its latest s+1 partition
+ *   gradients, one fresh and one at each staleness 1..s (gcx_pgc_*). A
+ *   worker that skipped a step has a slot older than the schedule says;
+ *   it abstains (gcx_coded_abstain()) from every round whose message
+ *   would read that slot, until the slot is recomputed, so the decoded
+ *   gradient is always exactly what gcx_pgc_decode() says it is.
+ * The global batch statistics (loss sum, hits, samples) ride along as
+ * three more floats of every partition's vector and are decoded with it,
+ * so no step ever needs an allreduce that would wait for a straggler
+ * (TRAIN_SYNC_BATCH_STATS). The decoded vector is the sum over partitions
+ * of partition-mean gradients; dividing by n gives the global-batch mean.
+ *
+ * Cost per step: compute of s+1 partitions (gc) or 1 (pgc) of
+ * global/n samples each; every worker sends 4(N+3) bytes once, the root
+ * receives at most the n-s it needs and sends 4(N+3) bytes to each other
+ * rank (the decoded sum goes straight from the root to everyone, no tree:
+ * any relaying rank could be the straggler). So the root's link carries
+ * (n-s) + (n-1) vectors per step against 2(n-1)/n for a ring allreduce:
+ * coding buys straggler tolerance with bandwidth at the root.
+ */
+#include "sync.h"
+#include "util.h"
+
+#include <gcx/coded.h>
+#include <gcx/coding.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#define CODED_EXTRA 3 /* loss sum, hits, samples after the gradient */
+
+typedef struct coded_sync {
+    gcx_code_t *code;
+    gcx_pgc_t *pgc;   /* pipelined modes only */
+    gcx_coded_t *coded;
+    int worker;       /* this rank's worker index */
+    int root;         /* the rank that decodes */
+    int nparts;       /* n: partitions of the global batch */
+    int load;         /* buffers: s+1 partitions (gc) or slots (pgc) */
+    size_t count;     /* floats per vector: gradient + CODED_EXTRA */
+    float **bufs;     /* gc: partition k of the assignment; pgc: slot l */
+    float *msg;       /* the coded message */
+    float *sum;       /* the decoded sum */
+    double *coeffs;
+    int *parts;       /* gc: the assignment */
+    int nassigned;
+    int64_t *slot_steps; /* pgc: step each slot was computed at, -1 never */
+} coded_sync_t;
+
+static void coded_free(coded_sync_t *cs)
+{
+    int k;
+
+    if (cs == NULL) {
+        return;
+    }
+    gcx_coded_destroy(cs->coded);
+    gcx_pgc_destroy(cs->pgc);
+    gcx_code_destroy(cs->code);
+    for (k = 0; cs->bufs != NULL && k < cs->load; k++) {
+        train_ffree(cs->bufs[k]);
+    }
+    free(cs->bufs);
+    train_ffree(cs->msg);
+    train_ffree(cs->sum);
+    free(cs->coeffs);
+    free(cs->parts);
+    free(cs->slot_steps);
+    free(cs);
+}
+
+/* Common init: kind = FR or CR, pipelined or not. */
+static gcx_status_t coded_init(train_sync_t *sync, train_kv_t *args,
+                               gcx_code_kind_t kind, int pipelined)
+{
+    const char *mode = sync->ops->name, *decoding;
+    gcx_code_params_t cp;
+    gcx_coded_params_t params;
+    coded_sync_t *cs;
+    gcx_status_t status;
+    long s, root;
+    int k;
+
+    if (sync->comm->comm == NULL || sync->comm->size < 2) {
+        train_error("--sync %s needs at least 2 ranks (one process has "
+                    "nothing to code)",
+                    mode);
+        return GCX_ERR_INVALID;
+    }
+    status = train_kv_long(args, mode, "s", 1, 0, sync->comm->size - 1, &s);
+    if (status == GCX_OK) {
+        status = train_kv_long(args, mode, "root", 0, 0, sync->comm->size - 1,
+                               &root);
+    }
+    if (status != GCX_OK) {
+        return status;
+    }
+    decoding = train_kv_str(args, "decoding", "exact");
+    memset(&cp, 0, sizeof(cp));
+    cp.kind = kind;
+    cp.n = sync->comm->size;
+    cp.s = (int)s;
+    if (strcmp(decoding, "exact") == 0) {
+        cp.decoding = GCX_CODE_DECODE_EXACT;
+    } else if (strcmp(decoding, "weighted") == 0 && kind == GCX_CODE_CR) {
+        cp.decoding = GCX_CODE_DECODE_WEIGHTED;
+    } else {
+        train_error("--sync %s: decoding=%s: expected exact%s", mode, decoding,
+                    kind == GCX_CODE_CR ? " or weighted" : "");
+        return GCX_ERR_INVALID;
+    }
+    if (kind == GCX_CODE_FR && sync->comm->size % (s + 1) != 0) {
+        train_error("--sync %s: fractional repetition needs s+1 = %ld to "
+                    "divide the %d ranks",
+                    mode, s + 1, sync->comm->size);
+        return GCX_ERR_INVALID;
+    }
+    cs = calloc(1, sizeof(*cs));
+    if (cs == NULL) {
+        return GCX_ERR_NOMEM;
+    }
+    status = gcx_code_create(&cp, &cs->code);
+    if (status != GCX_OK) {
+        train_error("--sync %s: no code for n = %d, s = %ld: %s", mode, cp.n,
+                    s, gcx_strerror(status));
+        goto err;
+    }
+    if (pipelined) {
+        status = gcx_pgc_create(cs->code, &cs->pgc);
+        if (status != GCX_OK) {
+            goto err;
+        }
+        cs->load = gcx_pgc_period(cs->pgc);
+    } else {
+        cs->load = gcx_code_load(cs->code);
+    }
+    cs->worker = sync->comm->rank;
+    cs->nparts = cp.n;
+    cs->count = sync->n + CODED_EXTRA;
+    cs->bufs = calloc((size_t)cs->load, sizeof(*cs->bufs));
+    cs->coeffs = calloc((size_t)cs->load, sizeof(*cs->coeffs));
+    cs->parts = calloc((size_t)cs->load, sizeof(*cs->parts));
+    cs->slot_steps = malloc((size_t)cs->load * sizeof(*cs->slot_steps));
+    cs->msg = train_falloc(cs->count);
+    cs->sum = train_falloc(cs->count);
+    status = GCX_ERR_NOMEM;
+    if (cs->bufs == NULL || cs->coeffs == NULL || cs->parts == NULL ||
+        cs->slot_steps == NULL || cs->msg == NULL || cs->sum == NULL) {
+        goto err;
+    }
+    for (k = 0; k < cs->load; k++) {
+        cs->slot_steps[k] = -1;
+        cs->bufs[k] = train_falloc(cs->count);
+        if (cs->bufs[k] == NULL) {
+            goto err;
+        }
+    }
+    status = gcx_code_assignment(cs->code, cs->worker, cs->parts, cs->coeffs,
+                                 &cs->nassigned);
+    if (status != GCX_OK) {
+        goto err;
+    }
+    memset(&params, 0, sizeof(params));
+    params.code = cs->code;
+    params.count = cs->count;
+    params.root = (int)root;
+    cs->root = (int)root;
+    status = gcx_coded_create(sync->comm->comm, &params, &cs->coded);
+    if (status != GCX_OK) {
+        goto err;
+    }
+    sync->priv = cs;
+    return GCX_OK;
+
+err:
+    coded_free(cs);
+    return status;
+}
+
+/* Gradient of partition @p part into @p buf, its statistics after it. */
+static gcx_status_t coded_compute(coded_sync_t *cs, const train_grad_src_t *src,
+                                  size_t n, int part, float *buf)
+{
+    train_batch_stats_t bs;
+    gcx_status_t status;
+
+    status = src->compute(src->ctx, part, cs->nparts, buf, &bs);
+    if (status != GCX_OK) {
+        return status;
+    }
+    buf[n + 0] = (float)bs.loss_sum;
+    buf[n + 1] = (float)bs.hits;
+    buf[n + 2] = (float)bs.samples;
+    return GCX_OK;
+}
+
+/*
+ * This step's contribution: compute what the schedule asks (unless the
+ * round is already decoded: then nothing), and say whether the message in
+ * cs->msg is usable (*send_p = 1) or the rank must abstain (0).
+ */
+static gcx_status_t coded_contribute(train_sync_t *sync, coded_sync_t *cs,
+                                     const train_grad_src_t *src, int *send_p)
+{
+    const float *const *bufs = (const float *const *)cs->bufs;
+    int ready = 0, slot, part, k, valid;
+    gcx_status_t status;
+
+    *send_p = 0;
+    status = gcx_coded_ready(cs->coded, &ready);
+    if (status != GCX_OK || ready) {
+        return status; /* decoded without us: skip the computation */
+    }
+    if (cs->pgc == NULL) { /* classic: all assigned partitions, fresh */
+        for (k = 0; k < cs->nassigned; k++) {
+            status = coded_compute(cs, src, sync->n, cs->parts[k], cs->bufs[k]);
+            if (status != GCX_OK) {
+                return status;
+            }
+        }
+        train_sync_delay(sync);
+        *send_p = 1;
+        return gcx_code_encode(cs->nassigned, cs->coeffs, bufs, cs->count,
+                               cs->msg);
+    }
+    status = gcx_pgc_compute(cs->pgc, cs->worker, sync->step, &slot, &part);
+    if (status != GCX_OK) {
+        return status;
+    }
+    if (part >= 0) {
+        status = coded_compute(cs, src, sync->n, part, cs->bufs[slot]);
+        if (status != GCX_OK) {
+            return status;
+        }
+        cs->slot_steps[slot] = sync->step;
+        train_sync_delay(sync);
+    }
+    status = gcx_pgc_message_valid(cs->pgc, cs->worker, sync->step,
+                                   cs->slot_steps, &valid);
+    if (status != GCX_OK || !valid) {
+        return status; /* a skipped slot is still read: abstain */
+    }
+    status = gcx_pgc_coeffs(cs->pgc, cs->worker, sync->step, cs->coeffs);
+    if (status != GCX_OK) {
+        return status;
+    }
+    *send_p = 1;
+    return gcx_code_encode(cs->load, cs->coeffs, bufs, cs->count, cs->msg);
+}
+
+static gcx_status_t coded_exchange(train_sync_t *sync, float *grad,
+                                   const train_grad_src_t *src,
+                                   train_sync_stats_t *stats)
+{
+    coded_sync_t *cs = sync->priv;
+    gcx_coded_result_t result;
+    double inv = 1.0 / (double)cs->nparts, bytes = 4.0 * (double)cs->count;
+    int send, size = sync->comm->size;
+    gcx_status_t status;
+    size_t i;
+
+    status = coded_contribute(sync, cs, src, &send);
+    if (status != GCX_OK) {
+        return status;
+    }
+    status = send ? gcx_coded_gather(cs->coded, cs->msg, cs->sum, &result,
+                                     NULL)
+                  : gcx_coded_abstain(cs->coded, cs->sum, &result, NULL);
+    if (status != GCX_OK) {
+        return status;
+    }
+    for (i = 0; i < sync->n; i++) {
+        grad[i] = (float)((double)cs->sum[i] * inv);
+    }
+    stats->batch.loss_sum = cs->sum[sync->n + 0];
+    stats->batch.hits = cs->sum[sync->n + 1];
+    stats->batch.samples = cs->sum[sync->n + 2];
+    if (sync->comm->rank == cs->root) {
+        stats->bytes_sent = bytes * (double)(size - 1);
+    } else {
+        stats->bytes_sent = send && !result.skipped ? bytes : 0;
+    }
+    stats->dense_bytes = train_sync_ring_bytes(sync->n, size);
+    stats->cf = 1.0;
+    stats->gain = 1.0;
+    return GCX_OK;
+}
+
+static void coded_fini(train_sync_t *sync)
+{
+    coded_free(sync->priv);
+    sync->priv = NULL;
+}
+
+static gcx_status_t gc_fr_init(train_sync_t *sync, train_kv_t *args)
+{
+    return coded_init(sync, args, GCX_CODE_FR, 0);
+}
+
+static gcx_status_t gc_cr_init(train_sync_t *sync, train_kv_t *args)
+{
+    return coded_init(sync, args, GCX_CODE_CR, 0);
+}
+
+static gcx_status_t pgc_fr_init(train_sync_t *sync, train_kv_t *args)
+{
+    return coded_init(sync, args, GCX_CODE_FR, 1);
+}
+
+static gcx_status_t pgc_cr_init(train_sync_t *sync, train_kv_t *args)
+{
+    return coded_init(sync, args, GCX_CODE_CR, 1);
+}
+
+#define CODED_FLAGS (TRAIN_SYNC_OWN_GRADIENT | TRAIN_SYNC_BATCH_STATS)
+
+const train_sync_ops_t train_sync_gc_fr = {
+    .name = "gc-fr",
+    .help = "gradient coding, fractional repetition: s+1 partitions per "
+            "rank, the fastest decodable set wins; s=1, root=0",
+    .flags = CODED_FLAGS,
+    .init = gc_fr_init,
+    .exchange = coded_exchange,
+    .fini = coded_fini,
+};
+
+const train_sync_ops_t train_sync_gc_cr = {
+    .name = "gc-cr",
+    .help = "gradient coding, cyclic repetition; s=1, root=0, "
+            "decoding=exact|weighted",
+    .flags = CODED_FLAGS,
+    .init = gc_cr_init,
+    .exchange = coded_exchange,
+    .fini = coded_fini,
+};
+
+const train_sync_ops_t train_sync_pgc_fr = {
+    .name = "pgc-fr",
+    .help = "pipelined gradient coding (FR): one partition per rank per "
+            "step, stale up to s; s=1, root=0",
+    .flags = CODED_FLAGS,
+    .init = pgc_fr_init,
+    .exchange = coded_exchange,
+    .fini = coded_fini,
+};
+
+const train_sync_ops_t train_sync_pgc_cr = {
+    .name = "pgc-cr",
+    .help = "pipelined gradient coding (CR); s=1, root=0, "
+            "decoding=exact|weighted",
+    .flags = CODED_FLAGS,
+    .init = pgc_cr_init,
+    .exchange = coded_exchange,
+    .fini = coded_fini,
+};
