@@ -17,7 +17,11 @@
  *            (slot t mod (s+1)), s older ones reused, exact here because the
  *            partition gradients do not change between rounds.
  * A rank whose round is already decoded when it starts (gcx_coded_ready)
- * skips its computation, as a gradient-coding worker drops stale work.
+ * skips its computation, as a gradient-coding worker drops stale work. A
+ * PGC worker then follows the library's contract (gcx/coding.h): it keeps
+ * the step each slot was computed at, and abstains (gcx_coded_abstain)
+ * from the rounds whose message would read a slot it skipped
+ * (gcx_pgc_message_valid), so no stale or empty slot reaches a sum.
  * With --baseline every mode is also run with straggler injection off and
  * the ratio straggler/baseline printed. Columns: mode, n, s, partitions
  * computed per round, mean / p50 / max round time (ms) on the root,
@@ -115,7 +119,8 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
     gcx_comm_t         *comm;
     float              *msg, *sum, **slots;
     double             *coeffs, *times;
-    int                *parts, *filled, cnt = 0;
+    int                *parts, cnt = 0;
+    int64_t            *slot_steps; /* PGC: step each slot was computed */
     long                wrong = 0;
     int                 check = strcmp(mode, "ignore") != 0;
     gcx_status_t        st;
@@ -158,37 +163,35 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
     coeffs = calloc((size_t)P, sizeof(double));
     parts  = calloc((size_t)P, sizeof(int));
     times  = calloc((size_t)o->rounds, sizeof(double));
-    filled = calloc((size_t)P, sizeof(int));
+    slot_steps = calloc((size_t)P, sizeof(int64_t));
     for (k = 0; k < P; ++k) {
-        slots[k] = calloc(o->count, sizeof(float));
+        slots[k]      = calloc(o->count, sizeof(float));
+        slot_steps[k] = -1; /* never */
     }
     gcx_code_assignment(code, rank, parts, coeffs, &cnt);
     for (r = 0; r < o->warmup + o->rounds; ++r) {
         double t0 = now_s();
-        int    ready = 0, slot, part;
+        int    ready = 0, abstain = 0, valid = 0, slot, part;
 
         gcx_coded_ready(coded, &ready);
-        if (pgc) {
-            /* a round that is already decoded may skip its compute, but a
-             * PGC slot that was never filled must be: the schedule's
-             * coefficients assume every slot holds a real gradient once
-             * the warm-up is over, and the root may use this message in a
-             * later round */
-            gcx_pgc_compute(sched, rank, r, &slot, &part);
-            if (slot >= 0 && slot < P && !filled[slot]) {
-                ready = 0;
-            }
-        }
-        if (!ready) {
+        if (ready && pgc) {
+            abstain = 1; /* decoded without us: nothing computed */
+        } else if (!ready) {
             if (pgc) { /* one fresh partition into its slot */
+                gcx_pgc_compute(sched, rank, r, &slot, &part);
                 if (part >= 0) {
-                    filled[slot] = 1;
                     compute_partition(o->compute_ms, part, slots[slot],
                                       o->count);
                 }
-                gcx_pgc_coeffs(sched, rank, r, coeffs);
-                gcx_code_encode(P, coeffs, (const float *const *)slots,
-                                o->count, msg);
+                slot_steps[slot] = r;
+                /* a slot skipped in the last P-1 steps is stale: abstain */
+                gcx_pgc_message_valid(sched, rank, r, slot_steps, &valid);
+                abstain = !valid;
+                if (valid) {
+                    gcx_pgc_coeffs(sched, rank, r, coeffs);
+                    gcx_code_encode(P, coeffs, (const float *const *)slots,
+                                    o->count, msg);
+                }
             } else if (!strcmp(mode, "ignore") || !strcmp(mode, "uncoded")) {
                 compute_partition(o->compute_ms, rank, msg, o->count);
             } else { /* classic GC: all s+1 partitions, every round */
@@ -200,7 +203,8 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
                                 o->count, msg);
             }
         }
-        st = gcx_coded_gather(coded, msg, sum, NULL, NULL);
+        st = abstain ? gcx_coded_abstain(coded, sum, NULL, NULL) :
+                       gcx_coded_gather(coded, msg, sum, NULL, NULL);
         if (st != GCX_OK) {
             fprintf(stderr, "rank %d: %s round %d: %s\n", rank, mode, r,
                     gcx_strerror(st));
@@ -255,7 +259,7 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
     free(slots);
     free(coeffs);
     free(parts);
-    free(filled);
+    free(slot_steps);
     free(times);
     free(msg);
     free(sum);

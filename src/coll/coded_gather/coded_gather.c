@@ -128,7 +128,8 @@ static void gcx_coded_am_handler(void *arg, const gcx_tl_am_msg_t *msg)
         break;
     case GCX_CODED_ERROR:
         if (coded->error == GCX_OK && hdr.status < 0) {
-            coded->error = (gcx_status_t)hdr.status;
+            coded->error       = (gcx_status_t)hdr.status;
+            coded->error_round = hdr.round;
         }
         break;
     default:

@@ -92,6 +92,7 @@ struct gcx_coded {
     uint64_t     next_open;     /* lowest round not finished here */
     gcx_coded_op_t *live;       /* the round in progress here, if any */
     gcx_status_t error;         /* an ERROR message from the root */
+    uint64_t     error_round;   /* the round it failed */
     uint64_t     gone;          /* root: workers counted gone */
     gcx_coded_slot_t *free_slots;
     gcx_coded_slot_t *inflight; /* sends that may outlive their round */

@@ -104,8 +104,13 @@ static void gcx_coded_rank_progress(gcx_task_t *task)
     }
     gcx_coded_reclaim(coded);
     if (coded->error != GCX_OK) {
-        gcx_error("coded gather round %llu: the root reports: %s",
-                  (unsigned long long)op->round, gcx_strerror(coded->error));
+        /* the communicator failed at the root: a rank behind fails the
+         * round it is in (the root cancels its results in flight) */
+        gcx_error("coded gather round %llu: the root reports that round "
+                  "%llu failed: %s",
+                  (unsigned long long)op->round,
+                  (unsigned long long)coded->error_round,
+                  gcx_strerror(coded->error));
         task->status = coded->error;
         return;
     }

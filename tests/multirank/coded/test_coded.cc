@@ -4,14 +4,21 @@
 // straggler delays (GCX_STRAGGLER_MEAN_MS) make messages late, early and
 // unneeded; the test checks that these paths were taken at all (so it can
 // tell "nothing was late" from "late messages were dropped").
+// CodedAbstain.*: gcx_coded_abstain() -- a pipelined (PGC) training loop
+// that skips decoded rounds and abstains while a slot is stale, checked
+// term by term against the schedule; a round that abstentions make
+// undecodable fails at once on every rank; a round with an abstention
+// that the rest decode records it in result->abstained.
 #include "../harness.h"
 
 #include <gcx/coded.h>
 #include <gcx/coding.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -233,6 +240,294 @@ TEST(CodedFailure, TwoRanksDie)
         << gcx_strerror(status);
     // and the next call says so at once
     EXPECT_EQ(status, gcx_coded_gather(coded, msg.data(), sum.data(), nullptr, nullptr));
+    gcx_coded_destroy(coded);
+    gcx_code_destroy(code);
+    gcx_comm_destroy(comm);
+}
+
+// --- abstention ------------------------------------------------------------
+
+double seconds_since(std::chrono::steady_clock::time_point t0)
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// A PGC-FR training loop under random stragglers. The gradient of partition
+// j computed at step t is grad(j, t, i), so a slot left stale by a skipped
+// step would show in the decoded sum. Workers keep slot_steps, skip the
+// compute when the round is already decoded, and abstain while their
+// message would read a stale slot. Every round's sum is checked on every
+// rank against the FR schedule (partition j at staleness (t - j mod P) mod
+// P), and on the root against the terms gcx_pgc_decode() reports.
+TEST(CodedAbstain, PgcFrStragglers)
+{
+    int size = world_size(), rank = world_rank();
+    int s    = fr_s(size);
+    if (s == 0) {
+        GTEST_SKIP() << "no FR code with s >= 1 for " << size << " ranks";
+    }
+    gcx_comm_t *comm = make_comm({{"STRAGGLER_MEAN_MS", "3"}, {"STRAGGLER_SEED", "7"}});
+    ASSERT_NE(nullptr, comm);
+    gcx_code_params_t cp = {};
+    cp.kind              = GCX_CODE_FR;
+    cp.n                 = size;
+    cp.s                 = s;
+    gcx_code_t *code     = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_code_create(&cp, &code));
+    gcx_pgc_t *pgc = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_pgc_create(code, &pgc));
+    gcx_coded_params_t params = {};
+    params.code               = code;
+    params.count              = 1000;
+    params.root               = 0;
+    gcx_coded_t *coded        = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, &coded));
+
+    const int      rounds = 200;
+    const size_t   count  = params.count;
+    const int      P      = gcx_pgc_period(pgc);
+    std::vector<std::vector<float>> slot(P, std::vector<float>(count));
+    std::vector<const float *>      slot_ptr(P);
+    for (int l = 0; l < P; ++l) {
+        slot_ptr[l] = slot[l].data();
+    }
+    std::vector<int64_t>        slot_steps(P, -1);
+    std::vector<double>         coeffs(P), a(size);
+    std::vector<gcx_pgc_term_t> terms(gcx_pgc_max_terms(pgc));
+    std::vector<float>          msg(count), sum(count);
+    int                         wrong = 0, root_saw_abstained = 0;
+
+    for (int r = 0; r < rounds; ++r) {
+        int ready = 0, abstain = 1;
+        ASSERT_EQ(GCX_OK, gcx_coded_ready(coded, &ready));
+        if (!ready) { // compute this step's slot, at "this step's weights"
+            int l = -1, j = -1, valid = 0;
+            ASSERT_EQ(GCX_OK, gcx_pgc_compute(pgc, rank, r, &l, &j));
+            for (size_t i = 0; i < count; ++i) {
+                slot[l][i] = grad(j, r, i);
+            }
+            slot_steps[l] = r;
+            ASSERT_EQ(GCX_OK, gcx_pgc_message_valid(pgc, rank, r, slot_steps.data(), &valid));
+            if (valid) {
+                ASSERT_EQ(GCX_OK, gcx_pgc_coeffs(pgc, rank, r, coeffs.data()));
+                ASSERT_EQ(GCX_OK, gcx_code_encode(P, coeffs.data(), slot_ptr.data(), count,
+                                                  msg.data()));
+                abstain = 0;
+            }
+        }
+        gcx_coded_result_t res;
+        gcx_status_t       st = abstain ? gcx_coded_abstain(coded, sum.data(), &res, nullptr)
+                                        : gcx_coded_gather(coded, msg.data(), sum.data(), &res,
+                                                           nullptr);
+        ASSERT_EQ(GCX_OK, st) << "round " << r;
+        ASSERT_EQ(static_cast<uint64_t>(r), res.round);
+        ASSERT_NE(0u, res.used);
+        ASSERT_EQ(res.used, res.used & res.arrived);
+        ASSERT_EQ(0u, res.arrived & res.abstained) << "round " << r;
+        if (ready) {
+            EXPECT_EQ(1, res.skipped) << "round " << r << ": ready but not skipped";
+        }
+        root_saw_abstained += res.abstained != 0;
+        // the FR schedule: partition j at staleness (t - j mod P) mod P
+        double err = 0;
+        for (size_t i = 0; i < count; ++i) {
+            double want = 0;
+            for (int j = 0; j < size; ++j) {
+                if (r >= j % P) {
+                    want += grad(j, r - (r - j % P) % P, i);
+                }
+            }
+            err = std::max(err, std::fabs(want - sum[i]));
+        }
+        if (rank == 0) { // and what the decoder says was summed
+            gcx_pgc_info_t info;
+            ASSERT_EQ(GCX_OK, gcx_pgc_decode(pgc, r, res.used, a.data(), terms.data(), &info));
+            EXPECT_EQ(r >= P - 1 ? 1 : 0, info.exact) << "round " << r;
+            for (size_t i = 0; i < count; ++i) {
+                double want = 0;
+                for (int q = 0; q < info.nterms; ++q) {
+                    want += terms[q].weight *
+                            grad(terms[q].partition, r - terms[q].staleness, i);
+                }
+                err = std::max(err, std::fabs(want - sum[i]));
+            }
+        }
+        if (err > 0) {
+            ++wrong;
+            ADD_FAILURE() << "round " << r << ": decoded sum off by " << err << " (used 0x"
+                          << std::hex << res.used << ", abstained 0x" << res.abstained << ")";
+        }
+    }
+    gcx_coded_stats_t st;
+    ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, &st));
+    EXPECT_EQ(static_cast<uint64_t>(rounds), st.rounds);
+    EXPECT_EQ(GCX_OK, gcx_barrier(comm, nullptr)); // lagging ranks still pull sums
+    printf("rank %d: %d rounds, skipped %llu abstained %llu late %llu early %llu, "
+           "%d rounds with abstentions recorded, %d wrong\n",
+           rank, rounds, (unsigned long long)st.skipped, (unsigned long long)st.abstained,
+           (unsigned long long)st.late_dropped, (unsigned long long)st.early,
+           root_saw_abstained, wrong);
+    gcx_coded_destroy(coded);
+    gcx_pgc_destroy(pgc);
+    gcx_code_destroy(code);
+    gcx_comm_destroy(comm);
+    EXPECT_EQ(0u, sum_over_world(static_cast<uint64_t>(wrong)));
+    // not vacuous: some rounds were skipped, and some abstained from
+    EXPECT_GT(sum_over_world(st.skipped), 0u);
+    EXPECT_GT(sum_over_world(st.abstained), 0u);
+}
+
+// FR n = 4, s = 1 (groups {0, 1}, {2, 3}); both workers of one group
+// abstain in round 5: every rank fails with GCX_ERR_UNDECODABLE at once,
+// not after GCX_TIMEOUT (run with GCX_TIMEOUT far above the test's own
+// timeout). The root fails round 5; a rank that lags behind (its group-mate
+// carried rounds 3 and 4) fails the round it is in, since the root's
+// failure fails the communicator.
+void abstain_undecodable(int group)
+{
+    ASSERT_EQ(4, world_size());
+    int         rank = world_rank();
+    gcx_comm_t *comm = make_comm({});
+    ASSERT_NE(nullptr, comm);
+    gcx_code_params_t cp = {};
+    cp.kind              = GCX_CODE_FR;
+    cp.n                 = 4;
+    cp.s                 = 1;
+    gcx_code_t *code     = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_code_create(&cp, &code));
+    gcx_coded_params_t params = {};
+    params.code               = code;
+    params.count              = 4096;
+    gcx_coded_t *coded        = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, &coded));
+    std::vector<float> msg(params.count), sum(params.count);
+    gcx_status_t       status = GCX_OK;
+    double             took   = 0;
+    int                r;
+    for (r = 0; r < 10; ++r) {
+        bool abstain = r == 5 && rank / 2 == group;
+        encode(code, rank, r, params.count, msg);
+        auto t0 = std::chrono::steady_clock::now();
+        status  = abstain ? gcx_coded_abstain(coded, sum.data(), nullptr, nullptr)
+                          : gcx_coded_gather(coded, msg.data(), sum.data(), nullptr, nullptr);
+        took    = seconds_since(t0);
+        if (status != GCX_OK) {
+            break;
+        }
+    }
+    printf("rank %d: round %d failed with '%s' after %.3f s\n", rank, r, gcx_strerror(status),
+           took);
+    if (rank == 0) {
+        EXPECT_EQ(5, r) << "the round both workers of group " << group << " abstain from";
+    } else {
+        EXPECT_LE(r, 5);
+    }
+    EXPECT_EQ(GCX_ERR_UNDECODABLE, status) << gcx_strerror(status);
+    EXPECT_LT(took, 10.0) << "waited for the timeout instead of failing at once";
+    // and the next call says so at once
+    EXPECT_EQ(status, gcx_coded_gather(coded, msg.data(), sum.data(), nullptr, nullptr));
+    gcx_coded_destroy(coded);
+    gcx_code_destroy(code);
+    gcx_comm_destroy(comm);
+}
+
+TEST(CodedAbstain, UndecodableGroupOfWorkers)
+{
+    abstain_undecodable(1);
+}
+
+TEST(CodedAbstain, UndecodableGroupOfRoot)
+{
+    abstain_undecodable(0); // the root abstains locally
+}
+
+// FR n = 4, s = 1, root 0: a worker abstains and the rest decode; the
+// round completes with its bit in result->abstained (never in arrived or
+// used) and the exact sum, on every rank. Its group-mate is held back so
+// that the abstention reaches the root before the round is decodable; in
+// round 11 the root is held back too, so the void message is staged.
+TEST(CodedAbstain, DecodableWithoutTheAbstainer)
+{
+    ASSERT_EQ(4, world_size());
+    int         rank = world_rank();
+    gcx_comm_t *comm = make_comm({});
+    ASSERT_NE(nullptr, comm);
+    gcx_code_params_t cp = {};
+    cp.kind              = GCX_CODE_FR;
+    cp.n                 = 4;
+    cp.s                 = 1;
+    gcx_code_t *code     = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_code_create(&cp, &code));
+    gcx_coded_params_t params = {};
+    params.code               = code;
+    params.count              = 4096;
+    gcx_coded_t *coded        = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, &coded));
+    std::vector<float> msg(params.count), sum(params.count);
+    // round -> the rank that abstains (rank 3 blocking, the root, rank 3
+    // through a request)
+    auto abstainer = [](int r) { return r == 3 ? 3 : r == 7 ? 0 : r == 11 ? 3 : -1; };
+    for (int r = 0; r < 16; ++r) {
+        int who = abstainer(r);
+        encode(code, rank, r, params.count, msg);
+        if (who >= 0 && rank == (who ^ 1) && who != 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(500)); // the group-mate
+        }
+        if (r == 11 && rank == 0) {
+            // the root enters late but keeps progressing (its round-10 sends
+            // need it): rank 3's void message comes in between and is staged
+            auto t0 = std::chrono::steady_clock::now();
+            while (seconds_since(t0) < 0.25) {
+                int ready = 0;
+                ASSERT_EQ(GCX_OK, gcx_coded_ready(coded, &ready));
+            }
+        }
+        gcx_coded_result_t res;
+        gcx_status_t       st;
+        if (rank == who && r == 11) {
+            gcx_request_t *req = nullptr;
+            ASSERT_EQ(GCX_OK, gcx_coded_abstain(coded, sum.data(), &res, &req));
+            ASSERT_NE(nullptr, req);
+            st = gcx_wait(req);
+            gcx_request_free(req);
+        } else if (rank == who) {
+            st = gcx_coded_abstain(coded, sum.data(), &res, nullptr);
+        } else {
+            st = gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr);
+        }
+        ASSERT_EQ(GCX_OK, st) << "round " << r;
+        ASSERT_EQ(static_cast<uint64_t>(r), res.round);
+        if (rank == who) { // held-back group-mate: the round waits for it
+            EXPECT_EQ(0, res.skipped) << "round " << r;
+        }
+        uint64_t bit = who >= 0 ? 1ull << who : 0;
+        EXPECT_EQ(bit, res.abstained) << "round " << r;
+        EXPECT_EQ(0u, res.arrived & bit) << "round " << r;
+        EXPECT_EQ(0u, res.used & bit) << "round " << r;
+        if (who >= 0) {
+            EXPECT_NE(0u, res.used & (1ull << (who ^ 1))) << "round " << r << ": the group-mate";
+            EXPECT_TRUE(std::isnan(res.arrival[who]));
+        }
+        for (size_t i = 0; i < params.count; ++i) {
+            double want = 0;
+            for (int j = 0; j < 4; ++j) {
+                want += grad(j, r, i);
+            }
+            ASSERT_EQ(want, sum[i]) << "round " << r << " element " << i << " skipped "
+                                    << res.skipped << " used 0x" << std::hex << res.used
+                                    << " arrived 0x" << res.arrived;
+        }
+    }
+    gcx_coded_stats_t st;
+    ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, &st));
+    EXPECT_EQ(16u, st.rounds);
+    EXPECT_EQ(rank == 3 ? 2u : rank == 0 ? 1u : 0u, st.abstained);
+    if (rank == 0) {
+        EXPECT_GT(st.early, 0u) << "round 11's void message was not staged";
+    }
+    // a lagging rank may still pull (rendezvous) decoded sums from the
+    // root, which needs the root alive and progressing this communicator
+    EXPECT_EQ(GCX_OK, gcx_barrier(comm, nullptr));
     gcx_coded_destroy(coded);
     gcx_code_destroy(code);
     gcx_comm_destroy(comm);
