@@ -44,7 +44,7 @@ def table(title, runs):
     ref = next((r for r in runs if "dense" in r["_name"]), None)
     target = runs[0].get("target_acc") if runs else None
     out = [f"### {title}", ""]
-    out.append(f"| run | --sync | time to {fmt(target, '.0%')} (s) | speed-up "
+    out.append(f"| run | --sync | time to {fmt(target, '.0%')} (s) | speed-up (x) "
                "vs dense | final test acc | vs dense (points) | bytes sent "
                "(all ranks) | x fewer bytes than dense | steps | step (ms) "
                "| sync (ms) |")

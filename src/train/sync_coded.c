@@ -61,6 +61,7 @@ typedef struct coded_sync {
     int *parts;       /* gc: the assignment */
     int nassigned;
     int64_t *slot_steps; /* pgc: step each slot was computed at, -1 never */
+    long steps, skipped, abstained; /* for the summary line of fini */
 } coded_sync_t;
 
 static void coded_free(coded_sync_t *cs)
@@ -285,6 +286,9 @@ static gcx_status_t coded_exchange(train_sync_t *sync, float *grad,
     if (status != GCX_OK) {
         return status;
     }
+    cs->steps++;
+    cs->skipped += result.skipped;
+    cs->abstained += !send && !result.skipped;
     for (i = 0; i < sync->n; i++) {
         grad[i] = (float)((double)cs->sum[i] * inv);
     }
@@ -304,6 +308,14 @@ static gcx_status_t coded_exchange(train_sync_t *sync, float *grad,
 
 static void coded_fini(train_sync_t *sync)
 {
+    coded_sync_t *cs = sync->priv;
+
+    if (cs != NULL && cs->steps > 0) {
+        train_info("%s: this rank skipped %ld of %ld steps (decoded without "
+                   "it) and abstained from %ld (a skipped slot was still in "
+                   "its message)",
+                   sync->ops->name, cs->skipped, cs->steps, cs->abstained);
+    }
     coded_free(sync->priv);
     sync->priv = NULL;
 }

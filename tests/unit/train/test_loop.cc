@@ -214,6 +214,58 @@ TEST(TrainLoop, CsvTraceAndJsonSummary)
     train_result_free(&r);
 }
 
+TEST(TrainLoop, EvalEveryPutsTestAccuracyIntoTheTrace)
+{
+    Bars d;
+    TempDir dir;
+    train_opts_t o = small_opts();
+    o.epochs = 2;     // 40 steps per epoch
+    o.eval_every = 15; // evaluations after steps 15, 30, (40), 45, 60, (80)
+    o.target_acc = 0;
+    snprintf(o.csv, sizeof(o.csv), "%s", dir.file("t.csv").c_str());
+    train_result_t r;
+    ASSERT_EQ(run(o, d, &r), GCX_OK);
+    std::istringstream csv(slurp(o.csv));
+    std::string line;
+    ASSERT_TRUE(std::getline(csv, line));
+    std::vector<long> evaluated;
+    while (std::getline(csv, line)) {
+        std::vector<std::string> f;
+        std::stringstream ls(line);
+        std::string cell;
+        while (std::getline(ls, cell, ',')) {
+            f.push_back(cell);
+        }
+        if (f.size() > 6 && !f[6].empty()) {
+            double acc = std::stod(f[6]);
+            EXPECT_GE(acc, 0.0);
+            EXPECT_LE(acc, 1.0);
+            evaluated.push_back(std::stol(f[0]) + 1);
+        }
+    }
+    EXPECT_EQ(evaluated, (std::vector<long>{15, 30, 40, 45, 60, 75, 80}));
+    EXPECT_EQ(r.nepochs, 2);
+    EXPECT_GT(r.eval_time_s, 0.0);
+    train_result_free(&r);
+}
+
+TEST(TrainLoop, TimeToTargetUsesMidEpochEvaluations)
+{
+    Bars d;
+    train_opts_t o = small_opts();
+    o.epochs = 3;
+    o.eval_every = 5;
+    o.target_acc = 0.5; // reached long before the first epoch ends
+    o.stop_at_target = 1;
+    train_result_t r;
+    ASSERT_EQ(run(o, d, &r), GCX_OK);
+    EXPECT_GT(r.time_to_target_s, 0.0);
+    EXPECT_EQ(r.target_epoch, 1);
+    EXPECT_LT(r.steps, 40); // stopped at the evaluation that reached it
+    EXPECT_EQ(r.steps % 5, 0);
+    train_result_free(&r);
+}
+
 TEST(TrainLoop, UnwritableCsvFailsTheRun)
 {
     Bars d;

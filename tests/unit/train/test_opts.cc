@@ -66,7 +66,8 @@ TEST(TrainOpts, EveryOption)
                      "99", "--max-steps", "10", "--sync", "dense",
                      "--check-every", "0", "--target-acc", "0.9",
                      "--stop-at-target", "--json", "a.json", "--csv", "b.csv",
-                     "--progress", "plain", "--log-every", "5"},
+                     "--progress", "plain", "--log-every", "5",
+                     "--straggler", "2:150", "--eval-every", "25"},
                     &o),
               TRAIN_OPTS_RUN);
     EXPECT_STREQ(o.model.kind, "cnn");
@@ -94,6 +95,9 @@ TEST(TrainOpts, EveryOption)
     EXPECT_STREQ(o.csv, "b.csv");
     EXPECT_EQ(o.progress, TRAIN_PROGRESS_PLAIN);
     EXPECT_EQ(o.log_every, 5);
+    EXPECT_EQ(o.straggler_rank, 2);
+    EXPECT_DOUBLE_EQ(o.straggler_delay, 0.150);
+    EXPECT_EQ(o.eval_every, 25);
 
     ASSERT_EQ(parse({"--hidden", "none"}, &o), TRAIN_OPTS_RUN);
     EXPECT_EQ(o.model.nhidden, 0);
@@ -142,6 +146,11 @@ TEST(TrainOpts, BadValuesAreClearErrors)
         {{"--target-acc", "1.5"}, "--target-acc"},
         {{"--progress", "fancy"}, "--progress"},
         {{"--json", ""}, "--json"},
+        {{"--straggler", "1"}, "--straggler 1"},
+        {{"--straggler", "x:5"}, "--straggler x:5"},
+        {{"--straggler", "1:-5"}, "--straggler 1:-5"},
+        {{"--straggler", "1:5ms"}, "--straggler 1:5ms"},
+        {{"--eval-every", "-1"}, "--eval-every"},
         {{"--bogus"}, "--bogus"},
         {{"--epochs"}, "--epochs"},
         {{"stray"}, "stray"},

@@ -78,6 +78,25 @@ TEST(TrainSync, CreateRejectsUnknownModesAndOptions)
     EXPECT_NE(err.find("unknown option 'cf'"), std::string::npos) << err;
 }
 
+TEST(TrainSync, CodedModesNeedRanksAndCheckTheirOptions)
+{
+    train_comm_t comm;
+    train_comm_local(&comm);
+    train_sync_t sync;
+
+    for (const char *mode : {"gc-fr", "gc-cr", "pgc-fr", "pgc-cr"}) {
+        const train_sync_ops_t *ops = train_sync_find(mode);
+        ASSERT_NE(ops, nullptr) << mode;
+        EXPECT_TRUE(ops->flags & TRAIN_SYNC_OWN_GRADIENT) << mode;
+        EXPECT_TRUE(ops->flags & TRAIN_SYNC_BATCH_STATS) << mode;
+        quiet_stderr_begin();
+        EXPECT_EQ(train_sync_create(mode, &comm, 10, &sync), GCX_ERR_INVALID);
+        std::string err = testing::internal::GetCapturedStderr();
+        EXPECT_NE(err.find("needs at least 2 ranks"), std::string::npos)
+            << err;
+    }
+}
+
 TEST(TrainSync, DenseOnOneProcessKeepsTheGradient)
 {
     train_comm_t comm;
