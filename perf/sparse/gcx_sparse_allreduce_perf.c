@@ -10,9 +10,13 @@
  * them the same on every rank (common seed), the rest rank-specific; values
  * random. Columns: time (max over ranks of the mean), bytes this rank sent
  * (max over ranks, every phase), union size K, and the bound
- * 8·(P-1)/P·(k + min(K, N/2)) bytes at the link rate. Each algorithm runs on
- * its own communicator (GCX_SPARSE_ALGO) made over the world one.
+ * 8·(P-1)/P·(k + min(K, N/2)) bytes at the link rate, and #wrong: entries
+ * of the last iteration's result that differ from a dense allreduce of the
+ * same inputs (max over ranks; checked without --topk only, where the result
+ * must be the exact union with summed values). Each algorithm runs on its
+ * own communicator (GCX_SPARSE_ALGO) made over the world one.
  */
+#include <math.h>
 #include <gcx/gcx.h>
 #include <gcx/sparse.h>
 
@@ -58,6 +62,38 @@ static double perf_max(double v)
 {
     gcx_allreduce(world, GCX_IN_PLACE, &v, 1, GCX_DT_F64, GCX_OP_MAX, NULL);
     return v;
+}
+
+/*
+ * Entries where a sparse result (out) or a dense one (dense != NULL) differs
+ * from the reference sum ref: a value off by more than float rounding of a
+ * P-term sum, or a nonzero of ref missing from the sparse result.
+ */
+static double perf_count_wrong(const gcx_sparse_t *out, const float *dense,
+                               const float *ref, size_t N)
+{
+    size_t j, listed = 0, nonzero = 0;
+    double wrong = 0;
+
+    if (dense != NULL) {
+        for (j = 0; j < N; ++j) {
+            wrong += fabsf(dense[j] - ref[j]) > 1e-5f * (1 + fabsf(ref[j]));
+        }
+        return wrong;
+    }
+    for (j = 0; j < out->nnz; ++j) {
+        if (out->idx[j] >= N) {
+            ++wrong;
+            continue;
+        }
+        listed += ref[out->idx[j]] != 0;
+        wrong += fabsf(out->val[j] - ref[out->idx[j]]) >
+                 1e-5f * (1 + fabsf(ref[out->idx[j]]));
+    }
+    for (j = 0; j < N; ++j) {
+        nonzero += ref[j] != 0;
+    }
+    return wrong + (double)(nonzero - listed);
 }
 
 static size_t perf_parse_size(const char *s)
@@ -136,9 +172,9 @@ int main(int argc, char **argv)
                " iters %d, bound at %.3g Gbit/s\n",
                P, N, overlap, topk_on ? "k (= per-rank nnz)" : "off", iters,
                rate);
-        printf("# %10s %8s %7s %-18s %10s %12s %12s %10s %7s\n", "N",
+        printf("# %10s %8s %7s %-18s %10s %12s %12s %10s %7s %7s\n", "N",
                "density", "overlap", "algo", "time_ms", "sent_MB", "K",
-               "bound_ms", "x_bound");
+               "bound_ms", "x_bound", "#wrong");
         if (json != NULL) {
             jf = fopen(json, "w");
             if (jf != NULL) {
@@ -149,7 +185,7 @@ int main(int argc, char **argv)
     for (di = 0; di < ndens; ++di) {
         uint64_t  seed_common = 12345, seed_own = 777 + (uint64_t)rank * 1000003;
         uint32_t *idx, *oi;
-        float    *val, *dense, *ov;
+        float    *val, *dense, *ov, *ref;
         size_t    kshared;
         int       first = 1;
 
@@ -158,10 +194,11 @@ int main(int argc, char **argv)
         idx     = malloc((k + 1) * sizeof(*idx));
         val     = malloc((k + 1) * sizeof(*val));
         dense   = malloc(N * sizeof(float));
+        ref     = calloc(N, sizeof(float));
         cap     = (size_t)P * k < N ? (size_t)P * k : N;
         oi      = malloc((cap + 1) * sizeof(*oi));
         ov      = malloc((cap + 1) * sizeof(*ov));
-        if (!idx || !val || !dense || !oi || !ov) {
+        if (!idx || !val || !dense || !oi || !ov || !ref) {
             fprintf(stderr, "out of memory\n");
             return 1;
         }
@@ -179,6 +216,15 @@ int main(int argc, char **argv)
             val[j] = (float)((double)(perf_rng(&seed_own) >> 11) /
                              9007199254740992.0 - 0.5);
         }
+        /* the reference: a dense allreduce of the same inputs */
+        for (j = 0; j < nnz; ++j) {
+            ref[idx[j]] = val[j];
+        }
+        if (gcx_allreduce(world, GCX_IN_PLACE, ref, N, GCX_DT_F32, GCX_OP_SUM,
+                          NULL) != GCX_OK) {
+            fprintf(stderr, "reference allreduce failed\n");
+            return 1;
+        }
         snprintf(algolist, sizeof(algolist), "%s", algos);
         for (name = strtok_r(algolist, ",", &save); name != NULL;
              name = strtok_r(NULL, ",", &save)) {
@@ -190,7 +236,7 @@ int main(int argc, char **argv)
             gcx_sparse_allreduce_opts_t opts = {topk_on ? k : 0, NULL};
             gcx_sparse_allreduce_stats_t stats = {"dense", 0, 0};
             int          is_dense = !strcmp(name, "dense");
-            double       t0 = 0, t, sent, K, bound, Kd;
+            double       t0 = 0, t, sent, K, bound, Kd, wrong = -1;
 
             if (!is_dense) {
                 if (gcx_config_read(&cfg) != GCX_OK ||
@@ -224,6 +270,10 @@ int main(int argc, char **argv)
                 }
             }
             t = perf_max((perf_now() - t0) / iters);
+            if (!topk_on) {
+                wrong = perf_max(perf_count_wrong(&out, is_dense ? dense : NULL,
+                                                  ref, N));
+            }
             if (!is_dense) {
                 gcx_sparse_allreduce_last_stats(comm, &stats);
                 gcx_comm_destroy(comm);
@@ -238,10 +288,10 @@ int main(int argc, char **argv)
                     (rate * 1e9 / 8.0);
             if (rank == 0) {
                 printf("  %10zu %8.4f%% %7.2f %-18s %10.2f %12.2f %12.0f %10.2f "
-                       "%7.2f\n",
+                       "%7.2f %7.0f\n",
                        N, 100 * dens[di], overlap, stats.algo == NULL ? name :
                        (strcmp(name, "auto") ? name : "auto"),
-                       t * 1e3, sent / 1e6, K, bound * 1e3, t / bound);
+                       t * 1e3, sent / 1e6, K, bound * 1e3, t / bound, wrong);
                 if (!strcmp(name, "auto")) {
                     printf("  %10s %8s  %7s   (auto chose %s)\n", "", "", "",
                            stats.algo);
@@ -251,10 +301,10 @@ int main(int argc, char **argv)
                             "\"overlap\": %g, \"topk\": %zu, \"algo\": \"%s\", "
                             "\"chosen\": \"%s\", \"time_s\": %.6f, "
                             "\"bytes_sent\": %.0f, \"K\": %.0f, "
-                            "\"bound_s\": %.6f}",
+                            "\"bound_s\": %.6f, \"wrong\": %.0f}",
                             first && di == 0 ? "" : ",\n", P, N, dens[di],
                             overlap, topk_on ? k : 0, name, stats.algo, t, sent,
-                            K, bound);
+                            K, bound, wrong);
                 }
             }
             first = 0;
@@ -262,6 +312,7 @@ int main(int argc, char **argv)
         free(idx);
         free(val);
         free(dense);
+        free(ref);
         free(oi);
         free(ov);
     }
