@@ -10,7 +10,9 @@
  * them the same on every rank (common seed), the rest rank-specific; values
  * random. Columns: time (max over ranks of the mean), bytes this rank sent
  * (max over ranks, every phase), union size K, and the bound
- * 8·(P-1)/P·(k + min(K, N/2)) bytes at the link rate, and #wrong: entries
+ * 8·(P-1)/P·(k + min(K, N/2)) bytes at the link rate (measured at start:
+ * the best of 3 timed allgathers of 8 MB per rank, each rank receiving
+ * (P-1)·8 MB over its link; --rate-gbps G gives it instead), and #wrong: entries
  * of the last iteration's result that differ from a dense allreduce of the
  * same inputs (max over ranks; checked without --topk only, where the result
  * must be the exact union with summed values). Each algorithm runs on its
@@ -96,6 +98,39 @@ static double perf_count_wrong(const gcx_sparse_t *out, const float *dense,
     return wrong + (double)(nonzero - listed);
 }
 
+/*
+ * Link rate in Gbit/s as gcx sees it: every rank receives (P-1)·B bytes in a
+ * ring allgather of B per rank; best of 3 (after a warm-up) of the slowest
+ * rank's time.
+ */
+static double perf_measure_rate(int P)
+{
+    const size_t B = 8u << 20;
+    double       best = 0, t0, t;
+    char        *buf = calloc((size_t)P, B);
+    int          i;
+
+    if (buf == NULL || P < 2) {
+        free(buf);
+        return 0;
+    }
+    for (i = 0; i < 4; ++i) {
+        gcx_barrier(world, NULL);
+        t0 = perf_now();
+        if (gcx_allgather(world, GCX_IN_PLACE, buf, B, GCX_DT_U8, NULL) !=
+            GCX_OK) {
+            free(buf);
+            return 0;
+        }
+        t = perf_max(perf_now() - t0);
+        if (i > 0 && (best == 0 || t < best)) {
+            best = t;
+        }
+    }
+    free(buf);
+    return (double)(P - 1) * (double)B * 8.0 / best / 1e9;
+}
+
 static size_t perf_parse_size(const char *s)
 {
     char  *end;
@@ -150,15 +185,11 @@ int main(int argc, char **argv)
             fprintf(stderr,
                     "usage: %s [-N 25M] [-d 0.0001,0.001,0.01,0.1] [-o overlap]"
                     " [-a algo,...|dense] [-n iters] [-w warmup] [--topk]"
-                    " [--rate-gbps G (bound; default GCX_NET_BANDWIDTH_GBPS or"
-                    " 1)] [--json FILE]\n",
+                    " [--rate-gbps G (bound; default: measured)]"
+                    " [--json FILE]\n",
                     argv[0]);
             return 2;
         }
-    }
-    if (rate <= 0) {
-        const char *e = getenv("GCX_NET_BANDWIDTH_GBPS");
-        rate = e != NULL && atof(e) > 0 ? atof(e) : 1.0;
     }
     st = gcx_comm_create(NULL, NULL, &world);
     if (st != GCX_OK) {
@@ -167,9 +198,15 @@ int main(int argc, char **argv)
     }
     rank = gcx_comm_rank(world);
     P    = gcx_comm_size(world);
+    if (rate <= 0) {
+        rate = perf_measure_rate(P);
+        if (rate <= 0) {
+            rate = 1.0;
+        }
+    }
     if (rank == 0) {
         printf("# gcx_sparse_allreduce_perf: P %d, N %zu, overlap %.2f, topk %s,"
-               " iters %d, bound at %.3g Gbit/s\n",
+               " iters %d, bound at %.3g Gbit/s (measured unless --rate-gbps)\n",
                P, N, overlap, topk_on ? "k (= per-rank nnz)" : "off", iters,
                rate);
         printf("# %10s %8s %7s %-18s %10s %12s %12s %10s %7s %7s\n", "N",
