@@ -139,12 +139,18 @@ static int gcx_sparse_model_params(gcx_sparse_task_t *t)
     return alpha > 0 && beta > 0;
 }
 
-/* ---- calibration: one timed ring allgather, agreed by a MAX allreduce ---- */
+/*
+ * ---- calibration: timed ring allgathers, agreed by a MAX allreduce ----
+ * An untimed small ring first: the first message between two ranks may set
+ * up the connection (UCX wires endpoints lazily), which would count as
+ * latency (milliseconds over TCP) and make every algorithm with more steps
+ * look slow.
+ */
 
 #define GCX_SPARSE_CAL_BYTES (1u << 20) /* per rank */
 
 typedef struct gcx_sparse_cal {
-    int         stage; /* 0 small ring, 1 big ring, 2 agree */
+    int         stage; /* -1 warm-up, 0 small ring, 1 big ring, 2 agree */
     double      t0, small_s, big_s;
     gcx_task_t *ring;
     char       *buf;
@@ -198,8 +204,8 @@ static void gcx_sparse_cal_start(gcx_sparse_task_t *t)
         return;
     }
     t->algo_state = cal;
-    cal->t0       = gcx_time_now();
-    gcx_coll_subtask_post(&t->super, cal->ring, GCX_SPARSE_SLOT(1));
+    cal->stage    = -1;
+    gcx_coll_subtask_post(&t->super, cal->ring, GCX_SPARSE_SLOT(9));
 }
 
 /* 1 done (t->alpha, t->beta set), 0 in progress, -1 failed. */
@@ -210,6 +216,7 @@ static int gcx_sparse_cal_progress(gcx_sparse_task_t *t)
 
     for (;;) {
         switch (cal->stage) {
+        case -1:
         case 0:
         case 1:
             state = gcx_coll_subtask_progress(&t->super, cal->ring);
@@ -218,6 +225,18 @@ static int gcx_sparse_cal_progress(gcx_sparse_task_t *t)
             }
             cal->ring->ops->finalize(cal->ring);
             cal->ring = NULL;
+            if (cal->stage == -1) { /* connections are up: time a small one */
+                cal->ring = gcx_sparse_cal_ring(t, cal, 8);
+                if (cal->ring == NULL) {
+                    t->super.status = GCX_ERR_NOMEM;
+                    return -1;
+                }
+                cal->t0 = gcx_time_now();
+                gcx_coll_subtask_post(&t->super, cal->ring,
+                                      GCX_SPARSE_SLOT(1));
+                cal->stage = 0;
+                break;
+            }
             if (cal->stage == 0) {
                 cal->small_s = gcx_time_now() - cal->t0;
                 cal->ring    = gcx_sparse_cal_ring(t, cal,
