@@ -6,11 +6,17 @@
 # (and the straggler) differ:
 #   compress  4 ranks on the emulated cluster (perf/cluster/emulate.sh, every
 #             link --rate, default 1gbit): dense, static top-k at CF 10, 100
-#             and 1000, and GraVAC (top-k; window --window steps).
+#             and 1000, and GraVAC (top-k, theta_min 10) twice: with the
+#             paper's epsilon 0.7 (window --window), and tuned to this
+#             model's gains (epsilon 0.04, theta_max 160, half the window;
+#             see README.md).
 #   coded     4 ranks, rank --straggler-rank sleeping --straggler-ms in every
 #             step it computes (a slow worker), s = 1, root rank 0: dense,
 #             gc-fr, pgc-fr, gc-cr, pgc-cr. Local ranks (gcxrun) by default,
-#             the emulated cluster with --coded-on cluster.
+#             the emulated cluster with --coded-on cluster. Batch 64 per
+#             rank and 2 epochs by default: at batch 16 the step is bound by
+#             the root's link, not by compute, and computing one partition
+#             (pgc) instead of two (gc) saves nothing visible.
 # Every run evaluates on the test set every --eval-every steps; evaluation
 # time is not counted (gcx-train's training clock), so the time to the
 # target is training time only. Runs alternate with nothing else of ours
@@ -23,8 +29,8 @@
 # than dense, steps, mean step time), and plots-compress/, plots-coded/
 # (perf/train/plot.sh; needs gnuplot-nox, skipped with a note otherwise).
 #
-# Cost: the compress set is ~10 minutes at 1 epoch and 1 Gbit/s on 2 cores;
-# the coded set locally ~6 minutes. Needs root for the emulated cluster.
+# Cost on the 2-core box: the compress set ~20 minutes (2 epochs, 1 Gbit/s),
+# the coded set locally ~8 minutes. Needs root for the emulated cluster.
 set -euo pipefail
 
 usage() {
@@ -33,20 +39,24 @@ usage: $0 [options]
   --build DIR          meson build directory (default build)
   --out DIR            output directory (default build/tta)
   --set compress|coded|all   which runs (default all)
-  --epochs E           epochs of every run (default 1)
-  --eval-every N       steps between test evaluations (default 100)
+  --epochs E           epochs of the compress set (default 2)
+  --eval-every N       its steps between test evaluations (default 50)
   --target A           target test accuracy (default 0.85)
   --rate R             emulated link rate (default 1gbit)
   --window W           GraVAC window in steps (default 100)
   --straggler-rank R   the slow rank of the coded set (default 1; not 0, the root)
   --straggler-ms MS    its delay per step (default 200)
   --coded-on local|cluster   where the coded set runs (default local)
+  --coded-batch B      batch per rank of the coded set (default 64)
+  --coded-epochs E     epochs of the coded set (default 2)
+  --coded-eval-every N evaluation interval of the coded set (default 25)
   --max-steps N        cut every run after N steps (smoke tests)
 EOF
 }
 
-build=build out=build/tta set=all epochs=1 eval_every=100 target=0.85
+build=build out=build/tta set=all epochs=2 eval_every=50 target=0.85
 rate=1gbit window=100 srank=1 sms=200 coded_on=local max_steps=0
+coded_batch=64 coded_epochs=2 coded_eval_every=25
 while [[ $# -gt 0 ]]; do
     case $1 in
     --build) build=$2; shift 2 ;;
@@ -60,6 +70,9 @@ while [[ $# -gt 0 ]]; do
     --straggler-rank) srank=$2; shift 2 ;;
     --straggler-ms) sms=$2; shift 2 ;;
     --coded-on) coded_on=$2; shift 2 ;;
+    --coded-batch) coded_batch=$2; shift 2 ;;
+    --coded-epochs) coded_epochs=$2; shift 2 ;;
+    --coded-eval-every) coded_eval_every=$2; shift 2 ;;
     --max-steps) max_steps=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "$0: unknown option $1" >&2; usage >&2; exit 2 ;;
@@ -95,8 +108,8 @@ log=$out/run.log
 : >"$log"
 export OPENBLAS_NUM_THREADS=1 # 4 ranks share the cores: one BLAS thread each
 
-common=(--model mlp --batch 16 --epochs "$epochs" --eval-every "$eval_every"
-        --target-acc "$target" --progress none --check-every 200)
+common=(--model mlp --target-acc "$target" --progress none --check-every 200)
+compress_args=(--batch 16 --epochs "$epochs" --eval-every "$eval_every")
 [[ $max_steps -gt 0 ]] && common+=(--max-steps "$max_steps")
 
 # run NAME WHERE(local|cluster) GCX-TRAIN-ARGS...
@@ -116,17 +129,21 @@ run() {
 
 compress_runs=() coded_runs=()
 if [[ $set != coded ]]; then
-    run dense cluster --sync dense
-    run topk-10 cluster --sync topk:cf=10
-    run topk-100 cluster --sync topk:cf=100
-    run topk-1000 cluster --sync topk:cf=1000
-    run gravac cluster --sync "gravac:window=$window"
-    compress_runs=(dense topk-10 topk-100 topk-1000 gravac)
+    run dense cluster --sync dense "${compress_args[@]}"
+    run topk-10 cluster --sync topk:cf=10 "${compress_args[@]}"
+    run topk-100 cluster --sync topk:cf=100 "${compress_args[@]}"
+    run topk-1000 cluster --sync topk:cf=1000 "${compress_args[@]}"
+    run gravac cluster --sync "gravac:window=$window" "${compress_args[@]}"
+    run gravac-tuned cluster \
+        --sync "gravac:window=$((window / 2)),theta_max=160,eps=0.04" \
+        "${compress_args[@]}"
+    compress_runs=(dense topk-10 topk-100 topk-1000 gravac gravac-tuned)
 fi
 if [[ $set != compress ]]; then
     for mode in dense gc-fr pgc-fr gc-cr pgc-cr; do
         run "straggler-$mode" "$coded_on" --sync "$mode" \
-            --straggler "$srank:$sms"
+            --straggler "$srank:$sms" --batch "$coded_batch" \
+            --epochs "$coded_epochs" --eval-every "$coded_eval_every"
         coded_runs+=("straggler-$mode")
     done
 fi
@@ -140,7 +157,7 @@ add_set() { # TITLE RUN...
     for r in "$@"; do table_args+=(--run "$out/$r"); done
 }
 add_set "compress set: 4 ranks, emulated cluster, $rate links" "${compress_runs[@]}"
-add_set "coded set: 4 ranks ($coded_on), rank $srank delayed $sms ms per step" "${coded_runs[@]}"
+add_set "coded set: 4 ranks ($coded_on), batch $coded_batch per rank, $coded_epochs epochs, rank $srank delayed $sms ms per step" "${coded_runs[@]}"
 python3 "$here/tta_table.py" --out "$out/results.md" "${table_args[@]}"
 cat "$out/results.md"
 
