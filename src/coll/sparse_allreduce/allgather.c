@@ -14,6 +14,8 @@
  */
 #include "sparse_allreduce.h"
 
+#include <math.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,8 +37,11 @@ static double gcx_sparse_ag_cost(const gcx_sparse_task_t *t)
     for (r = 0; r < P; ++r) {
         nmin = t->nnz[r] < nmin ? t->nnz[r] : nmin;
     }
+    /* + the tree merge of the P lists: ceil(log2 P) passes over ~K pairs */
     return 2.0 * (P - 1) * t->alpha +
-           8.0 * (double)(t->nnz_sum - nmin) * t->beta;
+           8.0 * (double)(t->nnz_sum - nmin) * t->beta +
+           t->gamma * gcx_sparse_union_estimate(t, P) *
+               ceil(log2((double)P));
 }
 
 static void gcx_sparse_ag_cleanup(gcx_sparse_task_t *t)

@@ -16,8 +16,9 @@
  * partners need no agreement on when to switch. Every element is summed as
  * a + b of the two partners' values, which commutes exactly, so all ranks
  * hold the same bits.
- * Cost: Σ_rounds (α + β·min(8·U_j, 4N)) (+2 rounds when P is not a power
- * of two), U_j = union size of 2^j ranks: about 8k·log2(P)·β for disjoint
+ * Cost: Σ_rounds (α + β·min(8·U_j, 4N) + γ·U_{j+1}) (+2 rounds when P is
+ * not a power of two), U_j = union size of 2^j ranks, γ the merge cost per
+ * output pair (every round merges before the next can send): about 8k·log2(P)·β for disjoint
  * supports that stay small, 8k·β·log2(P) for identical ones; latency-light
  * (log2 P messages) but each round resends the whole current union.
  */
@@ -63,7 +64,9 @@ static double gcx_sparse_rd_cost(const gcx_sparse_task_t *t)
         if (t->dense_only && msg > dense) {
             msg = dense;
         }
-        cost += t->alpha + msg * t->beta;
+        /* + the merge of the two lists, whose output covers twice the ranks */
+        cost += t->alpha + msg * t->beta +
+                t->gamma * gcx_sparse_union_estimate(t, 2 * ranks);
     }
     if (rem > 0) {
         msg = 8.0 * gcx_sparse_union_estimate(t, P);

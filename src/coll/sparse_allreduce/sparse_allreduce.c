@@ -49,7 +49,7 @@ enum {
 typedef struct gcx_sparse_comm_info {
     const gcx_comm_t            *comm;
     uint32_t                     id;
-    double                       alpha, beta; /* 0: not measured */
+    double                       alpha, beta, gamma; /* 0: not measured */
     int                          have_stats;
     gcx_sparse_allreduce_stats_t stats;
 } gcx_sparse_comm_info_t;
@@ -113,19 +113,20 @@ static void gcx_sparse_save_stats(gcx_sparse_task_t *t)
     pthread_mutex_unlock(&gcx_sparse_comms_lock);
 }
 
-/* α (s) and β (s/byte) from the variables or the measured cache; 0 when
- * they still have to be measured. */
+/* α (s), β (s/byte) and γ (s/merged pair) from the variables or the
+ * measured cache; 0 when they still have to be measured. */
 static int gcx_sparse_model_params(gcx_sparse_task_t *t)
 {
     const struct gcx_config *cfg = &t->super.comm->config;
     gcx_sparse_comm_info_t  *e;
-    double                   alpha = 0, beta = 0;
+    double                   alpha = 0, beta = 0, gamma = 0;
 
     pthread_mutex_lock(&gcx_sparse_comms_lock);
     e = gcx_sparse_comm_info(t->super.comm, 0);
     if (e != NULL) {
         alpha = e->alpha;
         beta  = e->beta;
+        gamma = e->gamma;
     }
     pthread_mutex_unlock(&gcx_sparse_comms_lock);
     if (cfg->net_latency_us > 0) {
@@ -134,9 +135,13 @@ static int gcx_sparse_model_params(gcx_sparse_task_t *t)
     if (cfg->net_bandwidth_gbps > 0) {
         beta = 8.0 / (cfg->net_bandwidth_gbps * 1e9);
     }
+    if (gamma == 0 && cfg->net_latency_us > 0 && cfg->net_bandwidth_gbps > 0) {
+        gamma = GCX_SPARSE_DEFAULT_GAMMA; /* no calibration will run */
+    }
     t->alpha = alpha;
     t->beta  = beta;
-    return alpha > 0 && beta > 0;
+    t->gamma = gamma;
+    return alpha > 0 && beta > 0 && gamma > 0;
 }
 
 /*
@@ -144,20 +149,24 @@ static int gcx_sparse_model_params(gcx_sparse_task_t *t)
  * An untimed small ring first: the first message between two ranks may set
  * up the connection (UCX wires endpoints lazily), which would count as
  * latency (milliseconds over TCP) and make every algorithm with more steps
- * look slow.
+ * look slow. Then the fastest of 5 small rings (α: one late scheduling of a
+ * rank sharing a core would otherwise count as latency), one ring of 4 MB
+ * per rank (β) and a local merge (γ). Once per communicator, ~4(P-1) MB.
  */
 
-#define GCX_SPARSE_CAL_BYTES (1u << 20) /* per rank */
+#define GCX_SPARSE_CAL_BYTES (4u << 20) /* per rank: near the streaming rate */
+#define GCX_SPARSE_CAL_SMALL 5          /* small rings; the fastest counts */
 
 typedef struct gcx_sparse_cal {
-    int         stage; /* -1 warm-up, 0 small ring, 1 big ring, 2 agree */
+    int         stage; /* -1 warm-up, 0 small rings, 1 big ring, 2 agree */
+    int         small_done;
     double      t0, small_s, big_s;
     gcx_task_t *ring;
     char       *buf;
     size_t     *counts;
     gcx_task_t  rd_task;
     gcx_rd_t    rd;
-    double      vals[2], tmp[2];
+    double      vals[3], tmp[3];
 } gcx_sparse_cal_t;
 
 static const gcx_task_ops_t gcx_sparse_pseudo_ops = {
@@ -225,7 +234,17 @@ static int gcx_sparse_cal_progress(gcx_sparse_task_t *t)
             }
             cal->ring->ops->finalize(cal->ring);
             cal->ring = NULL;
-            if (cal->stage == -1) { /* connections are up: time a small one */
+            if (cal->stage == 0) { /* the fastest small ring: latency */
+                double dt = gcx_time_now() - cal->t0;
+
+                if (cal->small_done++ == 0 || dt < cal->small_s) {
+                    cal->small_s = dt;
+                }
+            }
+            if (cal->stage == -1 ||
+                (cal->stage == 0 && cal->small_done < GCX_SPARSE_CAL_SMALL)) {
+                /* connections are up (after -1): time small rings, one tag
+                 * slot each */
                 cal->ring = gcx_sparse_cal_ring(t, cal, 8);
                 if (cal->ring == NULL) {
                     t->super.status = GCX_ERR_NOMEM;
@@ -233,12 +252,11 @@ static int gcx_sparse_cal_progress(gcx_sparse_task_t *t)
                 }
                 cal->t0 = gcx_time_now();
                 gcx_coll_subtask_post(&t->super, cal->ring,
-                                      GCX_SPARSE_SLOT(1));
+                                      GCX_SPARSE_SLOT(10 + cal->small_done));
                 cal->stage = 0;
                 break;
             }
             if (cal->stage == 0) {
-                cal->small_s = gcx_time_now() - cal->t0;
                 cal->ring    = gcx_sparse_cal_ring(t, cal,
                                                    GCX_SPARSE_CAL_BYTES);
                 if (cal->ring == NULL) {
@@ -255,11 +273,12 @@ static int gcx_sparse_cal_progress(gcx_sparse_task_t *t)
             cal->vals[0] = cal->small_s / (P - 1);
             cal->vals[1] = (cal->big_s - cal->small_s) /
                            ((double)(P - 1) * GCX_SPARSE_CAL_BYTES);
+            cal->vals[2] = gcx_sparse_measure_merge();
             gcx_task_init(&cal->rd_task, &gcx_sparse_pseudo_ops,
                           t->super.comm);
             cal->rd_task.seq       = t->super.seq;
             cal->rd_task.step_base = t->super.step_base + GCX_SPARSE_SLOT(3);
-            gcx_rd_start(&cal->rd, &cal->rd_task, cal->vals, cal->tmp, 2,
+            gcx_rd_start(&cal->rd, &cal->rd_task, cal->vals, cal->tmp, 3,
                          GCX_DT_F64, GCX_OP_MAX);
             cal->stage = 2;
             break;
@@ -274,18 +293,20 @@ static int gcx_sparse_cal_progress(gcx_sparse_task_t *t)
             }
             t->alpha = cal->vals[0] > 1e-7 ? cal->vals[0] : 1e-7;
             t->beta  = cal->vals[1] > 1e-12 ? cal->vals[1] : 1e-12;
+            t->gamma = cal->vals[2] > 1e-12 ? cal->vals[2] : 1e-12;
             pthread_mutex_lock(&gcx_sparse_comms_lock);
             {
                 gcx_sparse_comm_info_t *e =
                     gcx_sparse_comm_info(t->super.comm, 1);
                 e->alpha = t->alpha;
                 e->beta  = t->beta;
+                e->gamma = t->gamma;
             }
             pthread_mutex_unlock(&gcx_sparse_comms_lock);
             gcx_info("sparse allreduce: measured alpha %.1f us, link %.3f "
-                     "Gbit/s (set GCX_NET_LATENCY_US / "
+                     "Gbit/s, merge %.1f ns/pair (set GCX_NET_LATENCY_US / "
                      "GCX_NET_BANDWIDTH_GBPS to skip)",
-                     t->alpha * 1e6, 8.0 / t->beta / 1e9);
+                     t->alpha * 1e6, 8.0 / t->beta / 1e9, t->gamma * 1e9);
             gcx_sparse_cal_free(cal);
             t->algo_state = NULL;
             return 1;
@@ -328,9 +349,11 @@ static const gcx_sparse_algo_t *gcx_sparse_select(gcx_sparse_task_t *t)
         }
     }
     gcx_info("sparse allreduce #%u: N %zu, P %d, nnz sum %zu max %zu, topk "
-             "%zu, alpha %.1f us, beta %.3f Gbit/s -> %s (model: %s)",
+             "%zu, alpha %.1f us, beta %.3f Gbit/s, merge %.1f ns/pair -> %s "
+             "(model: %s)",
              t->super.seq, t->N, t->super.comm->size, t->nnz_sum, t->nnz_max,
-             t->topk, t->alpha * 1e6, 8.0 / t->beta / 1e9, best->name, line);
+             t->topk, t->alpha * 1e6, 8.0 / t->beta / 1e9, t->gamma * 1e9,
+             best->name, line);
     return best;
 }
 

@@ -85,6 +85,7 @@ struct gcx_sparse_task {
     int             phase;
     gcx_task_t     *sub;
     double          alpha, beta; /* s, s/byte */
+    double          gamma;       /* s per pair written by a merge */
     /* algorithm */
     const gcx_sparse_algo_t *algo;
     void           *algo_state;
@@ -155,6 +156,18 @@ void gcx_sparse_topk_local(gcx_sparse_topk_t *sel, size_t k,
 
 /** Estimated union size of the given ranks, independent supports. */
 double gcx_sparse_union_estimate(const gcx_sparse_task_t *t, double nranks);
+
+/*
+ * Seconds per output pair of gcx_sparse_merge2() into freshly allocated
+ * memory (page faults included, as every call allocates its work arrays):
+ * the best of 2 merges of two interleaved 256K-pair lists, run by every rank
+ * at once (so sharing cores and memory bandwidth is part of it). Local; the
+ * calibration agrees on the MAX over ranks.
+ */
+double gcx_sparse_measure_merge(void);
+
+/* γ when α and β come from GCX_NET_* and nothing was measured (x86-64). */
+#define GCX_SPARSE_DEFAULT_GAMMA 10e-9
 
 /**
  * The split engine (split.c): sparse reduce-scatter by the index ranges

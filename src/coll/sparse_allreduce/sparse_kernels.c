@@ -14,9 +14,21 @@
  */
 #include "sparse_allreduce.h"
 
+#include "core/time.h"
+
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+/*
+ * Branch-free merge step: which side(s) the smaller index comes from is data
+ * (masks), not control flow. With random supports a branchy merge mispredicts
+ * about every other element (~20-40 ns each measured on the 2-core box); this
+ * one costs the same few instructions whatever the data. Values are picked
+ * by bit masks: a + b when both sides hold the index (so partners that merge
+ * (mine, theirs) and (theirs, mine) get the same bits), else the one value
+ * untouched.
+ */
 size_t gcx_sparse_merge2(const uint32_t *ai, const float *av, size_t an,
                          const uint32_t *bi, const float *bv, size_t bn,
                          uint32_t *oi, float *ov)
@@ -24,16 +36,19 @@ size_t gcx_sparse_merge2(const uint32_t *ai, const float *av, size_t an,
     size_t a = 0, b = 0, o = 0;
 
     while (a < an && b < bn) {
-        if (ai[a] < bi[b]) {
-            oi[o] = ai[a];
-            ov[o++] = av[a++];
-        } else if (bi[b] < ai[a]) {
-            oi[o] = bi[b];
-            ov[o++] = bv[b++];
-        } else {
-            oi[o] = ai[a];
-            ov[o++] = av[a++] + bv[b++];
-        }
+        uint32_t x = ai[a], y = bi[b], take_a = x <= y, take_b = y <= x;
+        uint32_t ma = 0u - take_a, mb = 0u - take_b, ba, bb, bs, bits;
+        float    va = av[a], vb = bv[b], sum = va + vb;
+
+        memcpy(&ba, &va, sizeof(ba));
+        memcpy(&bb, &vb, sizeof(bb));
+        memcpy(&bs, &sum, sizeof(bs));
+        bits  = (ma & mb & bs) | (ma & ~mb & ba) | (~ma & mb & bb);
+        oi[o] = (ma & x) | (~ma & y);
+        memcpy(&ov[o], &bits, sizeof(bits));
+        a += take_a;
+        b += take_b;
+        ++o;
     }
     if (a < an) { /* memcpy must not see NULL, even for 0 bytes */
         memcpy(oi + o, ai + a, (an - a) * sizeof(*oi));
@@ -45,6 +60,48 @@ size_t gcx_sparse_merge2(const uint32_t *ai, const float *av, size_t an,
         memcpy(ov + o, bv + b, (bn - b) * sizeof(*ov));
     }
     return o + (bn - b);
+}
+
+double gcx_sparse_measure_merge(void)
+{
+    enum { n = 1 << 18 }; /* lists of the size that matters: 2 MB each */
+    uint32_t *in = malloc(2 * n * sizeof(*in)), *oi, a = 0, b = 0;
+    float    *iv = calloc(2 * n, sizeof(*iv)), *ov;
+    uint64_t  x  = 0x9e3779b97f4a7c15ull;
+    double    best = 0, t;
+    size_t    i, m;
+    int       rep;
+
+    if (in == NULL || iv == NULL) {
+        free(in);
+        free(iv);
+        return GCX_SPARSE_DEFAULT_GAMMA;
+    }
+    for (i = 0; i < n; ++i) { /* two interleaved sorted lists, random gaps */
+        x         = x * 6364136223846793005ull + 1442695040888963407ull;
+        a        += 1 + (uint32_t)(x >> 58);
+        b        += 1 + (uint32_t)((x >> 40) & 63);
+        in[i]     = a;
+        in[n + i] = b;
+    }
+    for (rep = 0; rep < 2; ++rep) {
+        oi = malloc(2 * n * sizeof(*oi));
+        ov = malloc(2 * n * sizeof(*ov));
+        if (oi == NULL || ov == NULL) {
+            free(oi);
+            free(ov);
+            break;
+        }
+        t = gcx_time_now();
+        m = gcx_sparse_merge2(in, iv, n, in + n, iv + n, n, oi, ov);
+        t = (gcx_time_now() - t) / (double)(m > 0 ? m : 1);
+        best = rep == 0 || t < best ? t : best;
+        free(oi);
+        free(ov);
+    }
+    free(in);
+    free(iv);
+    return best > 0 ? best : GCX_SPARSE_DEFAULT_GAMMA;
 }
 
 void gcx_sparse_merge_lists(uint32_t **idx, float **val, size_t *n, int nl,

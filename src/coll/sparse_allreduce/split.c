@@ -112,6 +112,8 @@ double gcx_sparse_split_cost(const gcx_sparse_task_t *t, const size_t *bounds)
     send_max = (double)t->nnz_max * (P - 1) / P;
     cost = (P - 1) * a + 8.0 * t->beta *
                              fmax(send_max, load_max * (P - 1) / P);
+    /* the owner's tree merge of the P slices of its range */
+    cost += t->gamma * kj_max * ceil(log2((double)P));
     if (t->dense_only && 8.0 * K >= 4.0 * (double)t->N) {
         cost += 3 * (P - 1) * a + t->beta * (P - 1) * 4.0 * width_max;
     } else {
