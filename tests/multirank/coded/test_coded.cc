@@ -534,3 +534,79 @@ TEST(CodedAbstain, DecodableWithoutTheAbstainer)
 }
 
 } // namespace
+
+// --- destroy while ranks lag ---------------------------------------------------
+
+// The root runs its rounds and destroys the object and the communicator at
+// once (no barrier) while the last rank is still asleep: that rank then
+// pulls every decoded sum (rendezvous) out of the root's result slots after
+// the root let go of them. As long as the root process lives, those sums
+// must still arrive intact (gcx_coded_destroy() hands the slots to the
+// transport, which keeps their memory until the peer is done with it); a
+// GCX_OK round with a wrong sum is the failure this test is about. The
+// root meanwhile allocates and scribbles over fresh memory, so a slot that
+// was freed too early would likely show as a wrong sum.
+TEST(CodedDestroy, RootDestroysWhileRanksLag)
+{
+    ASSERT_EQ(4, world_size());
+    const int    rounds = 8;
+    const size_t count  = 64 * 1024; // rendezvous
+    int          rank   = world_rank();
+    gcx_comm_t  *comm   = make_comm({});
+    ASSERT_NE(nullptr, comm);
+    gcx_code_params_t cp = {};
+    cp.kind              = GCX_CODE_FR; // groups {0,1} {2,3}: rank 2 covers rank 3
+    cp.n                 = 4;
+    cp.s                 = 1;
+    gcx_code_t *code     = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_code_create(&cp, &code));
+    gcx_coded_params_t params = {};
+    params.code               = code;
+    params.count              = count;
+    gcx_coded_t *coded        = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, &coded));
+    std::vector<float> msg(count), sum(count);
+    if (rank == 3) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+    int wrong = 0, failed = 0;
+    for (int r = 0; r < rounds; ++r) {
+        encode(code, rank, r, count, msg);
+        gcx_coded_result_t res;
+        gcx_status_t st = gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr);
+        if (st != GCX_OK) {
+            ++failed;
+            ADD_FAILURE() << "rank " << rank << " round " << r << ": " << gcx_strerror(st);
+            break;
+        }
+        size_t bad = 0;
+        for (size_t i = 0; i < count; ++i) {
+            double want = 0;
+            for (int j = 0; j < 4; ++j) {
+                want += grad(j, r, i);
+            }
+            bad += want != sum[i];
+        }
+        if (bad > 0) {
+            ++wrong;
+            ADD_FAILURE() << "rank " << rank << " round " << r << ": GCX_OK with " << bad
+                          << " wrong elements of " << count << " (skipped " << res.skipped
+                          << ")";
+        }
+    }
+    gcx_coded_stats_t stats;
+    ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, &stats));
+    printf("rank %d: %d rounds, skipped %llu early %llu, %d wrong, %d failed\n", rank, rounds,
+           (unsigned long long)stats.skipped, (unsigned long long)stats.early, wrong, failed);
+    gcx_coded_destroy(coded); // the root: rank 3 has not pulled anything yet
+    gcx_code_destroy(code);
+    gcx_comm_destroy(comm);
+    std::vector<std::vector<float>> scribble;
+    if (rank == 0) { // reuse the memory a freed slot would have given back
+        for (int k = 0; k < 2 * rounds; ++k) {
+            scribble.emplace_back(count, NAN);
+        }
+    }
+    // keep every process alive until the lagging rank is done
+    EXPECT_EQ(GCX_OK, gcx_barrier(g_world, nullptr));
+}
