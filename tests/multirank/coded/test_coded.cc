@@ -546,13 +546,15 @@ TEST(CodedAbstain, DecodableWithoutTheAbstainer)
 // GCX_OK round with a wrong sum is the failure this test is about. The
 // root meanwhile allocates and scribbles over fresh memory, so a slot that
 // was freed too early would likely show as a wrong sum.
-TEST(CodedDestroy, RootDestroysWhileRanksLag)
+// comm: the root's communicator destroy waits (grace = GCX_TIMEOUT, at most
+// 10 s) for the lagging rank to pull, or (a 0.1 s GCX_TIMEOUT) gives up
+// first and destroys its UCP worker before the rank pulls.
+void root_destroys_while_ranks_lag(gcx_comm_t *comm)
 {
     ASSERT_EQ(4, world_size());
     const int    rounds = 8;
     const size_t count  = 64 * 1024; // rendezvous
     int          rank   = world_rank();
-    gcx_comm_t  *comm   = make_comm({});
     ASSERT_NE(nullptr, comm);
     gcx_code_params_t cp = {};
     cp.kind              = GCX_CODE_FR; // groups {0,1} {2,3}: rank 2 covers rank 3
@@ -566,11 +568,11 @@ TEST(CodedDestroy, RootDestroysWhileRanksLag)
     gcx_coded_t *coded        = nullptr;
     ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, &coded));
     std::vector<float> msg(count), sum(count);
-    if (rank == 3) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    }
-    int wrong = 0, failed = 0;
+    int                wrong = 0, failed = 0;
     for (int r = 0; r < rounds; ++r) {
+        if (r == 1 && rank == 3) { // round 0 together: connections are up
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        }
         encode(code, rank, r, count, msg);
         gcx_coded_result_t res;
         gcx_status_t st = gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr);
@@ -609,4 +611,16 @@ TEST(CodedDestroy, RootDestroysWhileRanksLag)
     }
     // keep every process alive until the lagging rank is done
     EXPECT_EQ(GCX_OK, gcx_barrier(g_world, nullptr));
+}
+
+TEST(CodedDestroy, RootDestroysWhileRanksLag)
+{
+    root_destroys_while_ranks_lag(make_comm({}));
+}
+
+// The rank lags past the root's close grace: the root's UCP worker is gone
+// when it pulls, the slots' memory must still be there.
+TEST(CodedDestroy, RootClosesBeforeRanksPull)
+{
+    root_destroys_while_ranks_lag(make_comm({{"TIMEOUT", "0.1"}}));
 }
