@@ -21,6 +21,11 @@
  * for rendezvous, straight into the caller's buffer; a memcpy for eager) or
  * leaves it: the wrapper then returns UCS_OK, which drops a rendezvous
  * payload unread and completes its sender (UCX 1.13 semantics).
+ * The memory of an abandoned operation is released only when it ends with
+ * success: a rendezvous peer reads or writes it without us (cma, RDMA),
+ * even after an error or after the worker is destroyed, so otherwise it is
+ * kept until the process exits. flush_close() waits for abandoned
+ * operations too (ucp_worker_flush does not wait for a rendezvous peer).
  *
  * Cost per message: one UCP call and, when it does not complete at once, a
  * UCP request taken from UCX's own pool; no allocation in gcx.
