@@ -714,17 +714,6 @@ static void gcx_tl_ucx_flush_close(gcx_tl_t *tl, double seconds)
         gcx_tl_ucx_close_eps(ucx, 1, 1.0);
         return;
     }
-    /* the flush does not cover a rendezvous send waiting for its peer to
-     * pull (e.g. a coded gather result for a lagging rank): give abandoned
-     * operations the rest of the time, so their memory can be released */
-    while (ucx->abandoned.next != &ucx->abandoned &&
-           gcx_time_now() < deadline) {
-        ucp_worker_progress(ucx->worker);
-    }
-    if (ucx->abandoned.next != &ucx->abandoned) {
-        gcx_debug("abandoned transfers still in flight after %.1f s; their "
-                  "memory is kept", seconds);
-    }
     gcx_tl_ucx_close_eps(ucx, 0, seconds);
 }
 
