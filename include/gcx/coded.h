@@ -142,10 +142,10 @@ gcx_status_t gcx_coded_create(gcx_comm_t *comm,
  *
  * On the root, no barrier is needed before it: a lagging rank still pulls
  * the decoded sums of finished rounds out of the root's result buffers,
- * and gets them right. gcx_comm_destroy() then waits for those transfers
- * for up to min(GCX_TIMEOUT, 10 s); a buffer whose transfer has not ended
- * by then (or ended with an error) is kept, never freed, until the root
- * process exits, so a rank pulling it later still gets the right sum.
+ * and gets them right. A buffer whose transfer has not ended when the
+ * root's communicator is destroyed (or ended with an error) is kept, never
+ * freed, until the root process exits, so a rank pulling it later still
+ * gets the right sum.
  * Once the root process is gone, such a rank's round fails (GCX_ERR_PEER or
  * GCX_ERR_TIMEOUT); it never completes with wrong data.
  */

@@ -192,8 +192,8 @@ typedef struct gcx_tl_ops {
 
     /**
      * Wait (up to @p seconds) until every message sent so far is delivered,
-     * abandoned ones included, then close all connections; used by
-     * communicator destroy.
+     * then close all connections; used by communicator destroy. (UCX: a
+     * rendezvous send still waiting for its peer to pull is not waited for.)
      */
     void (*flush_close)(gcx_tl_t *tl, double seconds);
 

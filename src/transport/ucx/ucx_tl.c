@@ -24,8 +24,8 @@
  * The memory of an abandoned operation is released only when it ends with
  * success: a rendezvous peer reads or writes it without us (cma, RDMA),
  * even after an error or after the worker is destroyed, so otherwise it is
- * kept until the process exits. flush_close() waits for abandoned
- * operations too (ucp_worker_flush does not wait for a rendezvous peer).
+ * kept until the process exits (flush_close() does not wait for them:
+ * ucp_worker_flush does not wait for a rendezvous peer to pull).
  *
  * Cost per message: one UCP call and, when it does not complete at once, a
  * UCP request taken from UCX's own pool; no allocation in gcx.
