@@ -137,8 +137,17 @@ gcx_status_t gcx_coded_create(gcx_comm_t *comm,
 /**
  * Destroy the object; not collective. Transfers still in flight (to a dead
  * or lagging rank) are handed to the transport, which frees their internal
- * buffers when they end. Rounds in flight must be finished (or the
- * communicator failed). NULL is allowed.
+ * buffers when they end with success. Rounds in flight must be finished
+ * (or the communicator failed). NULL is allowed.
+ *
+ * On the root, no barrier is needed before it: a lagging rank still pulls
+ * the decoded sums of finished rounds out of the root's result buffers,
+ * and gets them right. A buffer whose transfer has not ended when the
+ * root's communicator is destroyed (or ended with an error) is kept, never
+ * freed, until the root process exits, so a rank pulling it later still
+ * gets the right sum.
+ * Once the root process is gone, such a rank's round fails (GCX_ERR_PEER or
+ * GCX_ERR_TIMEOUT); it never completes with wrong data.
  */
 void gcx_coded_destroy(gcx_coded_t *coded);
 

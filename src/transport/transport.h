@@ -23,7 +23,10 @@
  * into a user buffer (rendezvous: zero copy), copied (eager), or dropped
  * (not taken: the sender completes all the same, nothing lands anywhere).
  * A sender's request may outlive the operation that posted it; abandon()
- * hands it, and the buffer it reads, over to the transport.
+ * hands it, and the buffer it reads, over to the transport, which releases
+ * the buffer only once the operation ended with success (a rendezvous peer
+ * may read or write it without this side, even after an error or after the
+ * transport is finalized; then the buffer is kept for good).
  * Memory registration slots in here later without changing these entries.
  */
 #ifndef GCX_TRANSPORT_H
@@ -172,8 +175,11 @@ typedef struct gcx_tl_ops {
      * Give up an in-flight request whose owner goes away: the gcx request is
      * detached at once (status GCX_ERR_CANCELED, never touched again) and
      * the transport calls @p release(@p arg) when the operation finally ends
-     * (at once if it already has), so the memory it reads or writes can be
-     * kept alive until then. @p release may be NULL.
+     * with success (at once if it already has), so the memory it reads or
+     * writes can be kept alive until then. If it ends with an error, or has
+     * not ended when the transport is finalized, @p release is never called:
+     * the peer may still access the memory (rendezvous), so it is kept for
+     * the life of the process. @p release may be NULL.
      */
     void (*abandon)(gcx_tl_t *tl, gcx_tl_req_t *req,
                     void (*release)(void *arg), void *arg);
@@ -186,7 +192,8 @@ typedef struct gcx_tl_ops {
 
     /**
      * Wait (up to @p seconds) until every message sent so far is delivered,
-     * then close all connections; used by communicator destroy.
+     * then close all connections; used by communicator destroy. (UCX: a
+     * rendezvous send still waiting for its peer to pull is not waited for.)
      */
     void (*flush_close)(gcx_tl_t *tl, double seconds);
 

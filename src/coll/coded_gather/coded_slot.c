@@ -7,9 +7,10 @@
  * pool grows to what the slowest peer holds, at most GCX_CODED_MAX_LAG
  * result slots plus a few), put back when their transfers are done. A
  * block whose transfer was abandoned (a dead or evicted peer; destroy)
- * gets an extra reference that the transport drops when the transfer ends,
- * and the slot takes a fresh block: memory a transfer may still touch is
- * never reused or freed. Cost: a list pop per use; a malloc only when the
+ * gets an extra reference that the transport drops when the transfer ends
+ * with success (never otherwise: a rendezvous peer may still read it), and
+ * the slot takes a fresh block: memory a transfer may still touch is never
+ * reused or freed. Cost: a list pop per use; a malloc only when the
  * pool grows.
  */
 #include "coded_int.h"

@@ -21,6 +21,11 @@
  * for rendezvous, straight into the caller's buffer; a memcpy for eager) or
  * leaves it: the wrapper then returns UCS_OK, which drops a rendezvous
  * payload unread and completes its sender (UCX 1.13 semantics).
+ * The memory of an abandoned operation is released only when it ends with
+ * success: a rendezvous peer reads or writes it without us (cma, RDMA),
+ * even after an error or after the worker is destroyed, so otherwise it is
+ * kept until the process exits (flush_close() does not wait for them:
+ * ucp_worker_flush does not wait for a rendezvous peer to pull).
  *
  * Cost per message: one UCP call and, when it does not complete at once, a
  * UCP request taken from UCX's own pool; no allocation in gcx.
@@ -29,19 +34,30 @@
 #include "core/log.h"
 #include "core/time.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <ucp/api/ucp.h>
 
 typedef struct gcx_tl_ucx gcx_tl_ucx_t;
 
-/* An abandoned operation's release callback, until the operation ends or
- * the worker is destroyed (after which nothing can touch its memory). */
+/*
+ * An abandoned operation's release callback, run when the operation ends
+ * with success. An operation that ends with an error, or never ends (the
+ * worker is destroyed first), does not prove that the peer is done with its
+ * memory: a rendezvous peer reads (get: cma, RDMA) or writes (put) it
+ * without this side taking part, from the request it already holds, even
+ * after this worker is gone. Such memory is kept, never released, for the
+ * life of the process (on gcx_tl_ucx_kept, so it stays reachable).
+ */
 typedef struct gcx_tl_ucx_abandoned {
     void (*release)(void *arg);
     void  *arg;
     struct gcx_tl_ucx_abandoned *prev, *next;
 } gcx_tl_ucx_abandoned_t;
+
+static pthread_mutex_t         gcx_tl_ucx_kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static gcx_tl_ucx_abandoned_t *gcx_tl_ucx_kept; /* singly linked by next */
 
 typedef struct gcx_tl_ucx_am {
     gcx_tl_ucx_t       *ucx;
@@ -95,6 +111,18 @@ static void gcx_tl_ucx_abandoned_run(gcx_tl_ucx_abandoned_t *node)
         node->release(node->arg);
     }
     free(node);
+}
+
+/* The operation did not end well: keep its memory for good. */
+static void gcx_tl_ucx_abandoned_keep(gcx_tl_ucx_abandoned_t *node)
+{
+    node->prev->next = node->next;
+    node->next->prev = node->prev;
+    node->prev       = NULL;
+    pthread_mutex_lock(&gcx_tl_ucx_kept_lock);
+    node->next      = gcx_tl_ucx_kept;
+    gcx_tl_ucx_kept = node;
+    pthread_mutex_unlock(&gcx_tl_ucx_kept_lock);
 }
 
 static gcx_status_t gcx_tl_ucx_status(ucs_status_t status)
@@ -175,8 +203,12 @@ static void gcx_tl_ucx_done(void *request, ucs_status_t status, size_t length,
         gcx_tl_ucx_untrack(req);
         gcx_tl_ucx_release(priv);
     } else if (priv->orphaned) {
-        if (priv->abandoned != NULL) {
+        if (priv->abandoned != NULL && status == UCS_OK) {
             gcx_tl_ucx_abandoned_run(priv->abandoned);
+        } else if (priv->abandoned != NULL) {
+            /* cancelled (endpoint closed) or failed: the peer may still
+             * read or write the memory through the rendezvous */
+            gcx_tl_ucx_abandoned_keep(priv->abandoned);
         }
         if (priv->user_freed) {
             gcx_tl_ucx_request_init(priv); /* UCX puts it back itself */
@@ -608,8 +640,8 @@ static void gcx_tl_ucx_abandon(gcx_tl_t *tl, gcx_tl_req_t *req,
     req->status      = GCX_ERR_CANCELED;
     gcx_tl_ucx_untrack(req);
     /* released now, so closing the endpoint or destroying the worker may
-     * drop it; the callback still runs if it ends (then release()), else
-     * fini() calls release() once the worker is gone */
+     * drop it; the callback still runs if it ends (then release() on
+     * success), else the memory is kept (see gcx_tl_ucx_abandoned_t) */
     ucp_request_free(priv);
 }
 
@@ -729,9 +761,11 @@ static void gcx_tl_ucx_fini(gcx_tl_t *tl)
     gcx_tl_ucx_close_eps(ucx, 1, 0.5);
     ucp_worker_release_address(ucx->worker, ucx->address);
     ucp_worker_destroy(ucx->worker);
-    /* nothing can touch memory of an abandoned operation any more */
+    /* abandoned operations that never ended: a peer may still pull (or
+     * push) their memory from the rendezvous request it holds, with cma as
+     * long as this process lives, so it is kept, never freed */
     while (ucx->abandoned.next != &ucx->abandoned) {
-        gcx_tl_ucx_abandoned_run(ucx->abandoned.next);
+        gcx_tl_ucx_abandoned_keep(ucx->abandoned.next);
     }
     ucp_cleanup(ucx->context);
     free(ucx->peers);

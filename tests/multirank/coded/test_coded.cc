@@ -9,6 +9,8 @@
 // term by term against the schedule; a round that abstentions make
 // undecodable fails at once on every rank; a round with an abstention
 // that the rest decode records it in result->abstained.
+// CodedDestroy.*: the root destroys everything while a rank still has to
+// pull its decoded sums; that rank must still get them right.
 #include "../harness.h"
 
 #include <gcx/coded.h>
@@ -525,8 +527,8 @@ TEST(CodedAbstain, DecodableWithoutTheAbstainer)
     if (rank == 0) {
         EXPECT_GT(st.early, 0u) << "round 11's void message was not staged";
     }
-    // a lagging rank may still pull (rendezvous) decoded sums from the
-    // root, which needs the root alive and progressing this communicator
+    // not needed since the transport keeps abandoned result memory (see
+    // CodedDestroy.*); kept so this test stays about abstention
     EXPECT_EQ(GCX_OK, gcx_barrier(comm, nullptr));
     gcx_coded_destroy(coded);
     gcx_code_destroy(code);
@@ -534,3 +536,92 @@ TEST(CodedAbstain, DecodableWithoutTheAbstainer)
 }
 
 } // namespace
+
+// --- destroy while ranks lag ---------------------------------------------------
+
+// The root runs its rounds and destroys the object and the communicator at
+// once (no barrier) while the last rank is still asleep: that rank then
+// pulls every decoded sum (rendezvous) out of the root's result slots after
+// the root let go of them. As long as the root process lives, those sums
+// must still arrive intact (gcx_coded_destroy() hands the slots to the
+// transport, which keeps their memory until the peer is done with it); a
+// GCX_OK round with a wrong sum is the failure this test is about. The
+// root meanwhile allocates and scribbles over fresh memory, so a slot that
+// was freed too early would likely show as a wrong sum.
+// comm: the default GCX_TIMEOUT, or 0.1 s (a short close grace); either
+// way the root destroys its UCP worker before the rank pulls (the flush
+// does not wait for a rendezvous peer).
+void root_destroys_while_ranks_lag(gcx_comm_t *comm)
+{
+    ASSERT_EQ(4, world_size());
+    const int    rounds = 8;
+    const size_t count  = 64 * 1024; // rendezvous
+    int          rank   = world_rank();
+    ASSERT_NE(nullptr, comm);
+    gcx_code_params_t cp = {};
+    cp.kind              = GCX_CODE_FR; // groups {0,1} {2,3}: rank 2 covers rank 3
+    cp.n                 = 4;
+    cp.s                 = 1;
+    gcx_code_t *code     = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_code_create(&cp, &code));
+    gcx_coded_params_t params = {};
+    params.code               = code;
+    params.count              = count;
+    gcx_coded_t *coded        = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, &coded));
+    std::vector<float> msg(count), sum(count);
+    int                wrong = 0, failed = 0;
+    for (int r = 0; r < rounds; ++r) {
+        if (r == 1 && rank == 3) { // round 0 together: connections are up
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        }
+        encode(code, rank, r, count, msg);
+        gcx_coded_result_t res;
+        gcx_status_t st = gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr);
+        if (st != GCX_OK) {
+            ++failed;
+            ADD_FAILURE() << "rank " << rank << " round " << r << ": " << gcx_strerror(st);
+            break;
+        }
+        size_t bad = 0;
+        for (size_t i = 0; i < count; ++i) {
+            double want = 0;
+            for (int j = 0; j < 4; ++j) {
+                want += grad(j, r, i);
+            }
+            bad += want != sum[i];
+        }
+        if (bad > 0) {
+            ++wrong;
+            ADD_FAILURE() << "rank " << rank << " round " << r << ": GCX_OK with " << bad
+                          << " wrong elements of " << count << " (skipped " << res.skipped
+                          << ")";
+        }
+    }
+    gcx_coded_stats_t stats;
+    ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, &stats));
+    printf("rank %d: %d rounds, skipped %llu early %llu, %d wrong, %d failed\n", rank, rounds,
+           (unsigned long long)stats.skipped, (unsigned long long)stats.early, wrong, failed);
+    gcx_coded_destroy(coded); // the root: rank 3 has not pulled anything yet
+    gcx_code_destroy(code);
+    gcx_comm_destroy(comm);
+    std::vector<std::vector<float>> scribble;
+    if (rank == 0) { // reuse the memory a freed slot would have given back
+        for (int k = 0; k < 2 * rounds; ++k) {
+            scribble.emplace_back(count, NAN);
+        }
+    }
+    // keep every process alive until the lagging rank is done
+    EXPECT_EQ(GCX_OK, gcx_barrier(g_world, nullptr));
+}
+
+TEST(CodedDestroy, RootDestroysWhileRanksLag)
+{
+    root_destroys_while_ranks_lag(make_comm({}));
+}
+
+// The same with a short close grace on the root.
+TEST(CodedDestroy, RootClosesBeforeRanksPull)
+{
+    root_destroys_while_ranks_lag(make_comm({{"TIMEOUT", "0.1"}}));
+}
