@@ -4,7 +4,7 @@
 # Usage: perf/train/plot.sh OUTDIR TRACE.csv [TRACE.csv ...]
 #
 # Writes into OUTDIR:
-#   accuracy_vs_time.png  test accuracy (end of each epoch) against wall time,
+#   accuracy_vs_time.png  test accuracy (each evaluation) against training time,
 #                         one line per run: compares time-to-accuracy of runs
 #   loss_vs_step.png      training loss (global batch) against step
 #   cf_gain_vs_step.png   compression factor (log scale) and gain against
@@ -71,8 +71,8 @@ set grid
 set key bottom right
 
 set output '$out/accuracy_vs_time.png'
-set title 'Test accuracy vs wall time'
-set xlabel 'time (s)'
+set title 'Test accuracy vs training time (evaluations excluded)'
+set xlabel 'training time (s)'
 set ylabel 'test accuracy'
 plot $acc_plot
 

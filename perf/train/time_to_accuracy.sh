@@ -29,8 +29,8 @@
 # than dense, steps, mean step time), and plots-compress/, plots-coded/
 # (perf/train/plot.sh; needs gnuplot-nox, skipped with a note otherwise).
 #
-# Cost on the 2-core box: the compress set ~20 minutes (2 epochs, 1 Gbit/s),
-# the coded set locally ~8 minutes. Needs root for the emulated cluster.
+# Cost on the 2-core box: the compress set ~15 minutes (2 epochs, 1 Gbit/s),
+# the coded set locally ~6 minutes. Needs root for the emulated cluster.
 set -euo pipefail
 
 usage() {
