@@ -5,8 +5,9 @@
  * Flow of one call: local validation (indices strictly increasing and below
  * N) -> argument check of gcx_coll_submit_checked (N and topk must agree;
  * a rank's local error fails every rank with GCX_ERR_MISMATCH) -> info
- * exchange (ring allgather of [nnz, capacity, P-1 index quantiles] per
- * rank: (P-1)·α, a few bytes) -> selection from that info, so every rank
+ * exchange (ring allgather of [nnz, capacity, P-1 index quantiles, a 32-hash
+ * union sketch] per
+ * rank: (P-1)·α, ~300 bytes) -> selection from that info, so every rank
  * picks the same algorithm -> the algorithm -> epilogue: top-k (if the
  * algorithm did not select it already), capacity check against every
  * rank's capacity (all ranks fail together), outputs, in_result.
@@ -493,6 +494,17 @@ static void gcx_sparse_progress(gcx_task_t *task)
                     t->nnz_max = t->nnz[r];
                 }
             }
+            t->union_est = 0; /* sketches are only sent for auto */
+            if (task->comm->config.sparse_algo == GCX_SPARSE_ALGO_AUTO) {
+                t->union_est = gcx_sparse_sketch_union(t->info + 1 + P, P,
+                                                       t->info_len);
+            }
+            if (t->union_est > 0 && t->union_est < (double)t->nnz_max) {
+                t->union_est = (double)t->nnz_max;
+            }
+            if (t->union_est > (double)t->nnz_sum) {
+                t->union_est = (double)t->nnz_sum;
+            }
             if (task->comm->config.sparse_algo == GCX_SPARSE_ALGO_AUTO &&
                 P > 1 && !gcx_sparse_model_params(t)) {
                 t->phase = GCX_SPARSE_PHASE_CALIBRATE;
@@ -641,7 +653,7 @@ gcx_status_t gcx_sparse_allreduce(gcx_comm_t *comm, const gcx_sparse_t *input,
         return GCX_ERR_UNSUPPORTED;
     }
     local_error = !gcx_sparse_input_ok(comm, input);
-    L = (size_t)P + 1;
+    L = (size_t)P + 1 + GCX_SPARSE_SKETCH;
     t = calloc(1, sizeof(*t));
     if (t == NULL) {
         return GCX_ERR_NOMEM;
@@ -673,6 +685,11 @@ gcx_status_t gcx_sparse_allreduce(gcx_comm_t *comm, const gcx_sparse_t *input,
         t->info_send[1 + q] =
             t->in_nnz > 0 ? (int64_t)t->in_idx[q * t->in_nnz / (size_t)P] :
                             (int64_t)(q * t->N / (size_t)P);
+    }
+    if (comm->config.sparse_algo == GCX_SPARSE_ALGO_AUTO) { /* for the model */
+        gcx_sparse_sketch(t->in_idx, t->in_nnz, t->info_send + 1 + P);
+    } else {
+        gcx_sparse_sketch(NULL, 0, t->info_send + 1 + P);
     }
     for (q = 0; q < (size_t)P; ++q) { /* ring counts/displs for the info */
         t->nnz[q]                 = L;

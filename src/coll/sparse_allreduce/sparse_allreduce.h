@@ -76,7 +76,7 @@ struct gcx_sparse_task {
     uint8_t        *in_result;
     size_t          topk;
     int             dense_only; /* result may be delivered dense */
-    /* info exchange: per rank [nnz, capacity, P-1 quantiles] */
+    /* info exchange: per rank [nnz, capacity, P-1 quantiles, sketch] */
     size_t          info_len;
     int64_t        *info_send;
     int64_t        *info;
@@ -86,6 +86,7 @@ struct gcx_sparse_task {
     gcx_task_t     *sub;
     double          alpha, beta; /* s, s/byte */
     double          gamma;       /* s per pair written by a merge */
+    double          union_est;   /* union size from the sketches; 0: none */
     /* algorithm */
     const gcx_sparse_algo_t *algo;
     void           *algo_state;
@@ -156,6 +157,20 @@ void gcx_sparse_topk_local(gcx_sparse_topk_t *sel, size_t k,
 
 /** Estimated union size of the given ranks, independent supports. */
 double gcx_sparse_union_estimate(const gcx_sparse_task_t *t, double nranks);
+
+/*
+ * Union-size sketch (KMV, "k minimum values"): the GCX_SPARSE_SKETCH
+ * smallest 64-bit hashes of a rank's indices, ascending, padded with
+ * INT64_MIN-encoded UINT64_MAX (as int64: -1). Sketches merge by taking the
+ * smallest distinct values of their union; the union of P index sets then
+ * has about (S-1)/u_S elements, u_S the S-th smallest hash / 2^64 (relative
+ * error ~1/sqrt(S-2), ~18% at S = 32). Cost: O(n) hashes and compares.
+ */
+#define GCX_SPARSE_SKETCH 32
+void gcx_sparse_sketch(const uint32_t *idx, size_t n, int64_t *sketch);
+
+/* Union size of P ranks from their sketches at @p stride int64 apart. */
+double gcx_sparse_sketch_union(const int64_t *sketches, int P, size_t stride);
 
 /*
  * Seconds per output pair of gcx_sparse_merge2() into freshly allocated

@@ -18,6 +18,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 /*
@@ -318,12 +319,91 @@ void gcx_sparse_topk_local(gcx_sparse_topk_t *sel, size_t k,
 
 /* ---- model --------------------------------------------------------------- */
 
+static uint64_t gcx_sparse_hash(uint32_t i)
+{
+    uint64_t z = (uint64_t)i + 0x9e3779b97f4a7c15ull;
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void gcx_sparse_sketch(const uint32_t *idx, size_t n, int64_t *sketch)
+{
+    uint64_t v[GCX_SPARSE_SKETCH];
+    size_t   i;
+    int      m = 0, j;
+
+    for (i = 0; i < n; ++i) {
+        uint64_t h = gcx_sparse_hash(idx[i]);
+
+        if (m == GCX_SPARSE_SKETCH && h >= v[m - 1]) {
+            continue; /* the common case once the sketch is full */
+        }
+        j = m < GCX_SPARSE_SKETCH ? m++ : m - 1;
+        for (; j > 0 && v[j - 1] > h; --j) { /* insertion, ascending */
+            v[j] = v[j - 1];
+        }
+        v[j] = h; /* indices are distinct, so hashes (a bijection) too */
+    }
+    for (j = 0; j < GCX_SPARSE_SKETCH; ++j) {
+        sketch[j] = (int64_t)(j < m ? v[j] : UINT64_MAX);
+    }
+}
+
+double gcx_sparse_sketch_union(const int64_t *sketches, int P, size_t stride)
+{
+    uint64_t all[GCX_SPARSE_SKETCH], h;
+    int      m = 0, r, j, k;
+
+    /* the S smallest distinct values over all sketches */
+    for (r = 0; r < P; ++r) {
+        for (j = 0; j < GCX_SPARSE_SKETCH; ++j) {
+            h = (uint64_t)sketches[(size_t)r * stride + (size_t)j];
+            if (h == UINT64_MAX ||
+                (m == GCX_SPARSE_SKETCH && h >= all[m - 1])) {
+                continue;
+            }
+            for (k = 0; k < m && all[k] < h; ++k) {
+            }
+            if (k < m && all[k] == h) {
+                continue; /* the same index on another rank */
+            }
+            if (m < GCX_SPARSE_SKETCH) {
+                ++m;
+            }
+            memmove(&all[k + 1], &all[k], (size_t)(m - 1 - k) * sizeof(h));
+            all[k] = h;
+        }
+    }
+    if (m < GCX_SPARSE_SKETCH) {
+        return (double)m; /* every rank had fewer: the exact union */
+    }
+    return (double)(GCX_SPARSE_SKETCH - 1) /
+           ((double)all[GCX_SPARSE_SKETCH - 1] / 18446744073709551616.0);
+}
+
+/*
+ * Union of nranks of the P ranks' supports. With the sketch estimate K of
+ * all P: linear in the ranks, k_avg·(1 + (r-1)·u) with u = (K/k_avg - 1) /
+ * (P-1), exact for supports that share a fixed part and draw the rest at
+ * random (u = the fraction each rank adds). Without it (no sketch): random
+ * independent supports, N·(1 - (1-d)^r).
+ */
 double gcx_sparse_union_estimate(const gcx_sparse_task_t *t, double nranks)
 {
-    double d;
+    double d, kavg, u, K;
+    int    P = t->super.comm->size;
 
     if (t->N == 0) {
         return 0;
+    }
+    if (t->union_est > 0 && P > 1 && t->nnz_sum > 0) {
+        kavg = (double)t->nnz_sum / P;
+        u    = (t->union_est / kavg - 1.0) / (P - 1);
+        u    = u < 0 ? 0 : u > 1 ? 1 : u;
+        K    = kavg * (1.0 + (nranks - 1.0) * u);
+        return K < (double)t->N ? K : (double)t->N;
     }
     d = (double)t->nnz_sum / ((double)t->super.comm->size * (double)t->N);
     if (d >= 1) {

@@ -129,6 +129,34 @@ uint64_t sum_over_world(uint64_t v)
     return static_cast<uint64_t>(x);
 }
 
+// An FR code of n workers and s stragglers and a coded gather of @p count
+// floats over @p comm (root 0); fr_release() frees both, before the
+// communicator goes.
+struct FrGather {
+    gcx_code_t  *code  = nullptr;
+    gcx_coded_t *coded = nullptr;
+};
+
+void fr_create(gcx_comm_t *comm, int n, int s, size_t count, FrGather &fr)
+{
+    gcx_code_params_t cp = {};
+    cp.kind              = GCX_CODE_FR;
+    cp.n                 = n;
+    cp.s                 = s;
+    ASSERT_EQ(GCX_OK, gcx_code_create(&cp, &fr.code));
+    gcx_coded_params_t params = {};
+    params.code               = fr.code;
+    params.count              = count;
+    ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, &fr.coded));
+}
+
+void fr_release(FrGather &fr)
+{
+    gcx_coded_destroy(fr.coded);
+    gcx_code_destroy(fr.code);
+    fr = FrGather();
+}
+
 int fr_s(int n)
 {
     for (int s = 1; s < n; ++s) {
@@ -391,24 +419,16 @@ void abstain_undecodable(int group)
     int         rank = world_rank();
     gcx_comm_t *comm = make_comm({});
     ASSERT_NE(nullptr, comm);
-    gcx_code_params_t cp = {};
-    cp.kind              = GCX_CODE_FR;
-    cp.n                 = 4;
-    cp.s                 = 1;
-    gcx_code_t *code     = nullptr;
-    ASSERT_EQ(GCX_OK, gcx_code_create(&cp, &code));
-    gcx_coded_params_t params = {};
-    params.code               = code;
-    params.count              = 4096;
-    gcx_coded_t *coded        = nullptr;
-    ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, &coded));
-    std::vector<float> msg(params.count), sum(params.count);
+    FrGather fr;
+    ASSERT_NO_FATAL_FAILURE(fr_create(comm, 4, 1, 4096, fr));
+    gcx_coded_t       *coded = fr.coded;
+    std::vector<float> msg(4096), sum(4096);
     gcx_status_t       status = GCX_OK;
     double             took   = 0;
     int                r;
     for (r = 0; r < 10; ++r) {
         bool abstain = r == 5 && rank / 2 == group;
-        encode(code, rank, r, params.count, msg);
+        encode(fr.code, rank, r, msg.size(), msg);
         auto t0 = std::chrono::steady_clock::now();
         status  = abstain ? gcx_coded_abstain(coded, sum.data(), nullptr, nullptr)
                           : gcx_coded_gather(coded, msg.data(), sum.data(), nullptr, nullptr);
@@ -428,8 +448,7 @@ void abstain_undecodable(int group)
     EXPECT_LT(took, 10.0) << "waited for the timeout instead of failing at once";
     // and the next call says so at once
     EXPECT_EQ(status, gcx_coded_gather(coded, msg.data(), sum.data(), nullptr, nullptr));
-    gcx_coded_destroy(coded);
-    gcx_code_destroy(code);
+    fr_release(fr);
     gcx_comm_destroy(comm);
 }
 
@@ -454,24 +473,16 @@ TEST(CodedAbstain, DecodableWithoutTheAbstainer)
     int         rank = world_rank();
     gcx_comm_t *comm = make_comm({});
     ASSERT_NE(nullptr, comm);
-    gcx_code_params_t cp = {};
-    cp.kind              = GCX_CODE_FR;
-    cp.n                 = 4;
-    cp.s                 = 1;
-    gcx_code_t *code     = nullptr;
-    ASSERT_EQ(GCX_OK, gcx_code_create(&cp, &code));
-    gcx_coded_params_t params = {};
-    params.code               = code;
-    params.count              = 4096;
-    gcx_coded_t *coded        = nullptr;
-    ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, &coded));
-    std::vector<float> msg(params.count), sum(params.count);
+    FrGather fr;
+    ASSERT_NO_FATAL_FAILURE(fr_create(comm, 4, 1, 4096, fr));
+    gcx_coded_t       *coded = fr.coded;
+    std::vector<float> msg(4096), sum(4096);
     // round -> the rank that abstains (rank 3 blocking, the root, rank 3
     // through a request)
     auto abstainer = [](int r) { return r == 3 ? 3 : r == 7 ? 0 : r == 11 ? 3 : -1; };
     for (int r = 0; r < 16; ++r) {
         int who = abstainer(r);
-        encode(code, rank, r, params.count, msg);
+        encode(fr.code, rank, r, msg.size(), msg);
         if (who >= 0 && rank == (who ^ 1) && who != 0) {
             std::this_thread::sleep_for(std::chrono::milliseconds(500)); // the group-mate
         }
@@ -510,7 +521,7 @@ TEST(CodedAbstain, DecodableWithoutTheAbstainer)
             EXPECT_NE(0u, res.used & (1ull << (who ^ 1))) << "round " << r << ": the group-mate";
             EXPECT_TRUE(std::isnan(res.arrival[who]));
         }
-        for (size_t i = 0; i < params.count; ++i) {
+        for (size_t i = 0; i < msg.size(); ++i) {
             double want = 0;
             for (int j = 0; j < 4; ++j) {
                 want += grad(j, r, i);
@@ -530,8 +541,7 @@ TEST(CodedAbstain, DecodableWithoutTheAbstainer)
     // not needed since the transport keeps abandoned result memory (see
     // CodedDestroy.*); kept so this test stays about abstention
     EXPECT_EQ(GCX_OK, gcx_barrier(comm, nullptr));
-    gcx_coded_destroy(coded);
-    gcx_code_destroy(code);
+    fr_release(fr);
     gcx_comm_destroy(comm);
 }
 
@@ -558,24 +568,16 @@ void root_destroys_while_ranks_lag(gcx_comm_t *comm)
     const size_t count  = 64 * 1024; // rendezvous
     int          rank   = world_rank();
     ASSERT_NE(nullptr, comm);
-    gcx_code_params_t cp = {};
-    cp.kind              = GCX_CODE_FR; // groups {0,1} {2,3}: rank 2 covers rank 3
-    cp.n                 = 4;
-    cp.s                 = 1;
-    gcx_code_t *code     = nullptr;
-    ASSERT_EQ(GCX_OK, gcx_code_create(&cp, &code));
-    gcx_coded_params_t params = {};
-    params.code               = code;
-    params.count              = count;
-    gcx_coded_t *coded        = nullptr;
-    ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, &coded));
+    FrGather fr; // groups {0,1} {2,3}: rank 2 covers rank 3
+    ASSERT_NO_FATAL_FAILURE(fr_create(comm, 4, 1, count, fr));
+    gcx_coded_t *coded = fr.coded;
     std::vector<float> msg(count), sum(count);
     int                wrong = 0, failed = 0;
     for (int r = 0; r < rounds; ++r) {
         if (r == 1 && rank == 3) { // round 0 together: connections are up
             std::this_thread::sleep_for(std::chrono::milliseconds(300));
         }
-        encode(code, rank, r, count, msg);
+        encode(fr.code, rank, r, count, msg);
         gcx_coded_result_t res;
         gcx_status_t st = gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr);
         if (st != GCX_OK) {
@@ -602,8 +604,7 @@ void root_destroys_while_ranks_lag(gcx_comm_t *comm)
     ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, &stats));
     printf("rank %d: %d rounds, skipped %llu early %llu, %d wrong, %d failed\n", rank, rounds,
            (unsigned long long)stats.skipped, (unsigned long long)stats.early, wrong, failed);
-    gcx_coded_destroy(coded); // the root: rank 3 has not pulled anything yet
-    gcx_code_destroy(code);
+    fr_release(fr); // the root: rank 3 has not pulled anything yet
     gcx_comm_destroy(comm);
     std::vector<std::vector<float>> scribble;
     if (rank == 0) { // reuse the memory a freed slot would have given back

@@ -60,6 +60,21 @@ std::string slurp(const std::string &path)
     return ss.str();
 }
 
+// The cells of one CSV line (a trailing comma gives a last empty cell).
+std::vector<std::string> csv_cells(const std::string &line)
+{
+    std::vector<std::string> f;
+    std::stringstream ls(line);
+    std::string cell;
+    while (std::getline(ls, cell, ',')) {
+        f.push_back(cell);
+    }
+    if (!line.empty() && line.back() == ',') {
+        f.push_back("");
+    }
+    return f;
+}
+
 gcx_status_t run(const train_opts_t &o, Bars &d, train_result_t *r)
 {
     train_comm_t comm;
@@ -172,15 +187,7 @@ TEST(TrainLoop, CsvTraceAndJsonSummary)
     EXPECT_EQ(line, TRAIN_CSV_HEADER);
     int rows = 0, with_acc = 0;
     while (std::getline(csv, line)) {
-        std::vector<std::string> f;
-        std::stringstream ls(line);
-        std::string cell;
-        while (std::getline(ls, cell, ',')) {
-            f.push_back(cell);
-        }
-        if (line.back() == ',') {
-            f.push_back("");
-        }
+        std::vector<std::string> f = csv_cells(line);
         ASSERT_EQ(f.size(), 15u) << line;
         EXPECT_EQ(std::stol(f[0]), rows); // step
         if (!f[6].empty()) {
@@ -230,12 +237,7 @@ TEST(TrainLoop, EvalEveryPutsTestAccuracyIntoTheTrace)
     ASSERT_TRUE(std::getline(csv, line));
     std::vector<long> evaluated;
     while (std::getline(csv, line)) {
-        std::vector<std::string> f;
-        std::stringstream ls(line);
-        std::string cell;
-        while (std::getline(ls, cell, ',')) {
-            f.push_back(cell);
-        }
+        std::vector<std::string> f = csv_cells(line);
         if (f.size() > 6 && !f[6].empty()) {
             double acc = std::stod(f[6]);
             EXPECT_GE(acc, 0.0);

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# figures.sh - the sparse allreduce figures of issue #4 in one go: every
+# algorithm, auto and the dense allreduce on the emulated cluster (4 ranks,
+# every link --rate, default 1gbit), N = 25M, densities 0.01%-10%, overlap 0,
+# 0.5 and 1, and with global top-k re-sparsification at overlap 0 and 0.5.
+# Each setting is one gcx_sparse_allreduce_perf run (its own emulated
+# cluster), written to OUT/emu4_<rate>_<setting>.{txt,json}; then
+# figures.py checks every figure against those JSON files and writes
+# OUT/figures.md (which figure holds, with the numbers). The bound uses the
+# link rate each run measured (the driver's timed allgathers).
+#
+# Cost: ~10 minutes on the 2-core box at 1 Gbit/s. Needs root.
+set -euo pipefail
+
+build=build out=perf/sparse/results rate=1gbit iters=3
+while [[ $# -gt 0 ]]; do
+    case $1 in
+    --build) build=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
+    --iters) iters=$2; shift 2 ;;
+    -h | --help)
+        echo "usage: $0 [--build DIR] [--out DIR] [--rate 1gbit] [--iters 3]"
+        exit 0 ;;
+    *) echo "$0: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+[[ $(id -u) -eq 0 ]] || { echo "$0: the emulated cluster needs root" >&2; exit 2; }
+here=$(cd "$(dirname "$0")" && pwd)
+root_dir=$(cd "$here/../.." && pwd)
+perf=$build/perf/sparse/gcx_sparse_allreduce_perf
+[[ -x $perf ]] || { echo "$0: $perf not built" >&2; exit 1; }
+mkdir -p "$out"
+
+# setting NAME DRIVER-ARGS...
+setting() {
+    local name=emu4_${rate}_$1
+    shift
+    echo "== $name: gcx_sparse_allreduce_perf $*"
+    "$root_dir/perf/cluster/emulate.sh" -n 4 --rate "$rate" -q -- \
+        "$perf" -N 25M -n "$iters" --json "$out/$name.json" "$@" \
+        2>&1 | grep -v '^\[[123]\]' | tee "$out/$name.txt"
+}
+
+# small densities run in milliseconds: more iterations against noise
+for ov in 0 0.5 1; do
+    tag=o${ov/./}
+    setting "${tag}_small" -d 0.0001,0.001 -o "$ov" -n $((iters * 5))
+    setting "$tag" -d 0.01,0.1 -o "$ov"
+done
+setting topk0_small -d 0.001 -o 0 --topk -n $((iters * 5))
+setting topk0 -d 0.01 -o 0 --topk
+setting topk_small -d 0.001 -o 0.5 --topk -n $((iters * 5))
+setting topk -d 0.01 -o 0.5 --topk
+python3 "$here/figures.py" --rate "$rate" "$out"/emu4_"$rate"_*.json \
+    >"$out/figures.md"
+cat "$out/figures.md"
