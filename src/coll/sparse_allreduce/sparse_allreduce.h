@@ -175,7 +175,8 @@ double gcx_sparse_sketch_union(const int64_t *sketches, int P, size_t stride);
 /*
  * Seconds per output pair of gcx_sparse_merge2() into freshly allocated
  * memory (page faults included, as every call allocates its work arrays):
- * the best of 2 merges of two interleaved 256K-pair lists, run by every rank
+ * the best of 2 merges of two interleaved 1M-pair lists (beyond the caches,
+ * as the lists that make merges matter), run by every rank
  * at once (so sharing cores and memory bandwidth is part of it). Local; the
  * calibration agrees on the MAX over ranks.
  */

@@ -65,7 +65,7 @@ size_t gcx_sparse_merge2(const uint32_t *ai, const float *av, size_t an,
 
 double gcx_sparse_measure_merge(void)
 {
-    enum { n = 1 << 18 }; /* lists of the size that matters: 2 MB each */
+    enum { n = 1 << 20 }; /* lists of the size that matters: 4 MB each */
     uint32_t *in = malloc(2 * n * sizeof(*in)), *oi, a = 0, b = 0;
     float    *iv = calloc(2 * n, sizeof(*iv)), *ov;
     uint64_t  x  = 0x9e3779b97f4a7c15ull;
