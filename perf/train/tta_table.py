@@ -13,7 +13,6 @@ Usage: tta_table.py --out FILE (--title TEXT (--run PATH)...)...
 PATH is a run's output without extension: PATH.json and PATH.csv.
 Standard library only.
 """
-import argparse
 import csv
 import json
 import os
@@ -70,10 +69,15 @@ def table(title, runs):
     return out
 
 
+USAGE = "usage: tta_table.py --out FILE (--title TEXT (--run PATH)...)..."
+
+
+def usage_error(message):
+    sys.exit(f"{USAGE}\ntta_table.py: error: {message}")
+
+
 def main():
-    # --title/--run pairs keep their order: parsed by hand, argparse only
-    # formats the errors
-    ap = argparse.ArgumentParser(usage=__doc__.splitlines()[-3])
+    # --title/--run pairs keep their order, so they are parsed by hand
     sets = []
     args = sys.argv[1:]
     out = None
@@ -86,13 +90,13 @@ def main():
                 sets.append((args[i + 1], []))
             else:
                 if not sets:
-                    ap.error("--run before any --title")
+                    usage_error("--run before any --title")
                 sets[-1][1].append(load(args[i + 1]))
             i += 2
         else:
-            ap.error(f"unexpected argument {args[i]}")
+            usage_error(f"unexpected argument {args[i]}")
     if out is None:
-        ap.error("--out is required")
+        usage_error("--out is required")
     lines = ["# Time to accuracy", ""]
     for title, runs in sets:
         lines += table(title, runs)

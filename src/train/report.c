@@ -132,19 +132,29 @@ void train_report_step(train_report_t *rep, const train_step_rec_t *rec)
     }
 }
 
+/*
+ * A test accuracy measured after the held-back step: write that row with
+ * it (and flush), and end an open progress line so a line can follow.
+ */
+static void report_test_acc(train_report_t *rep, double test_acc)
+{
+    if (rep->csv != NULL && rep->have_pending) {
+        report_csv_row(rep, test_acc);
+        fflush(rep->csv);
+    }
+    if (rep->line_open) {
+        fputc('\n', rep->out);
+        rep->line_open = 0;
+    }
+}
+
 void train_report_test(train_report_t *rep, const train_step_rec_t *rec,
                        double test_acc)
 {
     if (!rep->active) {
         return;
     }
-    if (rep->csv != NULL && rep->have_pending) {
-        report_csv_row(rep, test_acc);
-    }
-    if (rep->line_open) {
-        fputc('\n', rep->out);
-        rep->line_open = 0;
-    }
+    report_test_acc(rep, test_acc);
     fprintf(rep->out, "epoch %d step %ld (global %ld): test acc %.4f | %.1f s\n",
             rec->epoch, rec->epoch_step + 1, rec->step + 1, test_acc,
             rec->time_s);
@@ -157,14 +167,7 @@ void train_report_epoch(train_report_t *rep, const train_epoch_rec_t *rec,
     if (!rep->active) {
         return;
     }
-    if (rep->csv != NULL && rep->have_pending) {
-        report_csv_row(rep, rec->test_acc);
-        fflush(rep->csv);
-    }
-    if (rep->line_open) {
-        fputc('\n', rep->out);
-        rep->line_open = 0;
-    }
+    report_test_acc(rep, rec->test_acc);
     fprintf(rep->out,
             "epoch %d/%d done: train loss %.4f acc %.4f | test loss %.4f "
             "acc %.4f | %.1f s\n",
