@@ -246,6 +246,7 @@ const gcx_config_t *gcx_comm_config(const gcx_comm_t *comm)
 void gcx_comm_destroy(gcx_comm_t *comm)
 {
     double grace;
+    int    i;
 
     if (comm == NULL) {
         return;
@@ -260,6 +261,11 @@ void gcx_comm_destroy(gcx_comm_t *comm)
         comm->tl->ops->flush_close(comm->tl, grace);
     }
     comm->tl->ops->fini(comm->tl);
+    for (i = 0; i < GCX_COMM_STATE_MAX; ++i) {
+        if (comm->state[i].release != NULL) {
+            comm->state[i].release(comm->state[i].data);
+        }
+    }
     free(comm->scratch);
     free(comm);
 }

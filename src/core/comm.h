@@ -11,6 +11,22 @@
 #include <gcx/gcx.h>
 #include <stdint.h>
 
+/*
+ * State a collective keeps across its calls on one communicator (the sparse
+ * allreduce's measured network model and its feedback table): created by
+ * the collective on first use, released by gcx_comm_destroy. Living in the
+ * communicator, it can never be shared, lost or evicted on one rank only.
+ */
+enum {
+    GCX_COMM_STATE_SPARSE = 0,
+    GCX_COMM_STATE_MAX,
+};
+
+typedef struct gcx_comm_state {
+    void *data;
+    void (*release)(void *data);
+} gcx_comm_state_t;
+
 struct gcx_comm {
     int               rank;
     int               size;
@@ -23,6 +39,7 @@ struct gcx_comm {
     gcx_task_t       *tail;
     void             *scratch; /* for the active task only */
     size_t            scratch_size;
+    gcx_comm_state_t  state[GCX_COMM_STATE_MAX];
 };
 
 /**

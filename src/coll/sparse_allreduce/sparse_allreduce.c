@@ -23,7 +23,6 @@
 
 #include "core/time.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,93 +42,69 @@ enum {
     GCX_SPARSE_PHASE_DONE,
 };
 
-/* ---- per-communicator memory: measured α/β and the last call's stats ---- */
+/* ---- per-communicator memory: measured α/β/γ and the last call's stats ---- */
 
-#define GCX_SPARSE_COMMS 64
-
-typedef struct gcx_sparse_comm_info {
-    const gcx_comm_t            *comm;
-    uint32_t                     id;
+typedef struct gcx_sparse_comm_state {
     double                       alpha, beta, gamma; /* 0: not measured */
     int                          have_stats;
     gcx_sparse_allreduce_stats_t stats;
-} gcx_sparse_comm_info_t;
+} gcx_sparse_comm_state_t;
 
-static gcx_sparse_comm_info_t gcx_sparse_comms[GCX_SPARSE_COMMS];
-static unsigned               gcx_sparse_comms_next;
-static pthread_mutex_t        gcx_sparse_comms_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* Entry of @p comm (created on demand, oldest replaced); lock held. */
-static gcx_sparse_comm_info_t *gcx_sparse_comm_info(const gcx_comm_t *comm,
-                                                    int create)
+/* The state of @p comm (see comm.h); NULL when never created. */
+static gcx_sparse_comm_state_t *gcx_sparse_state(const gcx_comm_t *comm)
 {
-    gcx_sparse_comm_info_t *e;
-    unsigned                i;
+    return comm->state[GCX_COMM_STATE_SPARSE].data;
+}
 
-    for (i = 0; i < GCX_SPARSE_COMMS; ++i) {
-        if (gcx_sparse_comms[i].comm == comm &&
-            gcx_sparse_comms[i].id == comm->id) {
-            return &gcx_sparse_comms[i];
+static gcx_status_t gcx_sparse_state_create(gcx_comm_t *comm)
+{
+    gcx_comm_state_t *s = &comm->state[GCX_COMM_STATE_SPARSE];
+
+    if (s->data == NULL) {
+        s->data = calloc(1, sizeof(gcx_sparse_comm_state_t));
+        if (s->data == NULL) {
+            return GCX_ERR_NOMEM;
         }
+        s->release = free;
     }
-    if (!create) {
-        return NULL;
-    }
-    e = &gcx_sparse_comms[gcx_sparse_comms_next++ % GCX_SPARSE_COMMS];
-    memset(e, 0, sizeof(*e));
-    e->comm = comm;
-    e->id   = comm->id;
-    return e;
+    return GCX_OK;
 }
 
 gcx_status_t gcx_sparse_allreduce_last_stats(
     const gcx_comm_t *comm, gcx_sparse_allreduce_stats_t *stats_p)
 {
-    gcx_sparse_comm_info_t *e;
-    gcx_status_t            status = GCX_ERR_NOT_FOUND;
+    const gcx_sparse_comm_state_t *e;
 
     if (comm == NULL || stats_p == NULL) {
         return GCX_ERR_INVALID;
     }
-    pthread_mutex_lock(&gcx_sparse_comms_lock);
-    e = gcx_sparse_comm_info(comm, 0);
-    if (e != NULL && e->have_stats) {
-        *stats_p = e->stats;
-        status   = GCX_OK;
+    e = gcx_sparse_state(comm);
+    if (e == NULL || !e->have_stats) {
+        return GCX_ERR_NOT_FOUND;
     }
-    pthread_mutex_unlock(&gcx_sparse_comms_lock);
-    return status;
+    *stats_p = e->stats;
+    return GCX_OK;
 }
 
 static void gcx_sparse_save_stats(gcx_sparse_task_t *t)
 {
-    gcx_sparse_comm_info_t *e;
+    gcx_sparse_comm_state_t *e = gcx_sparse_state(t->super.comm);
 
-    pthread_mutex_lock(&gcx_sparse_comms_lock);
-    e = gcx_sparse_comm_info(t->super.comm, 1);
     e->have_stats       = 1;
     e->stats.algo       = t->algo->name;
     e->stats.bytes_sent = t->bytes_sent;
     e->stats.result_nnz = t->union_nnz;
-    pthread_mutex_unlock(&gcx_sparse_comms_lock);
 }
 
 /* α (s), β (s/byte) and γ (s/merged pair) from the variables or the
  * measured cache; 0 when they still have to be measured. */
 static int gcx_sparse_model_params(gcx_sparse_task_t *t)
 {
-    const struct gcx_config *cfg = &t->super.comm->config;
-    gcx_sparse_comm_info_t  *e;
-    double                   alpha = 0, beta = 0, gamma = 0;
+    const struct gcx_config       *cfg = &t->super.comm->config;
+    const gcx_sparse_comm_state_t *e   = gcx_sparse_state(t->super.comm);
+    double                         alpha = e->alpha, beta = e->beta;
+    double                         gamma = e->gamma;
 
-    pthread_mutex_lock(&gcx_sparse_comms_lock);
-    e = gcx_sparse_comm_info(t->super.comm, 0);
-    if (e != NULL) {
-        alpha = e->alpha;
-        beta  = e->beta;
-        gamma = e->gamma;
-    }
-    pthread_mutex_unlock(&gcx_sparse_comms_lock);
     if (cfg->net_latency_us > 0) {
         alpha = cfg->net_latency_us * 1e-6;
     }
@@ -295,15 +270,13 @@ static int gcx_sparse_cal_progress(gcx_sparse_task_t *t)
             t->alpha = cal->vals[0] > 1e-7 ? cal->vals[0] : 1e-7;
             t->beta  = cal->vals[1] > 1e-12 ? cal->vals[1] : 1e-12;
             t->gamma = cal->vals[2] > 1e-12 ? cal->vals[2] : 1e-12;
-            pthread_mutex_lock(&gcx_sparse_comms_lock);
             {
-                gcx_sparse_comm_info_t *e =
-                    gcx_sparse_comm_info(t->super.comm, 1);
+                gcx_sparse_comm_state_t *e = gcx_sparse_state(t->super.comm);
+
                 e->alpha = t->alpha;
                 e->beta  = t->beta;
                 e->gamma = t->gamma;
             }
-            pthread_mutex_unlock(&gcx_sparse_comms_lock);
             gcx_info("sparse allreduce: measured alpha %.1f us, link %.3f "
                      "Gbit/s, merge %.1f ns/pair (set GCX_NET_LATENCY_US / "
                      "GCX_NET_BANDWIDTH_GBPS to skip)",
@@ -654,8 +627,8 @@ gcx_status_t gcx_sparse_allreduce(gcx_comm_t *comm, const gcx_sparse_t *input,
     }
     local_error = !gcx_sparse_input_ok(comm, input);
     L = (size_t)P + 1 + GCX_SPARSE_SKETCH;
-    t = calloc(1, sizeof(*t));
-    if (t == NULL) {
+    if (gcx_sparse_state_create(comm) != GCX_OK ||
+        (t = calloc(1, sizeof(*t))) == NULL) {
         return GCX_ERR_NOMEM;
     }
     gcx_task_init(&t->super, &gcx_sparse_ops, comm);
