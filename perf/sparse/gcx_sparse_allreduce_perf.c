@@ -8,7 +8,9 @@
  *
  * Input of rank r at density d: k = d·N indices, a fraction "overlap" of
  * them the same on every rank (common seed), the rest rank-specific; values
- * random. Columns: time (max over ranks of the mean), bytes this rank sent
+ * random. Columns: time (each iteration timed on every rank, the slowest
+ * rank's time per iteration, the median over iterations: robust to one
+ * late-scheduled iteration on a shared box), bytes this rank sent
  * (max over ranks, every phase), union size K, and the bound
  * 8·(P-1)/P·(k + min(K, N/2)) bytes at the link rate (measured at start:
  * the best of 3 timed allgathers of 8 MB per rank, each rank receiving
@@ -64,6 +66,22 @@ static double perf_max(double v)
 {
     gcx_allreduce(world, GCX_IN_PLACE, &v, 1, GCX_DT_F64, GCX_OP_MAX, NULL);
     return v;
+}
+
+static int perf_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Median over @p n iterations of the slowest rank's time (sorts @p t). */
+static double perf_median_of_max(double *t, int n)
+{
+    gcx_allreduce(world, GCX_IN_PLACE, t, (size_t)n, GCX_DT_F64, GCX_OP_MAX,
+                  NULL);
+    qsort(t, (size_t)n, sizeof(*t), perf_cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
 /*
@@ -151,6 +169,7 @@ int main(int argc, char **argv)
     size_t      N = 25000000, k, nnz, cap, j, topk_on = 0;
     double      dens[16] = {0.0001, 0.001, 0.01, 0.1}, overlap = 0, rate = 0;
     int         ndens = 4, iters = 5, warm = 1, a, di, it, rank, P;
+    double     *its; /* per-iteration times of one row */
     const char *algos = "allgather,recursive_doubling,split,balanced_split,"
                         "auto,dense";
     const char *json = NULL;
@@ -190,6 +209,15 @@ int main(int argc, char **argv)
                     argv[0]);
             return 2;
         }
+    }
+    if (iters < 1 || warm < 0) {
+        fprintf(stderr, "%s: -n must be >= 1 and -w >= 0\n", argv[0]);
+        return 2;
+    }
+    its = malloc((size_t)iters * sizeof(*its));
+    if (its == NULL) {
+        fprintf(stderr, "out of memory\n");
+        return 1;
     }
     st = gcx_comm_create(NULL, NULL, &world);
     if (st != GCX_OK) {
@@ -287,8 +315,8 @@ int main(int argc, char **argv)
             for (it = 0; it < warm + iters; ++it) {
                 if (it == warm) {
                     gcx_barrier(world, NULL);
-                    t0 = perf_now();
                 }
+                t0 = perf_now();
                 if (is_dense) {
                     memset(dense, 0, N * sizeof(float));
                     for (j = 0; j < nnz; ++j) {
@@ -305,8 +333,11 @@ int main(int argc, char **argv)
                     fprintf(stderr, "%s failed: %s\n", name, gcx_strerror(st));
                     return 1;
                 }
+                if (it >= warm) {
+                    its[it - warm] = perf_now() - t0;
+                }
             }
-            t = perf_max((perf_now() - t0) / iters);
+            t = perf_median_of_max(its, iters);
             if (!topk_on) {
                 wrong = perf_max(perf_count_wrong(&out, is_dense ? dense : NULL,
                                                   ref, N));
@@ -357,6 +388,7 @@ int main(int argc, char **argv)
         fprintf(jf, "\n]\n");
         fclose(jf);
     }
+    free(its);
     gcx_comm_destroy(world);
     return 0;
 }

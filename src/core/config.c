@@ -176,6 +176,11 @@ const gcx_config_entry_t gcx_config_table[] = {
      "(GCX_NET_LATENCY_US, GCX_NET_BANDWIDTH_GBPS) for N, P and the ranks' "
      "nnz",
      GCX_CFG_FIELD(sparse_algo), GCX_CFG_NO_RANGE, gcx_config_sparse_algos},
+    {"SPARSE_FEEDBACK", GCX_CONFIG_BOOL, "y",
+     "Sparse allreduce auto: scale each algorithm's modelled time by "
+     "measured/modelled of its earlier calls of similar cost on the "
+     "communicator (agreed by every rank); n: the model alone",
+     GCX_CFG_FIELD(sparse_feedback), GCX_CFG_NO_RANGE, NULL},
     {"NET_LATENCY_US", GCX_CONFIG_DOUBLE, "0",
      "Network latency alpha (microseconds) for cost models; 0: measured "
      "at the first sparse allreduce that needs it",

@@ -101,6 +101,7 @@ struct gcx_config {
     int    straggler_count;     /* GCX_STRAGGLER_COUNT, -1 = the code's s */
     int    straggler_seed;      /* GCX_STRAGGLER_SEED */
     int    sparse_algo;         /* GCX_SPARSE_ALGO */
+    int    sparse_feedback;     /* GCX_SPARSE_FEEDBACK */
     double net_latency_us;      /* GCX_NET_LATENCY_US, 0 = measure */
     double net_bandwidth_gbps;  /* GCX_NET_BANDWIDTH_GBPS, 0 = measure */
 };

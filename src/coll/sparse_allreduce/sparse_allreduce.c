@@ -18,6 +18,21 @@
  * communicator at its first auto sparse allreduce (see calibrate below).
  * GCX_SPARSE_ALGO forces one; GCX_LOG_LEVEL=info prints the choice and
  * every modelled time. A new algorithm = one file + one row.
+ *
+ * Feedback (GCX_SPARSE_FEEDBACK, on by default): the α-β-γ model misses
+ * what it does not see (TCP slow start after a merge left the link idle,
+ * the receive-side copies of a shared CPU), and it can be off by 1.3-2x in
+ * a way that differs between algorithms. So every auto call records, per
+ * algorithm and per factor-of-2 bucket of modelled time, the ratio
+ * measured/modelled of the algorithm it ran (the slowest rank's time, from
+ * the start of the algorithm to its results), and the next selection
+ * scales each algorithm's model by its ratio (1 while unmeasured). The
+ * measurement rides in the next call's info exchange (4 numbers per rank),
+ * so every rank folds in the same numbers and the tables stay identical;
+ * a hash of the table travels with them and any disagreement resets every
+ * rank's table. Cost: nothing on the wire beyond 40 bytes per record; an
+ * algorithm the model overrates is run once, then corrected. A call of an
+ * unusual size lands in its own bucket and does not disturb the others.
  */
 #include "sparse_allreduce.h"
 
@@ -44,10 +59,19 @@ enum {
 
 /* ---- per-communicator memory: measured α/β/γ and the last call's stats ---- */
 
+#define GCX_SPARSE_FB_BUCKETS 16     /* factor-of-2 buckets of modelled time */
+#define GCX_SPARSE_FB_BUCKET0 100e-6 /* bucket 0: up to 200 us */
+#define GCX_SPARSE_FB_CLAMP   16.0   /* ratios kept within [1/16, 16] */
+
 typedef struct gcx_sparse_comm_state {
     double                       alpha, beta, gamma; /* 0: not measured */
     int                          have_stats;
     gcx_sparse_allreduce_stats_t stats;
+    /* feedback: measured/modelled per algorithm and bucket, 0 = unknown */
+    double                       ratio[GCX_SPARSE_NALGOS][GCX_SPARSE_FB_BUCKETS];
+    /* this rank's record of its last auto call, sent with the next one:
+     * algorithm index + 1 (0: none), bucket, modelled ns, measured ns */
+    int64_t                      last[GCX_SPARSE_FB_LEN - 1];
 } gcx_sparse_comm_state_t;
 
 /* The state of @p comm (see comm.h); NULL when never created. */
@@ -288,6 +312,117 @@ static int gcx_sparse_cal_progress(gcx_sparse_task_t *t)
     }
 }
 
+/* ---- feedback ------------------------------------------------------------- */
+
+static int gcx_sparse_feedback_on(const gcx_sparse_task_t *t)
+{
+    const struct gcx_config *cfg = &t->super.comm->config;
+
+    return cfg->sparse_algo == GCX_SPARSE_ALGO_AUTO && cfg->sparse_feedback;
+}
+
+/* Bucket of a modelled time: factor-of-2 steps from GCX_SPARSE_FB_BUCKET0. */
+static int gcx_sparse_fb_bucket(double model)
+{
+    int b = 0;
+
+    while (b < GCX_SPARSE_FB_BUCKETS - 1 &&
+           model >= GCX_SPARSE_FB_BUCKET0 * (double)(2 << b)) {
+        ++b;
+    }
+    return b;
+}
+
+/* FNV-1a over the ratio table (identical bits on every rank, or reset). */
+static int64_t gcx_sparse_fb_hash(const gcx_sparse_comm_state_t *e)
+{
+    const unsigned char *p = (const unsigned char *)e->ratio;
+    uint64_t             h = 1469598103934665603ull;
+    size_t               i;
+
+    for (i = 0; i < sizeof(e->ratio); ++i) {
+        h = (h ^ p[i]) * 1099511628211ull;
+    }
+    return (int64_t)(h >> 1); /* non-negative: the record is int64 */
+}
+
+/* This rank's record for the info exchange; the last one is then spent. */
+static void gcx_sparse_fb_pack(gcx_sparse_task_t *t, int64_t *rec)
+{
+    gcx_sparse_comm_state_t *e = gcx_sparse_state(t->super.comm);
+
+    memset(rec, 0, GCX_SPARSE_FB_LEN * sizeof(*rec));
+    if (!gcx_sparse_feedback_on(t)) {
+        return;
+    }
+    memcpy(rec, e->last, sizeof(e->last));
+    rec[GCX_SPARSE_FB_LEN - 1] = gcx_sparse_fb_hash(e);
+    memset(e->last, 0, sizeof(e->last));
+}
+
+/*
+ * Fold every rank's record of the previous call into the ratio table: the
+ * slowest rank's time over the modelled time. Reads only exchanged data,
+ * so every rank's table changes alike.
+ */
+static void gcx_sparse_fb_fold(gcx_sparse_task_t *t)
+{
+    gcx_sparse_comm_state_t *e = gcx_sparse_state(t->super.comm);
+    int                      P = t->super.comm->size, r;
+    const int64_t           *rec0 = t->info + GCX_SPARSE_INFO_FB(P), *rec;
+    int64_t                  algo = rec0[0], bucket = rec0[1];
+    double                   model = 0, measured = 0, ratio, *slot;
+
+    if (!gcx_sparse_feedback_on(t)) {
+        return;
+    }
+    for (r = 0; r < P; ++r) {
+        rec = t->info + (size_t)r * t->info_len + GCX_SPARSE_INFO_FB(P);
+        if (rec[GCX_SPARSE_FB_LEN - 1] != rec0[GCX_SPARSE_FB_LEN - 1]) {
+            gcx_info("sparse allreduce #%u: the ranks' feedback tables "
+                     "differ (rank %d vs 0); every rank starts a new one",
+                     t->super.seq, r);
+            memset(e->ratio, 0, sizeof(e->ratio));
+            return;
+        }
+        if (rec[0] != algo || rec[1] != bucket) {
+            algo = 0; /* no common record: nothing to learn */
+        }
+        if ((double)rec[2] > model) {
+            model = (double)rec[2];
+        }
+        if ((double)rec[3] > measured) {
+            measured = (double)rec[3];
+        }
+    }
+    if (algo < 1 || algo > (int64_t)GCX_SPARSE_NALGOS || bucket < 0 ||
+        bucket >= GCX_SPARSE_FB_BUCKETS || model <= 0) {
+        return;
+    }
+    ratio = measured / model;
+    if (ratio > GCX_SPARSE_FB_CLAMP) {
+        ratio = GCX_SPARSE_FB_CLAMP;
+    } else if (ratio < 1.0 / GCX_SPARSE_FB_CLAMP) {
+        ratio = 1.0 / GCX_SPARSE_FB_CLAMP;
+    }
+    slot  = &e->ratio[algo - 1][bucket];
+    *slot = *slot > 0 ? 0.5 * (*slot + ratio) : ratio;
+}
+
+/* After a successful auto call: what the next call will send. */
+static void gcx_sparse_fb_record(gcx_sparse_task_t *t)
+{
+    gcx_sparse_comm_state_t *e = gcx_sparse_state(t->super.comm);
+
+    if (!gcx_sparse_feedback_on(t) || t->fb_algo == 0) {
+        return;
+    }
+    e->last[0] = t->fb_algo;
+    e->last[1] = t->fb_bucket;
+    e->last[2] = (int64_t)(t->fb_model * 1e9);
+    e->last[3] = (int64_t)((gcx_time_now() - t->fb_t0) * 1e9);
+}
+
 /* ---- selection ------------------------------------------------------------ */
 
 static const gcx_sparse_algo_t *gcx_sparse_find(int id)
@@ -304,20 +439,32 @@ static const gcx_sparse_algo_t *gcx_sparse_find(int id)
 
 static const gcx_sparse_algo_t *gcx_sparse_select(gcx_sparse_task_t *t)
 {
-    const gcx_sparse_algo_t *best = NULL;
-    double                   best_cost = 0, cost[GCX_SPARSE_NALGOS];
-    char                     line[512];
-    size_t                   i, used = 0;
+    const gcx_sparse_comm_state_t *e    = gcx_sparse_state(t->super.comm);
+    const gcx_sparse_algo_t       *best = NULL;
+    double                         best_cost = 0, model, ratio, cost;
+    char                           line[640], note[32];
+    size_t                         i, used = 0;
+    int                            bucket;
 
     for (i = 0; i < GCX_SPARSE_NALGOS; ++i) {
-        cost[i] = gcx_sparse_algos[i]->cost(t);
-        if (best == NULL || cost[i] < best_cost) {
-            best      = gcx_sparse_algos[i];
-            best_cost = cost[i];
+        model  = gcx_sparse_algos[i]->cost(t);
+        bucket = gcx_sparse_fb_bucket(model);
+        ratio  = gcx_sparse_feedback_on(t) ? e->ratio[i][bucket] : 0;
+        cost   = ratio > 0 ? model * ratio : model;
+        if (best == NULL || cost < best_cost) {
+            best         = gcx_sparse_algos[i];
+            best_cost    = cost;
+            t->fb_algo   = (int)i + 1;
+            t->fb_bucket = bucket;
+            t->fb_model  = model;
+        }
+        note[0] = '\0';
+        if (ratio > 0) {
+            snprintf(note, sizeof(note), " (x%.2f measured)", ratio);
         }
         used += (size_t)snprintf(line + used, sizeof(line) - used,
-                                 "%s%s %.3f ms", i ? ", " : "",
-                                 gcx_sparse_algos[i]->name, cost[i] * 1e3);
+                                 "%s%s %.3f ms%s", i ? ", " : "",
+                                 gcx_sparse_algos[i]->name, cost * 1e3, note);
         if (used >= sizeof(line)) {
             used = sizeof(line) - 1;
         }
@@ -443,6 +590,7 @@ static void gcx_sparse_start_algo(gcx_sparse_task_t *t)
                  t->nnz_max, t->algo->name);
     }
     t->phase = GCX_SPARSE_PHASE_ALGO;
+    t->fb_t0 = gcx_time_now();
     t->algo->start(t);
 }
 
@@ -467,9 +615,10 @@ static void gcx_sparse_progress(gcx_task_t *task)
                     t->nnz_max = t->nnz[r];
                 }
             }
+            gcx_sparse_fb_fold(t);
             t->union_est = 0; /* sketches are only sent for auto */
             if (task->comm->config.sparse_algo == GCX_SPARSE_ALGO_AUTO) {
-                t->union_est = gcx_sparse_sketch_union(t->info + 1 + P, P,
+                t->union_est = gcx_sparse_sketch_union(t->info + GCX_SPARSE_INFO_SKETCH(P), P,
                                                        t->info_len);
             }
             if (t->union_est > 0 && t->union_est < (double)t->nnz_max) {
@@ -504,6 +653,7 @@ static void gcx_sparse_progress(gcx_task_t *task)
             gcx_sparse_finish(t);
             if (task->status == GCX_OK) {
                 gcx_sparse_save_stats(t);
+                gcx_sparse_fb_record(t);
             }
             return;
         default:
@@ -519,6 +669,9 @@ static void gcx_sparse_post(gcx_task_t *task)
     size_t             L = t->info_len;
 
     t->bytes_sent = 0;
+    /* packed now, not at submission: the previous call on this
+     * communicator has finished and recorded its time on every rank */
+    gcx_sparse_fb_pack(t, t->info_send + GCX_SPARSE_INFO_FB(P));
     t->sub = gcx_ring_create(task->comm, GCX_RING_ALLGATHER, t->info,
                              t->info_send, t->nnz /* counts: reused below */,
                              t->nnz + P, GCX_DT_I64, GCX_OP_SUM, 0);
@@ -626,7 +779,7 @@ gcx_status_t gcx_sparse_allreduce(gcx_comm_t *comm, const gcx_sparse_t *input,
         return GCX_ERR_UNSUPPORTED;
     }
     local_error = !gcx_sparse_input_ok(comm, input);
-    L = (size_t)P + 1 + GCX_SPARSE_SKETCH;
+    L = GCX_SPARSE_INFO_LEN(P);
     if (gcx_sparse_state_create(comm) != GCX_OK ||
         (t = calloc(1, sizeof(*t))) == NULL) {
         return GCX_ERR_NOMEM;
@@ -660,9 +813,10 @@ gcx_status_t gcx_sparse_allreduce(gcx_comm_t *comm, const gcx_sparse_t *input,
                             (int64_t)(q * t->N / (size_t)P);
     }
     if (comm->config.sparse_algo == GCX_SPARSE_ALGO_AUTO) { /* for the model */
-        gcx_sparse_sketch(t->in_idx, t->in_nnz, t->info_send + 1 + P);
+        gcx_sparse_sketch(t->in_idx, t->in_nnz,
+                          t->info_send + GCX_SPARSE_INFO_SKETCH(P));
     } else {
-        gcx_sparse_sketch(NULL, 0, t->info_send + 1 + P);
+        gcx_sparse_sketch(NULL, 0, t->info_send + GCX_SPARSE_INFO_SKETCH(P));
     }
     for (q = 0; q < (size_t)P; ++q) { /* ring counts/displs for the info */
         t->nnz[q]                 = L;

@@ -76,7 +76,8 @@ struct gcx_sparse_task {
     uint8_t        *in_result;
     size_t          topk;
     int             dense_only; /* result may be delivered dense */
-    /* info exchange: per rank [nnz, capacity, P-1 quantiles, sketch] */
+    /* info exchange: per rank [nnz, capacity, P-1 quantiles, sketch,
+     * feedback record] (GCX_SPARSE_INFO_* offsets) */
     size_t          info_len;
     int64_t        *info_send;
     int64_t        *info;
@@ -87,6 +88,11 @@ struct gcx_sparse_task {
     double          alpha, beta; /* s, s/byte */
     double          gamma;       /* s per pair written by a merge */
     double          union_est;   /* union size from the sketches; 0: none */
+    /* feedback (auto): what the chosen algorithm was modelled to cost */
+    int             fb_algo;     /* index in the table + 1; 0: no record */
+    int             fb_bucket;
+    double          fb_model;    /* s, uncorrected */
+    double          fb_t0;       /* when the algorithm started */
     /* algorithm */
     const gcx_sparse_algo_t *algo;
     void           *algo_state;
@@ -167,10 +173,19 @@ double gcx_sparse_union_estimate(const gcx_sparse_task_t *t, double nranks);
  * error ~1/sqrt(S-2), ~18% at S = 32). Cost: O(n) hashes and compares.
  */
 #define GCX_SPARSE_SKETCH 32
+
 void gcx_sparse_sketch(const uint32_t *idx, size_t n, int64_t *sketch);
 
 /* Union size of P ranks from their sketches at @p stride int64 apart. */
 double gcx_sparse_sketch_union(const int64_t *sketches, int P, size_t stride);
+
+/* Feedback record after the sketch in each info record: the last auto
+ * call's algorithm + 1, bucket, modelled ns, measured ns, and a hash of the
+ * sender's ratio table (sparse_allreduce.c, "Feedback"). */
+#define GCX_SPARSE_FB_LEN 5
+#define GCX_SPARSE_INFO_SKETCH(_P) (1 + (size_t)(_P))
+#define GCX_SPARSE_INFO_FB(_P)     (1 + (size_t)(_P) + GCX_SPARSE_SKETCH)
+#define GCX_SPARSE_INFO_LEN(_P)    (GCX_SPARSE_INFO_FB(_P) + GCX_SPARSE_FB_LEN)
 
 /*
  * Seconds per output pair of gcx_sparse_merge2() into freshly allocated

@@ -356,6 +356,72 @@ TEST(SparseAuto, MeasuresAndAgrees)
     gcx_comm_destroy(comm);
 }
 
+// Index of the algorithm the last call on @p comm ran; -1 if unknown.
+int last_algo(gcx_comm_t *comm)
+{
+    gcx_sparse_allreduce_stats_t stats;
+    if (gcx_sparse_allreduce_last_stats(comm, &stats) != GCX_OK) {
+        return -1;
+    }
+    for (int i = 1; i < (int)(sizeof(kAlgos) / sizeof(kAlgos[0])); ++i) {
+        if (std::string(kAlgos[i]) == stats.algo) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+// Runs 8 auto calls on a model that is far too optimistic (no latency, no
+// bandwidth cost: nanoseconds), so every call measures at least 16x its
+// model. Checks the sums and that every rank ran the same algorithm each
+// time; returns how many different algorithms ran.
+int distinct_algos_on_optimistic_model(const char *feedback)
+{
+    gcx_comm_t *comm = make_comm({{"SPARSE_ALGO", "auto"},
+                                  {"SPARSE_FEEDBACK", feedback},
+                                  {"NET_LATENCY_US", "0.000001"},
+                                  {"NET_BANDWIDTH_GBPS", "1000000"}});
+    EXPECT_NE(nullptr, comm);
+    if (comm == nullptr) {
+        return -1;
+    }
+    int                   P = gcx_comm_size(comm), r = gcx_comm_rank(comm);
+    std::vector<uint32_t> idx = {(uint32_t)r, 7u};
+    std::vector<float>    val = {1.0f, 3.0f};
+    gcx_sparse_t input = {idx.data(), val.data(), 2, 2, 64, 0};
+    std::vector<int> seen;
+    for (int it = 0; it < 8; ++it) {
+        std::vector<float> dense(64);
+        EXPECT_EQ(GCX_OK, gcx_sparse_allreduce(comm, &input, dense.data(), nullptr,
+                                               nullptr, nullptr));
+        EXPECT_EQ(3.0f * P, dense[7]);
+        int algo = last_algo(comm), lo = algo, hi = algo;
+        EXPECT_GE(algo, 1);
+        EXPECT_EQ(GCX_OK, gcx_allreduce(comm, GCX_IN_PLACE, &lo, 1, GCX_DT_I32,
+                                        GCX_OP_MIN, nullptr));
+        EXPECT_EQ(GCX_OK, gcx_allreduce(comm, GCX_IN_PLACE, &hi, 1, GCX_DT_I32,
+                                        GCX_OP_MAX, nullptr));
+        EXPECT_EQ(lo, hi) << "ranks ran different algorithms at call " << it;
+        if (std::find(seen.begin(), seen.end(), algo) == seen.end()) {
+            seen.push_back(algo);
+        }
+    }
+    gcx_comm_destroy(comm);
+    return (int)seen.size();
+}
+
+// Feedback: an algorithm that measured 16x its model is not picked again
+// while the others are unmeasured, so auto moves on (and every rank alike);
+// without feedback the model alone decides, always the same algorithm.
+TEST(SparseAuto, FeedbackCorrectsTheModelOnEveryRankAlike)
+{
+    if (gcx_comm_size(g_world) < 2) {
+        GTEST_SKIP() << "one rank: nothing is sent, every model is 0";
+    }
+    EXPECT_GE(distinct_algos_on_optimistic_model("y"), 2);
+    EXPECT_EQ(1, distinct_algos_on_optimistic_model("n"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Algos, Sparse, ::testing::ValuesIn(kAlgos),
                          [](const ::testing::TestParamInfo<const char *> &i) {
                              return std::string(i.param);
