@@ -22,6 +22,7 @@
 #include "report.h"
 #include "util.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@ typedef struct train_state {
     uint8_t *y;
     uint32_t *perm;
     long spe;           /* steps per epoch: global batches x steps_per_batch */
+    int epoch;          /* 1-based */
     long step_in_epoch; /* / sync.steps_per_batch: the global batch */
     double loss_sum;    /* since the last reset: summed sample losses */
     double hits;
@@ -48,6 +50,7 @@ typedef struct train_state {
     train_sched_t sched;
     train_sync_t sync;
     long perturb_step; /* fault injection (GCX_TRAIN_PERTURB); -1: off */
+    FILE *trace;       /* GCX_TRAIN_TRACE_SAMPLES; NULL: off */
 } train_state_t;
 
 int64_t train_checksum(const float *v, size_t n)
@@ -131,6 +134,10 @@ static gcx_status_t train_grad_part(void *ctx, int part, int nparts,
     u = st->step_in_epoch / st->sync.steps_per_batch;
     begin = train_shard_offset((int)u, st->opts->batch, 0, st->comm->size) +
             (size_t)part * count;
+    if (st->trace != NULL) {
+        fprintf(st->trace, "%d %ld %zu %zu\n", st->epoch, st->step_in_epoch,
+                begin, count);
+    }
     train_dataset_gather(st->train, st->perm + begin, count, st->x, st->y);
     train_net_loss_grad(&st->net, st->params, st->x, st->y, (int)count, grad,
                         &loss, &hits);
@@ -199,6 +206,32 @@ static long train_perturb_step(int rank)
     train_info("GCX_TRAIN_PERTURB: this rank changes a weight after step %ld",
                s);
     return s;
+}
+
+/*
+ * Test hook: GCX_TRAIN_TRACE_SAMPLES=PREFIX makes every rank write to
+ * PREFIX.<rank> a line "epoch step_in_epoch begin count" for each gradient
+ * part it computes: the samples perm[begin, begin + count) of that epoch's
+ * permutation (tests/unit/train checks that an epoch computes each sample
+ * once). *trace_p is NULL when unset.
+ */
+static gcx_status_t train_trace_open(int rank, FILE **trace_p)
+{
+    const char *prefix = getenv("GCX_TRAIN_TRACE_SAMPLES");
+    char path[4096];
+
+    *trace_p = NULL;
+    if (prefix == NULL || prefix[0] == '\0') {
+        return GCX_OK;
+    }
+    snprintf(path, sizeof(path), "%s.%d", prefix, rank);
+    *trace_p = fopen(path, "w");
+    if (*trace_p == NULL) {
+        train_error("GCX_TRAIN_TRACE_SAMPLES: cannot write %s: %s", path,
+                    strerror(errno));
+        return GCX_ERR_IO;
+    }
+    return GCX_OK;
 }
 
 static gcx_status_t train_state_init(train_state_t *st,
@@ -284,6 +317,9 @@ static gcx_status_t train_state_init(train_state_t *st,
 
 static void train_state_fini(train_state_t *st)
 {
+    if (st->trace != NULL) {
+        fclose(st->trace);
+    }
     train_sync_destroy(&st->sync);
     train_sgd_fini(&st->sgd);
     free(st->perm);
@@ -415,6 +451,9 @@ gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
         goto out;
     }
     status = train_report_open(&rep, opts, comm->rank, spe, stdout);
+    if (status == GCX_OK) {
+        status = train_trace_open(comm->rank, &st.trace);
+    }
     status = train_agree(comm, status);
     if (status != GCX_OK) {
         goto out_report;
@@ -425,6 +464,7 @@ gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
         train_epoch_rec_t *er = &res.epochs[res.nepochs];
         double ep_loss = 0, ep_hits = 0, ep_samples = 0;
 
+        st.epoch = epoch;
         train_epoch_permutation(opts->seed, epoch - 1, st.perm, train->n);
         for (st.step_in_epoch = 0; st.step_in_epoch < spe; st.step_in_epoch++) {
             train_step_rec_t rec;
