@@ -84,6 +84,10 @@ void train_epoch_permutation(uint64_t seed, int epoch, uint32_t *perm,
  * so the ranks' shards are disjoint and their union is the same global batch
  * for any number of ranks. The tail of an epoch that does not fill a global
  * batch is dropped (it differs in the next epoch's permutation).
+ * train_steps_per_epoch() counts the global batches of an epoch, i.e. its
+ * steps when a step takes one global batch; with a sync mode that spends k
+ * steps on each (steps_per_batch, sync.h) the loop multiplies it by k and
+ * passes global batch u = step / k as @p step to train_shard_offset().
  */
 size_t train_steps_per_epoch(size_t n, int batch, int world);
 

@@ -4,11 +4,15 @@
  * Every rank starts from the same seeded weights (and rank 0's are broadcast
  * to be sure), walks the same seeded permutation of the training set and, at
  * step s, computes the mean gradient over its own slice of the global batch
- * (data.h). The sync mode turns the local gradients into one gradient that
- * is bit-identical on every rank; each rank applies the same SGD update, so
- * weights stay identical, which is verified by a checksum allreduce every
- * --check-every steps and at every epoch end. Each epoch ends with every rank
- * evaluating its contiguous part of the test set; counts are summed.
+ * (data.h). A sync mode whose step computes only part of the global batch
+ * (pipelined gradient coding: sync.steps_per_batch = P > 1) gets P steps
+ * per global batch, so an epoch, P times as many steps, is still one pass
+ * over the data. The sync mode turns the local gradients into one gradient
+ * that is bit-identical on every rank; each rank applies the same SGD
+ * update, so weights stay identical, which is verified by a checksum
+ * allreduce every --check-every steps and at every epoch end. Each epoch
+ * ends with every rank evaluating its contiguous part of the test set;
+ * counts are summed.
  *
  * Cost per step: gather + forward/backward of --batch samples, the sync
  * mode's exchange, one SGD pass over the parameters, and one allreduce of
@@ -18,6 +22,7 @@
 #include "report.h"
 #include "util.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +40,9 @@ typedef struct train_state {
     float *x; /* batch x dim */
     uint8_t *y;
     uint32_t *perm;
-    long step_in_epoch; /* where the current global batch starts */
+    long spe;           /* steps per epoch: global batches x steps_per_batch */
+    int epoch;          /* 1-based */
+    long step_in_epoch; /* / sync.steps_per_batch: the global batch */
     double loss_sum;    /* since the last reset: summed sample losses */
     double hits;
     double samples;
@@ -43,6 +50,7 @@ typedef struct train_state {
     train_sched_t sched;
     train_sync_t sync;
     long perturb_step; /* fault injection (GCX_TRAIN_PERTURB); -1: off */
+    FILE *trace;       /* GCX_TRAIN_TRACE_SAMPLES; NULL: off */
 } train_state_t;
 
 int64_t train_checksum(const float *v, size_t n)
@@ -110,6 +118,7 @@ static gcx_status_t train_grad_part(void *ctx, int part, int nparts,
     size_t global = (size_t)st->opts->batch * (size_t)st->comm->size;
     size_t begin, count;
     double loss;
+    long u;
     int hits;
 
     if (nparts <= 0 || part < 0 || part >= nparts ||
@@ -121,9 +130,14 @@ static gcx_status_t train_grad_part(void *ctx, int part, int nparts,
         return GCX_ERR_INVALID;
     }
     count = global / (size_t)nparts;
-    begin = train_shard_offset((int)st->step_in_epoch, st->opts->batch, 0,
-                               st->comm->size) +
+    /* steps_per_batch consecutive steps share global batch u */
+    u = st->step_in_epoch / st->sync.steps_per_batch;
+    begin = train_shard_offset((int)u, st->opts->batch, 0, st->comm->size) +
             (size_t)part * count;
+    if (st->trace != NULL) {
+        fprintf(st->trace, "%d %ld %zu %zu\n", st->epoch, st->step_in_epoch,
+                begin, count);
+    }
     train_dataset_gather(st->train, st->perm + begin, count, st->x, st->y);
     train_net_loss_grad(&st->net, st->params, st->x, st->y, (int)count, grad,
                         &loss, &hits);
@@ -194,6 +208,32 @@ static long train_perturb_step(int rank)
     return s;
 }
 
+/*
+ * Test hook: GCX_TRAIN_TRACE_SAMPLES=PREFIX makes every rank write to
+ * PREFIX.<rank> a line "epoch step_in_epoch begin count" for each gradient
+ * part it computes: the samples perm[begin, begin + count) of that epoch's
+ * permutation (tests/unit/train checks that an epoch computes each sample
+ * once). *trace_p is NULL when unset.
+ */
+static gcx_status_t train_trace_open(int rank, FILE **trace_p)
+{
+    const char *prefix = getenv("GCX_TRAIN_TRACE_SAMPLES");
+    char path[4096];
+
+    *trace_p = NULL;
+    if (prefix == NULL || prefix[0] == '\0') {
+        return GCX_OK;
+    }
+    snprintf(path, sizeof(path), "%s.%d", prefix, rank);
+    *trace_p = fopen(path, "w");
+    if (*trace_p == NULL) {
+        train_error("GCX_TRAIN_TRACE_SAMPLES: cannot write %s: %s", path,
+                    strerror(errno));
+        return GCX_ERR_IO;
+    }
+    return GCX_OK;
+}
+
 static gcx_status_t train_state_init(train_state_t *st,
                                      const train_opts_t *opts,
                                      train_comm_t *comm,
@@ -201,7 +241,8 @@ static gcx_status_t train_state_init(train_state_t *st,
                                      const train_dataset_t *test)
 {
     train_shape_t in = {1, train->rows, train->cols};
-    long spe = (long)train_steps_per_epoch(train->n, opts->batch, comm->size);
+    long batches =
+        (long)train_steps_per_epoch(train->n, opts->batch, comm->size);
     gcx_status_t status;
 
     memset(st, 0, sizeof(*st));
@@ -210,7 +251,7 @@ static gcx_status_t train_state_init(train_state_t *st,
     st->comm = comm;
     st->train = train;
     st->test = test;
-    if (spe == 0) {
+    if (batches == 0) {
         train_error("a global batch of %d x %d ranks is larger than the %zu "
                     "training samples",
                     opts->batch, comm->size, train->n);
@@ -242,35 +283,43 @@ static gcx_status_t train_state_init(train_state_t *st,
     if (status != GCX_OK) {
         return status;
     }
-    st->sched.kind = opts->schedule;
-    st->sched.base_lr = opts->lr;
-    st->sched.min_lr = opts->min_lr;
-    st->sched.gamma = opts->lr_gamma;
-    st->sched.step_size = lround(opts->lr_step_epochs * (double)spe);
-    if (st->sched.step_size < 1) {
-        st->sched.step_size = 1;
-    }
-    st->sched.warmup_steps = lround(opts->warmup_epochs * (double)spe);
-    st->sched.total_steps = (long)opts->epochs * spe;
-    if (opts->max_steps > 0 && opts->max_steps < st->sched.total_steps) {
-        st->sched.total_steps = opts->max_steps;
-    }
     if (opts->straggler_rank >= comm->size) {
         train_error("--straggler %d:...: there are only %d ranks",
                     opts->straggler_rank, comm->size);
         return GCX_ERR_INVALID;
     }
     status = train_sync_create(opts->sync, comm, st->net.nparams, &st->sync);
-    if (status == GCX_OK && comm->rank == opts->straggler_rank) {
+    if (status != GCX_OK) {
+        return status;
+    }
+    if (comm->rank == opts->straggler_rank) {
         st->sync.delay_s = opts->straggler_delay;
         train_info("--straggler: this rank sleeps %.0f ms per step",
                    opts->straggler_delay * 1e3);
     }
-    return status;
+    /* the sync mode says how many steps a global batch takes */
+    st->spe = batches * st->sync.steps_per_batch;
+    st->sched.kind = opts->schedule;
+    st->sched.base_lr = opts->lr;
+    st->sched.min_lr = opts->min_lr;
+    st->sched.gamma = opts->lr_gamma;
+    st->sched.step_size = lround(opts->lr_step_epochs * (double)st->spe);
+    if (st->sched.step_size < 1) {
+        st->sched.step_size = 1;
+    }
+    st->sched.warmup_steps = lround(opts->warmup_epochs * (double)st->spe);
+    st->sched.total_steps = (long)opts->epochs * st->spe;
+    if (opts->max_steps > 0 && opts->max_steps < st->sched.total_steps) {
+        st->sched.total_steps = opts->max_steps;
+    }
+    return GCX_OK;
 }
 
 static void train_state_fini(train_state_t *st)
 {
+    if (st->trace != NULL) {
+        fclose(st->trace);
+    }
     train_sync_destroy(&st->sync);
     train_sgd_fini(&st->sgd);
     free(st->perm);
@@ -368,14 +417,12 @@ gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
                        const train_dataset_t *train,
                        const train_dataset_t *test, train_result_t *result_p)
 {
-    long spe = (long)train_steps_per_epoch(train->n, opts->batch,
-                                           comm->size > 0 ? comm->size : 1);
     train_result_t res;
     train_report_t rep;
     train_state_t st;
     gcx_status_t status;
     double t_start, t_eval = 0, t0, bytes[2];
-    long step = 0;
+    long step = 0, spe;
     int epoch, done = 0;
 
     memset(&res, 0, sizeof(res));
@@ -385,6 +432,7 @@ gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
     if (status != GCX_OK) {
         goto out;
     }
+    spe = st.spe;
     res.world = comm->size;
     res.nparams = st.net.nparams;
     snprintf(res.model_desc, sizeof(res.model_desc), "%s", st.net.desc);
@@ -403,6 +451,9 @@ gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
         goto out;
     }
     status = train_report_open(&rep, opts, comm->rank, spe, stdout);
+    if (status == GCX_OK) {
+        status = train_trace_open(comm->rank, &st.trace);
+    }
     status = train_agree(comm, status);
     if (status != GCX_OK) {
         goto out_report;
@@ -413,6 +464,7 @@ gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
         train_epoch_rec_t *er = &res.epochs[res.nepochs];
         double ep_loss = 0, ep_hits = 0, ep_samples = 0;
 
+        st.epoch = epoch;
         train_epoch_permutation(opts->seed, epoch - 1, st.perm, train->n);
         for (st.step_in_epoch = 0; st.step_in_epoch < spe; st.step_in_epoch++) {
             train_step_rec_t rec;

@@ -165,6 +165,7 @@ gcx_status_t train_sync_create(const char *spec, train_comm_t *comm, size_t n,
     sync.ops = ops;
     sync.comm = comm;
     sync.n = n;
+    sync.steps_per_batch = 1;
     status = ops->init(&sync, &kv);
     if (status != GCX_OK) {
         return status;

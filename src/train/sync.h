@@ -133,6 +133,15 @@ struct train_sync {
     long step;          /**< Global step, set by the loop before exchange. */
     double delay_s;     /**< --straggler delay of this rank per step. */
     void *priv;         /**< The mode's state. */
+    /**
+     * Steps that share one global batch (1; init may change it). A mode
+     * whose step computes only 1/k of the global batch's parts, each part
+     * once in every k consecutive steps (pipelined gradient coding: k = its
+     * period P), sets k: an epoch then has k times as many steps, and
+     * steps uk..uk+k-1 of an epoch all read the epoch's global batch u, so
+     * that an epoch still computes every sample once.
+     */
+    int steps_per_batch;
 };
 
 /** The modes compiled in. */

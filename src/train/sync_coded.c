@@ -13,13 +13,20 @@
  * up (gcx_coded_ready()).
  * - gc-*: classic gradient coding. Every step a worker computes all s+1
  *   of its partitions: (s+1)x the compute of dense data parallelism.
- * - pgc-*: pipelined. Every step a worker computes ONE partition (slot
- *   t mod (s+1)) and sends the combination of its latest s+1 partition
+ * - pgc-*: pipelined. Every step t a worker computes ONE partition (slot
+ *   t mod P, P = s+1) and sends the combination of its latest P partition
  *   gradients, one fresh and one at each staleness 1..s (gcx_pgc_*). A
- *   worker that skipped a step has a slot older than the schedule says;
- *   it abstains (gcx_coded_abstain()) from every round whose message
- *   would read that slot, until the slot is recomputed, so the decoded
- *   gradient is always exactly what gcx_pgc_decode() says it is.
+ *   step thus computes about n/P fresh partitions (exactly for FR, where
+ *   each group computes one, and for CR with P | n, where the holders of
+ *   a partition compute it together), so steps uP..uP+P-1 of an epoch
+ *   share the epoch's global batch u (sync->steps_per_batch = P): over
+ *   them each holder computes each of its partitions of batch u once, and
+ *   an epoch, one pass over the data, takes P times the steps of gc or
+ *   dense. A worker that skipped a step has a slot older than the
+ *   schedule says; it abstains (gcx_coded_abstain()) from every round
+ *   whose message would read that slot, until the slot is recomputed, so
+ *   the decoded gradient is always exactly what gcx_pgc_decode() says it
+ *   is.
  * The global batch statistics (loss sum, hits, samples) ride along as
  * three more floats of every partition's vector and are decoded with it,
  * so no step ever needs an allreduce that would wait for a straggler
@@ -27,12 +34,14 @@
  * of partition-mean gradients; dividing by n gives the global-batch mean.
  *
  * Cost per step: compute of s+1 partitions (gc) or 1 (pgc) of
- * global/n samples each; every worker sends 4(N+3) bytes once, the root
- * receives at most the n-s it needs and sends 4(N+3) bytes to each other
- * rank (the decoded sum goes straight from the root to everyone, no tree:
- * any relaying rank could be the straggler). So the root's link carries
- * (n-s) + (n-1) vectors per step against 2(n-1)/n for a ring allreduce:
- * coding buys straggler tolerance with bandwidth at the root.
+ * global/n samples each (per epoch both compute (s+1)x what dense does:
+ * pgc in P times as many steps); every worker sends 4(N+3) bytes once,
+ * the root receives at most the n-s it needs and sends 4(N+3) bytes to
+ * each other rank (the decoded sum goes straight from the root to
+ * everyone, no tree: any relaying rank could be the straggler). So the
+ * root's link carries (n-s) + (n-1) vectors per step against 2(n-1)/n for
+ * a ring allreduce: coding buys straggler tolerance with bandwidth at the
+ * root.
  */
 #include "sync.h"
 #include "util.h"
@@ -187,6 +196,11 @@ static gcx_status_t coded_init(train_sync_t *sync, train_kv_t *args,
         goto err;
     }
     sync->priv = cs;
+    if (pipelined) {
+        /* a step computes the partitions of one slot of P: P steps per
+           global batch, or an epoch would see 1/P of the data */
+        sync->steps_per_batch = cs->load;
+    }
     return GCX_OK;
 
 err:
@@ -365,7 +379,8 @@ const train_sync_ops_t train_sync_gc_cr = {
 const train_sync_ops_t train_sync_pgc_fr = {
     .name = "pgc-fr",
     .help = "pipelined gradient coding (FR): one partition per rank per "
-            "step, stale up to s; s=1, root=0",
+            "step, stale up to s; an epoch takes s+1 times the steps; s=1, "
+            "root=0",
     .flags = CODED_FLAGS,
     .init = pgc_fr_init,
     .exchange = coded_exchange,
@@ -374,8 +389,8 @@ const train_sync_ops_t train_sync_pgc_fr = {
 
 const train_sync_ops_t train_sync_pgc_cr = {
     .name = "pgc-cr",
-    .help = "pipelined gradient coding (CR); s=1, root=0, "
-            "decoding=exact|weighted",
+    .help = "pipelined gradient coding (CR): as pgc-fr, an epoch takes "
+            "s+1 times the steps; s=1, root=0, decoding=exact|weighted",
     .flags = CODED_FLAGS,
     .init = pgc_cr_init,
     .exchange = coded_exchange,

@@ -1,7 +1,8 @@
 // The loop on one process (no communicator): it learns a separable synthetic
 // task, is reproducible from the seed, honours --max-steps and
-// --stop-at-target, writes a well-formed CSV trace and JSON summary, and the
-// weight checksum detects any difference.
+// --stop-at-target, writes a well-formed CSV trace and JSON summary, computes
+// every sample of an epoch once (GCX_TRAIN_TRACE_SAMPLES), and the weight
+// checksum detects any difference.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -266,6 +267,52 @@ TEST(TrainLoop, TimeToTargetUsesMidEpochEvaluations)
     EXPECT_LT(r.steps, 40); // stopped at the evaluation that reached it
     EXPECT_EQ(r.steps % 5, 0);
     train_result_free(&r);
+}
+
+// The sample trace hook: an epoch computes each sample of its full global
+// batches once, at the step of its global batch, and skips the tail.
+// (ranks.sh checks the pipelined coded modes, P steps per batch, the same
+// way over real ranks.)
+TEST(TrainLoop, SampleTraceShowsOnePassPerEpoch)
+{
+    Bars d;
+    TempDir dir;
+    train_opts_t o = small_opts();
+    o.epochs = 2;
+    o.batch = 24; // 26 steps of 24 per epoch; the last 16 samples skipped
+    const size_t n = d.train.n, spe = n / 24;
+    std::string prefix = dir.file("samples");
+    ASSERT_EQ(setenv("GCX_TRAIN_TRACE_SAMPLES", prefix.c_str(), 1), 0);
+    train_result_t r;
+    gcx_status_t status = run(o, d, &r);
+    unsetenv("GCX_TRAIN_TRACE_SAMPLES");
+    ASSERT_EQ(status, GCX_OK);
+    EXPECT_EQ(r.steps, (long)(2 * spe));
+    train_result_free(&r);
+
+    std::ifstream trace(prefix + ".0"); // rank 0
+    ASSERT_TRUE(trace.good()) << prefix;
+    std::vector<std::vector<int>> seen(2, std::vector<int>(n, 0));
+    int epoch, lines = 0;
+    size_t step, begin, count;
+    while (trace >> epoch >> step >> begin >> count) {
+        ASSERT_TRUE(epoch == 1 || epoch == 2) << epoch;
+        ASSERT_LT(step, spe);
+        EXPECT_EQ(begin, step * 24); // the step's global batch, whole
+        EXPECT_EQ(count, 24u);
+        ASSERT_LE(begin + count, n);
+        for (size_t i = begin; i < begin + count; i++) {
+            seen[epoch - 1][i]++;
+        }
+        lines++;
+    }
+    EXPECT_EQ(lines, (int)(2 * spe));
+    for (int e = 0; e < 2; e++) {
+        for (size_t i = 0; i < n; i++) {
+            ASSERT_EQ(seen[e][i], i < spe * 24 ? 1 : 0)
+                << "epoch " << e + 1 << " sample " << i;
+        }
+    }
 }
 
 TEST(TrainLoop, UnwritableCsvFailsTheRun)

@@ -103,6 +103,7 @@ TEST(TrainSync, DenseOnOneProcessKeepsTheGradient)
     train_comm_local(&comm);
     train_sync_t sync;
     ASSERT_EQ(train_sync_create("dense", &comm, 5, &sync), GCX_OK);
+    EXPECT_EQ(sync.steps_per_batch, 1); // one step per global batch
     std::vector<float> g = {1, -2, 3.5f, 0, 1e-3f}, want = g;
     train_sync_stats_t st = {};
     ASSERT_EQ(sync.ops->exchange(&sync, g.data(), nullptr, &st), GCX_OK);
