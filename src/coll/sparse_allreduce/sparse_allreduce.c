@@ -26,13 +26,17 @@
  * algorithm and per factor-of-2 bucket of modelled time, the ratio
  * measured/modelled of the algorithm it ran (the slowest rank's time, from
  * the start of the algorithm to its results), and the next selection
- * scales each algorithm's model by its ratio (1 while unmeasured). The
- * measurement rides in the next call's info exchange (4 numbers per rank),
- * so every rank folds in the same numbers and the tables stay identical;
- * a hash of the table travels with them and any disagreement resets every
- * rank's table. Cost: nothing on the wire beyond 40 bytes per record; an
- * algorithm the model overrates is run once, then corrected. A call of an
- * unusual size lands in its own bucket and does not disturb the others.
+ * scales each algorithm's model by its ratio (1 while unmeasured). Noise
+ * (a rank descheduled, a retransmit) only ever adds time, so a ratio is the
+ * smallest seen; it expires GCX_SPARSE_FB_EXPIRE records of its bucket
+ * after it was first set, so every algorithm gets measured afresh now and
+ * then and one unlucky call cannot ban it for good. The measurement rides
+ * in the next call's info exchange (4 numbers per rank), so every rank
+ * folds in the same numbers and the tables stay identical; a hash of the
+ * table travels with them and any disagreement resets every rank's table.
+ * Cost: 40 bytes per info record; an algorithm the model overrates runs
+ * once per expiry period. A call of an unusual size lands in its own
+ * bucket and does not disturb the others.
  */
 #include "sparse_allreduce.h"
 
@@ -62,13 +66,20 @@ enum {
 #define GCX_SPARSE_FB_BUCKETS 16     /* factor-of-2 buckets of modelled time */
 #define GCX_SPARSE_FB_BUCKET0 100e-6 /* bucket 0: up to 200 us */
 #define GCX_SPARSE_FB_CLAMP   16.0   /* ratios kept within [1/16, 16] */
+#define GCX_SPARSE_FB_EXPIRE  32     /* records of a bucket a ratio lives */
+
+/* The feedback table; every rank holds the same bits (hashed). */
+typedef struct gcx_sparse_fb {
+    double   ratio[GCX_SPARSE_NALGOS][GCX_SPARSE_FB_BUCKETS]; /* 0: unknown */
+    uint32_t since[GCX_SPARSE_NALGOS][GCX_SPARSE_FB_BUCKETS]; /* calls[] then */
+    uint32_t calls[GCX_SPARSE_FB_BUCKETS]; /* records folded per bucket */
+} gcx_sparse_fb_t;
 
 typedef struct gcx_sparse_comm_state {
     double                       alpha, beta, gamma; /* 0: not measured */
     int                          have_stats;
     gcx_sparse_allreduce_stats_t stats;
-    /* feedback: measured/modelled per algorithm and bucket, 0 = unknown */
-    double                       ratio[GCX_SPARSE_NALGOS][GCX_SPARSE_FB_BUCKETS];
+    gcx_sparse_fb_t              fb;
     /* this rank's record of its last auto call, sent with the next one:
      * algorithm index + 1 (0: none), bucket, modelled ns, measured ns */
     int64_t                      last[GCX_SPARSE_FB_LEN - 1];
@@ -333,17 +344,27 @@ static int gcx_sparse_fb_bucket(double model)
     return b;
 }
 
-/* FNV-1a over the ratio table (identical bits on every rank, or reset). */
+/* FNV-1a over the table (identical bits on every rank, or reset). */
 static int64_t gcx_sparse_fb_hash(const gcx_sparse_comm_state_t *e)
 {
-    const unsigned char *p = (const unsigned char *)e->ratio;
+    const unsigned char *p = (const unsigned char *)&e->fb;
     uint64_t             h = 1469598103934665603ull;
     size_t               i;
 
-    for (i = 0; i < sizeof(e->ratio); ++i) {
+    for (i = 0; i < sizeof(e->fb); ++i) {
         h = (h ^ p[i]) * 1099511628211ull;
     }
     return (int64_t)(h >> 1); /* non-negative: the record is int64 */
+}
+
+/* The live ratio of algorithm @p a in bucket @p b; 0: unknown or expired. */
+static double gcx_sparse_fb_ratio(const gcx_sparse_fb_t *fb, size_t a, int b)
+{
+    if (fb->ratio[a][b] > 0 &&
+        fb->calls[b] - fb->since[a][b] < GCX_SPARSE_FB_EXPIRE) {
+        return fb->ratio[a][b];
+    }
+    return 0;
 }
 
 /* This rank's record for the info exchange; the last one is then spent. */
@@ -371,7 +392,7 @@ static void gcx_sparse_fb_fold(gcx_sparse_task_t *t)
     int                      P = t->super.comm->size, r;
     const int64_t           *rec0 = t->info + GCX_SPARSE_INFO_FB(P), *rec;
     int64_t                  algo = rec0[0], bucket = rec0[1];
-    double                   model = 0, measured = 0, ratio, *slot;
+    double                   model = 0, measured = 0, ratio, old;
 
     if (!gcx_sparse_feedback_on(t)) {
         return;
@@ -382,7 +403,7 @@ static void gcx_sparse_fb_fold(gcx_sparse_task_t *t)
             gcx_info("sparse allreduce #%u: the ranks' feedback tables "
                      "differ (rank %d vs 0); every rank starts a new one",
                      t->super.seq, r);
-            memset(e->ratio, 0, sizeof(e->ratio));
+            memset(&e->fb, 0, sizeof(e->fb));
             return;
         }
         if (rec[0] != algo || rec[1] != bucket) {
@@ -405,8 +426,12 @@ static void gcx_sparse_fb_fold(gcx_sparse_task_t *t)
     } else if (ratio < 1.0 / GCX_SPARSE_FB_CLAMP) {
         ratio = 1.0 / GCX_SPARSE_FB_CLAMP;
     }
-    slot  = &e->ratio[algo - 1][bucket];
-    *slot = *slot > 0 ? 0.5 * (*slot + ratio) : ratio;
+    ++e->fb.calls[bucket];
+    old = gcx_sparse_fb_ratio(&e->fb, (size_t)(algo - 1), (int)bucket);
+    if (old == 0) { /* first, or expired: start afresh */
+        e->fb.since[algo - 1][bucket] = e->fb.calls[bucket];
+    }
+    e->fb.ratio[algo - 1][bucket] = old > 0 && old < ratio ? old : ratio;
 }
 
 /* After a successful auto call: what the next call will send. */
@@ -449,7 +474,8 @@ static const gcx_sparse_algo_t *gcx_sparse_select(gcx_sparse_task_t *t)
     for (i = 0; i < GCX_SPARSE_NALGOS; ++i) {
         model  = gcx_sparse_algos[i]->cost(t);
         bucket = gcx_sparse_fb_bucket(model);
-        ratio  = gcx_sparse_feedback_on(t) ? e->ratio[i][bucket] : 0;
+        ratio  = gcx_sparse_feedback_on(t) ?
+                     gcx_sparse_fb_ratio(&e->fb, i, bucket) : 0;
         cost   = ratio > 0 ? model * ratio : model;
         if (best == NULL || cost < best_cost) {
             best         = gcx_sparse_algos[i];
