@@ -18,7 +18,11 @@
  * of the last iteration's result that differ from a dense allreduce of the
  * same inputs (max over ranks; checked without --topk only, where the result
  * must be the exact union with summed values). Each algorithm runs on its
- * own communicator (GCX_SPARSE_ALGO) made over the world one.
+ * own communicator (GCX_SPARSE_ALGO) made over the world one; the
+ * algorithms take turns, one call each per iteration after a barrier, so a
+ * drift of a shared machine hits them alike. For auto the line below it
+ * says which algorithms its timed calls ran (it learns from its first calls:
+ * GCX_SPARSE_FEEDBACK).
  */
 #include <math.h>
 #include <gcx/gcx.h>
@@ -164,12 +168,71 @@ static size_t perf_parse_size(const char *s)
     return (size_t)v;
 }
 
+#define PERF_MAX_ROWS 8
+static const char *const perf_algos[] = {"allgather", "recursive_doubling",
+                                         "split", "balanced_split", "?"};
+#define PERF_NALGOS ((int)(sizeof(perf_algos) / sizeof(perf_algos[0])))
+
+/* One row of the table: an algorithm (or auto, or dense) and its times. */
+typedef struct perf_row {
+    const char                  *name;
+    int                          is_dense;
+    gcx_comm_t                  *comm;
+    double                      *its;   /* per timed iteration, this rank */
+    double                       wrong; /* last iteration; -1: not checked */
+    gcx_sparse_allreduce_stats_t stats; /* of the last call */
+    int                          chosen[PERF_NALGOS]; /* timed calls ran */
+} perf_row_t;
+
+static int perf_algo_index(const char *algo)
+{
+    int i;
+
+    for (i = 0; algo != NULL && i < PERF_NALGOS - 1; ++i) {
+        if (!strcmp(algo, perf_algos[i])) {
+            return i;
+        }
+    }
+    return PERF_NALGOS - 1;
+}
+
+/* "split" or "split 12/15, allgather 3/15": what the timed calls ran
+ * (rank 0's view; every rank runs the same). */
+static void perf_chosen_text(const perf_row_t *row, int iters, char *buf,
+                             size_t size)
+{
+    size_t used = 0;
+    int    i, kinds = 0;
+
+    buf[0] = '\0';
+    if (row->is_dense) {
+        snprintf(buf, size, "dense");
+        return;
+    }
+    for (i = 0; i < PERF_NALGOS; ++i) {
+        kinds += row->chosen[i] > 0;
+    }
+    for (i = 0; i < PERF_NALGOS && used < size; ++i) {
+        if (row->chosen[i] == 0) {
+            continue;
+        }
+        if (kinds == 1) {
+            used += (size_t)snprintf(buf + used, size - used, "%s",
+                                     perf_algos[i]);
+        } else {
+            used += (size_t)snprintf(buf + used, size - used, "%s%s %d/%d",
+                                     used ? ", " : "", perf_algos[i],
+                                     row->chosen[i], iters);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     size_t      N = 25000000, k, nnz, cap, j, topk_on = 0;
     double      dens[16] = {0.0001, 0.001, 0.01, 0.1}, overlap = 0, rate = 0;
-    int         ndens = 4, iters = 5, warm = 1, a, di, it, rank, P;
-    double     *its; /* per-iteration times of one row */
+    int         ndens = 4, iters = 5, warm = 1, a, di, it, rank, P, r, nrows;
+    perf_row_t  rows[PERF_MAX_ROWS];
     const char *algos = "allgather,recursive_doubling,split,balanced_split,"
                         "auto,dense";
     const char *json = NULL;
@@ -213,11 +276,6 @@ int main(int argc, char **argv)
     if (iters < 1 || warm < 0) {
         fprintf(stderr, "%s: -n must be >= 1 and -w >= 0\n", argv[0]);
         return 2;
-    }
-    its = malloc((size_t)iters * sizeof(*its));
-    if (its == NULL) {
-        fprintf(stderr, "out of memory\n");
-        return 1;
     }
     st = gcx_comm_create(NULL, NULL, &world);
     if (st != GCX_OK) {
@@ -290,79 +348,111 @@ int main(int argc, char **argv)
             fprintf(stderr, "reference allreduce failed\n");
             return 1;
         }
+        /* one communicator per algorithm (GCX_SPARSE_ALGO), made up front:
+         * iteration it runs every algorithm once, in turn, so slow drifts
+         * of a shared box hit every algorithm alike */
+        nrows = 0;
         snprintf(algolist, sizeof(algolist), "%s", algos);
-        for (name = strtok_r(algolist, ",", &save); name != NULL;
+        for (name = strtok_r(algolist, ",", &save);
+             name != NULL && nrows < PERF_MAX_ROWS;
              name = strtok_r(NULL, ",", &save)) {
-            gcx_comm_t  *comm = world;
+            perf_row_t  *row = &rows[nrows++];
             gcx_config_t *cfg = NULL;
             gcx_oob_t    oob = {perf_oob_allgather, NULL, rank, P};
-            gcx_sparse_t in = {idx, val, nnz, nnz, N, 0};
-            gcx_sparse_t out = {oi, ov, 0, cap, N, 0};
-            gcx_sparse_allreduce_opts_t opts = {topk_on ? k : 0, NULL};
-            gcx_sparse_allreduce_stats_t stats = {"dense", 0, 0};
-            int          is_dense = !strcmp(name, "dense");
-            double       t0 = 0, t, sent, K, bound, Kd, wrong = -1;
 
-            if (!is_dense) {
-                if (gcx_config_read(&cfg) != GCX_OK ||
-                    gcx_config_set(cfg, "SPARSE_ALGO", name) != GCX_OK ||
-                    gcx_comm_create(&oob, cfg, &comm) != GCX_OK) {
-                    fprintf(stderr, "cannot make a communicator for %s\n", name);
-                    return 1;
-                }
-                gcx_config_release(cfg);
+            memset(row, 0, sizeof(*row));
+            row->name     = name;
+            row->is_dense = !strcmp(name, "dense");
+            row->comm     = world;
+            row->wrong    = -1;
+            row->its      = malloc((size_t)iters * sizeof(*row->its));
+            if (row->its == NULL) {
+                fprintf(stderr, "out of memory\n");
+                return 1;
             }
-            for (it = 0; it < warm + iters; ++it) {
-                if (it == warm) {
-                    gcx_barrier(world, NULL);
-                }
+            if (!row->is_dense &&
+                (gcx_config_read(&cfg) != GCX_OK ||
+                 gcx_config_set(cfg, "SPARSE_ALGO", name) != GCX_OK ||
+                 gcx_comm_create(&oob, cfg, &row->comm) != GCX_OK)) {
+                fprintf(stderr, "cannot make a communicator for %s\n", name);
+                return 1;
+            }
+            gcx_config_release(cfg);
+        }
+        for (it = 0; it < warm + iters; ++it) {
+            for (r = 0; r < nrows; ++r) {
+                perf_row_t  *row = &rows[r];
+                gcx_sparse_t in  = {idx, val, nnz, nnz, N, 0};
+                gcx_sparse_t out = {oi, ov, 0, cap, N, 0};
+                gcx_sparse_allreduce_opts_t opts = {topk_on ? k : 0, NULL};
+                gcx_sparse_allreduce_stats_t stats;
+                double       t0;
+
+                gcx_barrier(world, NULL); /* each call on its own */
                 t0 = perf_now();
-                if (is_dense) {
+                if (row->is_dense) {
                     memset(dense, 0, N * sizeof(float));
                     for (j = 0; j < nnz; ++j) {
                         dense[idx[j]] = val[j];
                     }
-                    st = gcx_allreduce(comm, GCX_IN_PLACE, dense, N, GCX_DT_F32,
-                                       GCX_OP_SUM, NULL);
+                    st = gcx_allreduce(row->comm, GCX_IN_PLACE, dense, N,
+                                       GCX_DT_F32, GCX_OP_SUM, NULL);
                 } else {
                     /* sparse output: what Ok-Topk / DGC consume */
-                    st = gcx_sparse_allreduce(comm, &in, NULL, &out, &opts,
+                    st = gcx_sparse_allreduce(row->comm, &in, NULL, &out, &opts,
                                               NULL);
                 }
                 if (st != GCX_OK) {
-                    fprintf(stderr, "%s failed: %s\n", name, gcx_strerror(st));
+                    fprintf(stderr, "%s failed: %s\n", row->name,
+                            gcx_strerror(st));
                     return 1;
                 }
-                if (it >= warm) {
-                    its[it - warm] = perf_now() - t0;
+                if (it < warm) {
+                    continue;
+                }
+                row->its[it - warm] = perf_now() - t0;
+                if (!row->is_dense &&
+                    gcx_sparse_allreduce_last_stats(row->comm, &stats) ==
+                        GCX_OK) {
+                    row->stats = stats;
+                    row->chosen[perf_algo_index(stats.algo)]++;
+                }
+                if (it == warm + iters - 1 && !topk_on) {
+                    row->wrong = perf_count_wrong(&out, row->is_dense ? dense :
+                                                                        NULL,
+                                                  ref, N);
                 }
             }
-            t = perf_median_of_max(its, iters);
-            if (!topk_on) {
-                wrong = perf_max(perf_count_wrong(&out, is_dense ? dense : NULL,
-                                                  ref, N));
-            }
-            if (!is_dense) {
-                gcx_sparse_allreduce_last_stats(comm, &stats);
-                gcx_comm_destroy(comm);
+        }
+        for (r = 0; r < nrows; ++r) {
+            perf_row_t *row = &rows[r];
+            double      t, sent, K, bound, Kd, wrong;
+            char        chosen[160];
+
+            t     = perf_median_of_max(row->its, iters);
+            wrong = row->wrong < 0 ? -1 : perf_max(row->wrong);
+            if (row->is_dense) {
+                row->stats.algo       = "dense";
+                row->stats.bytes_sent = (uint64_t)(2.0 * (P - 1) / P * 4.0 * N);
             } else {
-                stats.bytes_sent = (uint64_t)(2.0 * (P - 1) / P * 4.0 * N);
+                gcx_comm_destroy(row->comm);
             }
-            sent = perf_max((double)stats.bytes_sent);
-            K    = perf_max((double)stats.result_nnz);
+            free(row->its);
+            sent = perf_max((double)row->stats.bytes_sent);
+            K    = perf_max((double)row->stats.result_nnz);
             Kd   = K > 0 ? K : (double)N;
             bound = 8.0 * (P - 1) / P *
                     ((double)k + (Kd < N / 2.0 ? Kd : N / 2.0)) /
                     (rate * 1e9 / 8.0);
+            perf_chosen_text(row, iters, chosen, sizeof(chosen));
             if (rank == 0) {
                 printf("  %10zu %8.4f%% %7.2f %-18s %10.2f %12.2f %12.0f %10.2f "
                        "%7.2f %7.0f\n",
-                       N, 100 * dens[di], overlap, stats.algo == NULL ? name :
-                       (strcmp(name, "auto") ? name : "auto"),
-                       t * 1e3, sent / 1e6, K, bound * 1e3, t / bound, wrong);
-                if (!strcmp(name, "auto")) {
-                    printf("  %10s %8s  %7s   (auto chose %s)\n", "", "", "",
-                           stats.algo);
+                       N, 100 * dens[di], overlap, row->name, t * 1e3,
+                       sent / 1e6, K, bound * 1e3, t / bound, wrong);
+                if (!strcmp(row->name, "auto")) {
+                    printf("  %10s %8s  %7s   (auto ran %s)\n", "", "", "",
+                           chosen);
                 }
                 if (jf != NULL) {
                     fprintf(jf, "%s  {\"P\": %d, \"N\": %zu, \"density\": %g, "
@@ -371,8 +461,8 @@ int main(int argc, char **argv)
                             "\"bytes_sent\": %.0f, \"K\": %.0f, "
                             "\"bound_s\": %.6f, \"wrong\": %.0f}",
                             first && di == 0 ? "" : ",\n", P, N, dens[di],
-                            overlap, topk_on ? k : 0, name, stats.algo, t, sent,
-                            K, bound, wrong);
+                            overlap, topk_on ? k : 0, row->name, chosen, t,
+                            sent, K, bound, wrong);
                 }
             }
             first = 0;
@@ -388,7 +478,6 @@ int main(int argc, char **argv)
         fprintf(jf, "\n]\n");
         fclose(jf);
     }
-    free(its);
     gcx_comm_destroy(world);
     return 0;
 }
