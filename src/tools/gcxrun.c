@@ -2,7 +2,8 @@
  * gcxrun - start N ranks of a program on this machine, like torchrun or
  * mpirun for one host.
  *
- *   gcxrun -n N [-t] [--keep-going] [--timeout S] [--] PROGRAM [ARGS...]
+ *   gcxrun -n N [-t] [--keep-going] [--timeout S] [--bind auto|cpu|none]
+ *          [--] PROGRAM [ARGS...]
  *
  * Each rank gets GCX_RANK, GCX_WORLD_SIZE, GCX_LOCAL_RANK, GCX_LOCAL_SIZE,
  * GCX_ROOT_ADDR and GCX_ROOT_PORT. gcxrun opens the rendezvous socket itself
@@ -12,12 +13,21 @@
  * SIGINT/SIGTERM to gcxrun are forwarded. The exit status is 0 when every
  * rank succeeded, else the first failing rank's status (128+signal for a
  * signal), 124 on --timeout. With -t every output line is prefixed "[rank]".
+ *
+ * Binding, like mpirun's default: when the ranks fit the CPUs gcxrun may
+ * use (its own affinity mask), rank r is pinned to the r-th of them, so the
+ * scheduler cannot stack two busy-polling ranks on one CPU and move them
+ * around (on the 2-core box that alone took a 2-rank 1 MB allreduce from
+ * 240-520 us to 206-219 us, see perf/coll/RESULTS.md); with more ranks
+ * than CPUs nothing is pinned. --bind cpu pins round-robin even then,
+ * --bind none never.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +76,9 @@ static void gcxrun_usage(FILE *out)
             "  -t, --tag-output   prefix every output line with [rank]\n"
             "  --keep-going       do not stop the other ranks when one fails\n"
             "  --timeout S        kill the job after S seconds (exit 124)\n"
+            "  --bind MODE        auto (default): pin rank r to the r-th usable\n"
+            "                     CPU when the ranks fit, else none; cpu: pin\n"
+            "                     round-robin always; none: never\n"
             "  -h, --help         this text\n");
 }
 
@@ -142,9 +155,45 @@ static void gcxrun_setenv_int(const char *name, int value)
     setenv(name, text, 1);
 }
 
-static void gcxrun_child(int rank, int nprocs, int port, int listen_fd,
-                         int tag_output, int pipes[2][2], char **argv)
+enum { GCXRUN_BIND_AUTO, GCXRUN_BIND_CPU, GCXRUN_BIND_NONE };
+
+/* The CPUs this process may run on, in order; their count (0: unknown). */
+static int gcxrun_cpus(int *cpus, int max)
 {
+    cpu_set_t set;
+    int       c, n = 0;
+
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+        return 0;
+    }
+    for (c = 0; c < CPU_SETSIZE && n < max; ++c) {
+        if (CPU_ISSET(c, &set)) {
+            cpus[n++] = c;
+        }
+    }
+    return n;
+}
+
+/* Pins the calling process to @p cpu; a failure is reported, not fatal. */
+static void gcxrun_pin(int rank, int cpu)
+{
+    cpu_set_t set;
+
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+        fprintf(stderr, "gcxrun: rank %d: cannot bind to CPU %d: %s\n", rank,
+                cpu, strerror(errno));
+    }
+}
+
+static void gcxrun_child(int rank, int nprocs, int port, int listen_fd,
+                         int tag_output, int pipes[2][2], int cpu,
+                         char **argv)
+{
+    if (cpu >= 0) {
+        gcxrun_pin(rank, cpu);
+    }
     if (tag_output) {
         dup2(pipes[0][1], STDOUT_FILENO);
         dup2(pipes[1][1], STDERR_FILENO);
@@ -198,6 +247,7 @@ int main(int argc, char **argv)
     double           kill_at = 0, deadline = 0, timeout = 0;
     int              nprocs = 0, tag_output = 0, keep_going = 0;
     int              port, listen_fd, running, r, i, argi;
+    int              bind = GCXRUN_BIND_AUTO, ncpus, cpus[CPU_SETSIZE];
     int              first_failed = -1, exit_code = 0, timed_out = 0;
 
     for (argi = 1; argi < argc; ++argi) {
@@ -235,6 +285,20 @@ int main(int argc, char **argv)
                         argv[argi]);
                 return 2;
             }
+        } else if (!strcmp(a, "--bind")) {
+            const char *m = argi + 1 < argc ? argv[++argi] : "";
+
+            if (!strcmp(m, "auto")) {
+                bind = GCXRUN_BIND_AUTO;
+            } else if (!strcmp(m, "cpu")) {
+                bind = GCXRUN_BIND_CPU;
+            } else if (!strcmp(m, "none")) {
+                bind = GCXRUN_BIND_NONE;
+            } else {
+                fprintf(stderr, "gcxrun: --bind '%s': expected auto, cpu or "
+                        "none\n", m);
+                return 2;
+            }
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             gcxrun_usage(stdout);
             return 0;
@@ -253,6 +317,10 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    ncpus = bind == GCXRUN_BIND_NONE ? 0 : gcxrun_cpus(cpus, CPU_SETSIZE);
+    if (bind == GCXRUN_BIND_AUTO && nprocs > ncpus) {
+        ncpus = 0; /* more ranks than CPUs: let the scheduler place them */
+    }
     listen_fd = gcxrun_listen(&port);
     if (listen_fd < 0) {
         fprintf(stderr, "gcxrun: cannot open the rendezvous socket: %s\n",
@@ -286,7 +354,7 @@ int main(int argc, char **argv)
         }
         if (ranks[r].pid == 0) {
             gcxrun_child(r, nprocs, port, listen_fd, tag_output, pipes,
-                         &argv[argi]);
+                         ncpus > 0 ? cpus[r % ncpus] : -1, &argv[argi]);
         }
         ranks[r].running = 1;
         for (i = 0; i < 2; ++i) {
