@@ -22,7 +22,9 @@
  * bit-identical results.
  *
  * Algorithms (GCX_SPARSE_ALGO; auto chooses with an alpha-beta model fed by
- * N, P and every rank's nnz, see src/coll/sparse_allreduce/README.md):
+ * N, P and every rank's nnz, corrected by what its earlier calls on the
+ * communicator measured (GCX_SPARSE_FEEDBACK), see
+ * src/coll/sparse_allreduce/README.md):
  * allgather (the Horovod/GRACE/DGC baseline), recursive_doubling (sorted
  * merge-sum, dense once fill-in makes dense cheaper), split (sparse
  * reduce-scatter by index range + sparse or dense allgather) and
