@@ -9,10 +9,10 @@
 # OUT/figures.md (which figure holds, with the numbers). The bound uses the
 # link rate each run measured (the driver's timed allgathers).
 #
-# Cost: ~10 minutes on the 2-core box at 1 Gbit/s. Needs root.
+# Cost: ~15 minutes on the 2-core box at 1 Gbit/s. Needs root.
 set -euo pipefail
 
-build=build out=perf/sparse/results rate=1gbit iters=3
+build=build out=perf/sparse/results rate=1gbit iters=3 reps=5
 # auto corrects its model from what it measured (GCX_SPARSE_FEEDBACK): every
 # row, every algorithm alike, gets 5 untimed calls first, so what is timed
 # is auto as a training loop sees it after its first steps
@@ -23,8 +23,9 @@ while [[ $# -gt 0 ]]; do
     --out) out=$2; shift 2 ;;
     --rate) rate=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
+    --reps) reps=$2; shift 2 ;;
     -h | --help)
-        echo "usage: $0 [--build DIR] [--out DIR] [--rate 1gbit] [--iters 3]"
+        echo "usage: $0 [--build DIR] [--out DIR] [--rate 1gbit] [--iters 3] [--reps 5]"
         exit 0 ;;
     *) echo "$0: unknown option $1" >&2; exit 2 ;;
     esac
@@ -35,6 +36,7 @@ root_dir=$(cd "$here/../.." && pwd)
 perf=$build/perf/sparse/gcx_sparse_allreduce_perf
 [[ -x $perf ]] || { echo "$0: $perf not built" >&2; exit 1; }
 mkdir -p "$out"
+rm -f "$out"/emu4_"$rate"_*.json "$out"/emu4_"$rate"_*.txt
 
 # setting NAME DRIVER-ARGS...
 setting() {
@@ -46,15 +48,28 @@ setting() {
         2>&1 | grep -v '^\[[123]\]' | tee "$out/$name.txt"
 }
 
-# small densities run in milliseconds: more iterations against noise
+# small densities run in milliseconds, where one algorithm differs by up to
+# ~20% between two communicators: 5x the iterations, and the whole setting
+# --reps times (each time on new communicators; the dense allreduce, 1 s a
+# call, only the first time); figures.py takes each algorithm's median
+# over the repetitions
+small() { # NAME ARGS...
+    local name=$1 r
+    shift
+    setting "$name" "$@" -n $((iters * 5))
+    for ((r = 2; r <= reps; r++)); do
+        setting "${name}_r$r" "$@" -n $((iters * 5)) \
+            -a allgather,recursive_doubling,split,balanced_split,auto
+    done
+}
 for ov in 0 0.5 1; do
     tag=o${ov/./}
-    setting "${tag}_small" -d 0.0001,0.001 -o "$ov" -n $((iters * 5))
+    small "${tag}_small" -d 0.0001,0.001 -o "$ov"
     setting "$tag" -d 0.01,0.1 -o "$ov"
 done
-setting topk0_small -d 0.001 -o 0 --topk -n $((iters * 5))
+small topk0_small -d 0.001 -o 0 --topk
 setting topk0 -d 0.01 -o 0 --topk
-setting topk_small -d 0.001 -o 0.5 --topk -n $((iters * 5))
+small topk_small -d 0.001 -o 0.5 --topk
 setting topk -d 0.01 -o 0.5 --topk
 python3 "$here/figures.py" --rate "$rate" "$out"/emu4_"$rate"_*.json \
     >"$out/figures.md"
