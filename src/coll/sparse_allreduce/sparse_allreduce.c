@@ -30,12 +30,15 @@
  * (a rank descheduled, a retransmit) only ever adds time, so a ratio is the
  * smallest seen; it expires GCX_SPARSE_FB_EXPIRE records of its bucket
  * after it was first set, so every algorithm gets measured afresh now and
- * then and one unlucky call cannot ban it for good. The measurement rides
+ * then and one unlucky call cannot ban it for good. The model can also be
+ * too pessimistic about an algorithm, which then would never run: so any
+ * algorithm modelled within GCX_SPARSE_FB_EXPLORE of the cheapest measured
+ * one and not measured itself is run once (gcx_sparse_select). The measurement rides
  * in the next call's info exchange (4 numbers per rank), so every rank
  * folds in the same numbers and the tables stay identical; a hash of the
  * table travels with them and any disagreement resets every rank's table.
- * Cost: 40 bytes per info record; an algorithm the model overrates runs
- * once per expiry period. A call of an unusual size lands in its own
+ * Cost: 40 bytes per info record; per expiry period (64 calls of a bucket)
+ * one call of each algorithm that models close to the best. A call of an unusual size lands in its own
  * bucket and does not disturb the others.
  */
 #include "sparse_allreduce.h"
@@ -66,7 +69,8 @@ enum {
 #define GCX_SPARSE_FB_BUCKETS 16     /* factor-of-2 buckets of modelled time */
 #define GCX_SPARSE_FB_BUCKET0 100e-6 /* bucket 0: up to 200 us */
 #define GCX_SPARSE_FB_CLAMP   16.0   /* ratios kept within [1/16, 16] */
-#define GCX_SPARSE_FB_EXPIRE  32     /* records of a bucket a ratio lives */
+#define GCX_SPARSE_FB_EXPIRE  64     /* records of a bucket a ratio lives */
+#define GCX_SPARSE_FB_EXPLORE 1.5    /* measure what models within 1.5x */
 
 /* The feedback table; every rank holds the same bits (hashed). */
 typedef struct gcx_sparse_fb {
@@ -462,46 +466,65 @@ static const gcx_sparse_algo_t *gcx_sparse_find(int id)
     return gcx_sparse_algos[0];
 }
 
+/*
+ * The cheapest by the corrected model. With feedback, explore first: while
+ * the cheapest is measured but an algorithm within GCX_SPARSE_FB_EXPLORE of
+ * it is not (never, or its ratio expired), run that one (the lowest
+ * modelled first), so an algorithm the model overrates gets measured too,
+ * once per expiry period. Reads only state every rank has alike.
+ */
 static const gcx_sparse_algo_t *gcx_sparse_select(gcx_sparse_task_t *t)
 {
-    const gcx_sparse_comm_state_t *e    = gcx_sparse_state(t->super.comm);
-    const gcx_sparse_algo_t       *best = NULL;
-    double                         best_cost = 0, model, ratio, cost;
-    char                           line[640], note[32];
-    size_t                         i, used = 0;
-    int                            bucket;
+    const gcx_sparse_comm_state_t *e  = gcx_sparse_state(t->super.comm);
+    double model[GCX_SPARSE_NALGOS], ratio[GCX_SPARSE_NALGOS];
+    double cost[GCX_SPARSE_NALGOS];
+    int    bucket[GCX_SPARSE_NALGOS], fb = gcx_sparse_feedback_on(t);
+    char   line[640], note[32];
+    size_t i, best = 0, used = 0;
+    int    explore = -1;
 
     for (i = 0; i < GCX_SPARSE_NALGOS; ++i) {
-        model  = gcx_sparse_algos[i]->cost(t);
-        bucket = gcx_sparse_fb_bucket(model);
-        ratio  = gcx_sparse_feedback_on(t) ?
-                     gcx_sparse_fb_ratio(&e->fb, i, bucket) : 0;
-        cost   = ratio > 0 ? model * ratio : model;
-        if (best == NULL || cost < best_cost) {
-            best         = gcx_sparse_algos[i];
-            best_cost    = cost;
-            t->fb_algo   = (int)i + 1;
-            t->fb_bucket = bucket;
-            t->fb_model  = model;
+        model[i]  = gcx_sparse_algos[i]->cost(t);
+        bucket[i] = gcx_sparse_fb_bucket(model[i]);
+        ratio[i]  = fb ? gcx_sparse_fb_ratio(&e->fb, i, bucket[i]) : 0;
+        cost[i]   = ratio[i] > 0 ? model[i] * ratio[i] : model[i];
+        if (cost[i] < cost[best]) {
+            best = i;
         }
+    }
+    for (i = 0; fb && ratio[best] > 0 && i < GCX_SPARSE_NALGOS; ++i) {
+        if (ratio[i] == 0 && model[i] <= GCX_SPARSE_FB_EXPLORE * cost[best] &&
+            (explore < 0 || model[i] < model[explore])) {
+            explore = (int)i;
+        }
+    }
+    if (explore >= 0) {
+        best = (size_t)explore;
+    }
+    t->fb_algo   = (int)best + 1;
+    t->fb_bucket = bucket[best];
+    t->fb_model  = model[best];
+    for (i = 0; i < GCX_SPARSE_NALGOS; ++i) {
         note[0] = '\0';
-        if (ratio > 0) {
-            snprintf(note, sizeof(note), " (x%.2f measured)", ratio);
+        if (ratio[i] > 0) {
+            snprintf(note, sizeof(note), " (x%.2f measured)", ratio[i]);
         }
         used += (size_t)snprintf(line + used, sizeof(line) - used,
                                  "%s%s %.3f ms%s", i ? ", " : "",
-                                 gcx_sparse_algos[i]->name, cost * 1e3, note);
+                                 gcx_sparse_algos[i]->name, cost[i] * 1e3,
+                                 note);
         if (used >= sizeof(line)) {
             used = sizeof(line) - 1;
         }
     }
     gcx_info("sparse allreduce #%u: N %zu, P %d, nnz sum %zu max %zu, topk "
-             "%zu, alpha %.1f us, beta %.3f Gbit/s, merge %.1f ns/pair -> %s "
+             "%zu, alpha %.1f us, beta %.3f Gbit/s, merge %.1f ns/pair -> %s%s "
              "(model: %s)",
              t->super.seq, t->N, t->super.comm->size, t->nnz_sum, t->nnz_max,
              t->topk, t->alpha * 1e6, 8.0 / t->beta / 1e9, t->gamma * 1e9,
-             best->name, line);
-    return best;
+             gcx_sparse_algos[best]->name, explore >= 0 ? " (to measure it)" : "",
+             line);
+    return gcx_sparse_algos[best];
 }
 
 /* ---- epilogue ------------------------------------------------------------- */
