@@ -6,7 +6,7 @@
  * N) -> argument check of gcx_coll_submit_checked (N and topk must agree;
  * a rank's local error fails every rank with GCX_ERR_MISMATCH) -> info
  * exchange (ring allgather of [nnz, capacity, P-1 index quantiles, a 32-hash
- * union sketch] per
+ * union sketch on every 16th auto call, the feedback record] per
  * rank: (P-1)·α, ~300 bytes) -> selection from that info, so every rank
  * picks the same algorithm -> the algorithm -> epilogue: top-k (if the
  * algorithm did not select it already), capacity check against every
@@ -69,6 +69,7 @@ enum {
 #define GCX_SPARSE_FB_BUCKETS 16     /* factor-of-2 buckets of modelled time */
 #define GCX_SPARSE_FB_BUCKET0 100e-6 /* bucket 0: up to 200 us */
 #define GCX_SPARSE_FB_CLAMP   16.0   /* ratios kept within [1/16, 16] */
+#define GCX_SPARSE_SKETCH_EVERY 16
 #define GCX_SPARSE_FB_EXPIRE  64     /* records of a bucket a ratio lives */
 #define GCX_SPARSE_FB_EXPLORE 1.5    /* measure what models within 1.5x */
 
@@ -87,6 +88,11 @@ typedef struct gcx_sparse_comm_state {
     /* this rank's record of its last auto call, sent with the next one:
      * algorithm index + 1 (0: none), bucket, modelled ns, measured ns */
     int64_t                      last[GCX_SPARSE_FB_LEN - 1];
+    /* union sketches: every GCX_SPARSE_SKETCH_EVERY-th auto call (a sketch
+     * hashes every index: ~10% of a call); in between the last one's
+     * union / nnz sum stands in */
+    uint64_t                     calls;
+    double                       union_ratio;
 } gcx_sparse_comm_state_t;
 
 /* The state of @p comm (see comm.h); NULL when never created. */
@@ -666,9 +672,17 @@ static void gcx_sparse_progress(gcx_task_t *task)
             }
             gcx_sparse_fb_fold(t);
             t->union_est = 0; /* sketches are only sent for auto */
-            if (task->comm->config.sparse_algo == GCX_SPARSE_ALGO_AUTO) {
-                t->union_est = gcx_sparse_sketch_union(t->info + GCX_SPARSE_INFO_SKETCH(P), P,
-                                                       t->info_len);
+            if (t->sketched) {
+                gcx_sparse_comm_state_t *e = gcx_sparse_state(task->comm);
+
+                t->union_est = gcx_sparse_sketch_union(
+                    t->info + GCX_SPARSE_INFO_SKETCH(P), P, t->info_len);
+                e->union_ratio = t->nnz_sum > 0 ?
+                                     t->union_est / (double)t->nnz_sum : 0;
+            } else if (task->comm->config.sparse_algo ==
+                       GCX_SPARSE_ALGO_AUTO) { /* the last sketch's overlap */
+                t->union_est = gcx_sparse_state(task->comm)->union_ratio *
+                               (double)t->nnz_sum;
             }
             if (t->union_est > 0 && t->union_est < (double)t->nnz_max) {
                 t->union_est = (double)t->nnz_max;
@@ -861,7 +875,9 @@ gcx_status_t gcx_sparse_allreduce(gcx_comm_t *comm, const gcx_sparse_t *input,
             t->in_nnz > 0 ? (int64_t)t->in_idx[q * t->in_nnz / (size_t)P] :
                             (int64_t)(q * t->N / (size_t)P);
     }
-    if (comm->config.sparse_algo == GCX_SPARSE_ALGO_AUTO) { /* for the model */
+    if (comm->config.sparse_algo == GCX_SPARSE_ALGO_AUTO &&
+        gcx_sparse_state(comm)->calls++ % GCX_SPARSE_SKETCH_EVERY == 0) {
+        t->sketched = 1; /* for the model; every rank counts alike */
         gcx_sparse_sketch(t->in_idx, t->in_nnz,
                           t->info_send + GCX_SPARSE_INFO_SKETCH(P));
     } else {

@@ -88,6 +88,7 @@ struct gcx_sparse_task {
     double          alpha, beta; /* s, s/byte */
     double          gamma;       /* s per pair written by a merge */
     double          union_est;   /* union size from the sketches; 0: none */
+    int             sketched;    /* this call carries every rank's sketch */
     /* feedback (auto): what the chosen algorithm was modelled to cost */
     int             fb_algo;     /* index in the table + 1; 0: no record */
     int             fb_bucket;
