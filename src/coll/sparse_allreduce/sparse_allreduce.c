@@ -33,13 +33,14 @@
  * then and one unlucky call cannot ban it for good. The model can also be
  * too pessimistic about an algorithm, which then would never run: so any
  * algorithm modelled within GCX_SPARSE_FB_EXPLORE of the cheapest measured
- * one and not measured itself is run once (gcx_sparse_select). The measurement rides
- * in the next call's info exchange (4 numbers per rank), so every rank
- * folds in the same numbers and the tables stay identical; a hash of the
- * table travels with them and any disagreement resets every rank's table.
- * Cost: 40 bytes per info record; per expiry period (64 calls of a bucket)
- * one call of each algorithm that models close to the best. A call of an unusual size lands in its own
- * bucket and does not disturb the others.
+ * one and not measured itself is run once (gcx_sparse_select). The
+ * measurement rides in the next call's info exchange (4 numbers per rank),
+ * so every rank folds in the same numbers and the tables stay identical; a
+ * hash of the table travels with them and any disagreement resets every
+ * rank's table. Cost: 40 bytes per info record; per expiry period (64 calls
+ * of a bucket) one call of each algorithm that models close to the best. A
+ * call of an unusual size lands in its own bucket and does not disturb the
+ * others.
  */
 #include "sparse_allreduce.h"
 
@@ -472,6 +473,36 @@ static const gcx_sparse_algo_t *gcx_sparse_find(int id)
     return gcx_sparse_algos[0];
 }
 
+/* The info line of a selection: every algorithm's corrected time. */
+static void gcx_sparse_log_choice(const gcx_sparse_task_t *t, size_t best,
+                                  int explore, const double *cost,
+                                  const double *ratio)
+{
+    char   line[640], note[32];
+    size_t i, used = 0;
+
+    for (i = 0; i < GCX_SPARSE_NALGOS; ++i) {
+        note[0] = '\0';
+        if (ratio[i] > 0) {
+            snprintf(note, sizeof(note), " (x%.2f measured)", ratio[i]);
+        }
+        used += (size_t)snprintf(line + used, sizeof(line) - used,
+                                 "%s%s %.3f ms%s", i ? ", " : "",
+                                 gcx_sparse_algos[i]->name, cost[i] * 1e3,
+                                 note);
+        if (used >= sizeof(line)) {
+            used = sizeof(line) - 1;
+        }
+    }
+    gcx_info("sparse allreduce #%u: N %zu, P %d, nnz sum %zu max %zu, topk "
+             "%zu, alpha %.1f us, beta %.3f Gbit/s, merge %.1f ns/pair -> %s%s "
+             "(model: %s)",
+             t->super.seq, t->N, t->super.comm->size, t->nnz_sum, t->nnz_max,
+             t->topk, t->alpha * 1e6, 8.0 / t->beta / 1e9, t->gamma * 1e9,
+             gcx_sparse_algos[best]->name,
+             explore ? " (to measure it)" : "", line);
+}
+
 /*
  * The cheapest by the corrected model. With feedback, explore first: while
  * the cheapest is measured but an algorithm within GCX_SPARSE_FB_EXPLORE of
@@ -485,8 +516,7 @@ static const gcx_sparse_algo_t *gcx_sparse_select(gcx_sparse_task_t *t)
     double model[GCX_SPARSE_NALGOS], ratio[GCX_SPARSE_NALGOS];
     double cost[GCX_SPARSE_NALGOS];
     int    bucket[GCX_SPARSE_NALGOS], fb = gcx_sparse_feedback_on(t);
-    char   line[640], note[32];
-    size_t i, best = 0, used = 0;
+    size_t i, best = 0;
     int    explore = -1;
 
     for (i = 0; i < GCX_SPARSE_NALGOS; ++i) {
@@ -510,26 +540,9 @@ static const gcx_sparse_algo_t *gcx_sparse_select(gcx_sparse_task_t *t)
     t->fb_algo   = (int)best + 1;
     t->fb_bucket = bucket[best];
     t->fb_model  = model[best];
-    for (i = 0; i < GCX_SPARSE_NALGOS; ++i) {
-        note[0] = '\0';
-        if (ratio[i] > 0) {
-            snprintf(note, sizeof(note), " (x%.2f measured)", ratio[i]);
-        }
-        used += (size_t)snprintf(line + used, sizeof(line) - used,
-                                 "%s%s %.3f ms%s", i ? ", " : "",
-                                 gcx_sparse_algos[i]->name, cost[i] * 1e3,
-                                 note);
-        if (used >= sizeof(line)) {
-            used = sizeof(line) - 1;
-        }
+    if (GCX_LOG_INFO <= gcx_log_level_current) { /* not on the hot path */
+        gcx_sparse_log_choice(t, best, explore >= 0, cost, ratio);
     }
-    gcx_info("sparse allreduce #%u: N %zu, P %d, nnz sum %zu max %zu, topk "
-             "%zu, alpha %.1f us, beta %.3f Gbit/s, merge %.1f ns/pair -> %s%s "
-             "(model: %s)",
-             t->super.seq, t->N, t->super.comm->size, t->nnz_sum, t->nnz_max,
-             t->topk, t->alpha * 1e6, 8.0 / t->beta / 1e9, t->gamma * 1e9,
-             gcx_sparse_algos[best]->name, explore >= 0 ? " (to measure it)" : "",
-             line);
     return gcx_sparse_algos[best];
 }
 
