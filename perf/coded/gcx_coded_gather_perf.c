@@ -31,6 +31,8 @@
 #include <gcx/coding.h>
 #include <gcx/gcx.h>
 
+#include "perf_common.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,12 +100,6 @@ static gcx_comm_t *make_comm(gcx_comm_t *world, int straggle)
     }
     gcx_config_release(config);
     return comm;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
@@ -228,7 +224,7 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
             }
         }
     }
-    qsort(times, (size_t)o->rounds, sizeof(double), cmp_double);
+    perf_sort_doubles(times, o->rounds);
     row->mode       = mode;
     row->straggle   = straggle;
     row->n          = n;

@@ -260,6 +260,17 @@ static int perf_cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+void perf_sort_doubles(double *values, int n)
+{
+    qsort(values, (size_t)n, sizeof(*values), perf_cmp_double);
+}
+
+double perf_median(double *values, int n)
+{
+    perf_sort_doubles(values, n);
+    return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
 int perf_allreduce_main(int argc, char **argv, const perf_backend_t *backend)
 {
     perf_options_t o;
@@ -332,9 +343,7 @@ int perf_allreduce_main(int argc, char **argv, const perf_backend_t *backend)
             times[it] = perf_now() - t0;
         }
         backend->max_doubles(times, o.iters);
-        qsort(times, (size_t)o.iters, sizeof(double), perf_cmp_double);
-        median = o.iters % 2 ? times[o.iters / 2] :
-                               0.5 * (times[o.iters / 2 - 1] + times[o.iters / 2]);
+        median = perf_median(times, o.iters);
         if (o.check) {
             perf_fill(src, count, o.dtype, rank);
             failures += backend->allreduce(src, dst, count, o.dtype, o.op) != 0;

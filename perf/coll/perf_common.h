@@ -21,6 +21,13 @@ typedef struct perf_backend {
     void (*finalize)(void);
 } perf_backend_t;
 
+/** Sort @p n doubles ascending, in place (qsort). */
+void perf_sort_doubles(double *values, int n);
+
+/** Median of @p n >= 1 doubles (the mean of the middle two for even n);
+ *  sorts them in place. */
+double perf_median(double *values, int n);
+
 /** Parse options, run the size sweep, print rows; returns the exit code. */
 int perf_allreduce_main(int argc, char **argv, const perf_backend_t *backend);
 

@@ -30,6 +30,8 @@
 #include <gcx/gcx.h>
 #include <gcx/sparse.h>
 
+#include "perf_common.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,20 +76,12 @@ static double perf_max(double v)
     return v;
 }
 
-static int perf_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return (x > y) - (x < y);
-}
-
 /* Median over @p n iterations of the slowest rank's time (sorts @p t). */
 static double perf_median_of_max(double *t, int n)
 {
     gcx_allreduce(world, GCX_IN_PLACE, t, (size_t)n, GCX_DT_F64, GCX_OP_MAX,
                   NULL);
-    qsort(t, (size_t)n, sizeof(*t), perf_cmp_double);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    return perf_median(t, n);
 }
 
 /*
@@ -386,54 +380,53 @@ int main(int argc, char **argv)
          * 1 s dense call between two sparse calls would leave their TCP
          * connections idle long enough to restart slow start) */
         for (pass = 0; pass < 2; ++pass) {
-        for (it = 0; it < warm + iters; ++it) {
-            for (r = 0; r < nrows; ++r) {
-                perf_row_t  *row = &rows[r];
-                gcx_sparse_t in  = {idx, val, nnz, nnz, N, 0};
-                gcx_sparse_t out = {oi, ov, 0, cap, N, 0};
-                gcx_sparse_allreduce_opts_t opts = {topk_on ? k : 0, NULL};
-                gcx_sparse_allreduce_stats_t stats;
-                double       t0;
+            for (it = 0; it < warm + iters; ++it) {
+                for (r = 0; r < nrows; ++r) {
+                    perf_row_t  *row = &rows[r];
+                    gcx_sparse_t in  = {idx, val, nnz, nnz, N, 0};
+                    gcx_sparse_t out = {oi, ov, 0, cap, N, 0};
+                    gcx_sparse_allreduce_opts_t opts = {topk_on ? k : 0, NULL};
+                    gcx_sparse_allreduce_stats_t stats;
+                    double       t0;
 
-                if (row->is_dense != pass) {
-                    continue;
-                }
-                gcx_barrier(world, NULL); /* each call on its own */
-                t0 = perf_now();
-                if (row->is_dense) {
-                    memset(dense, 0, N * sizeof(float));
-                    for (j = 0; j < nnz; ++j) {
-                        dense[idx[j]] = val[j];
+                    if (row->is_dense != pass) {
+                        continue;
                     }
-                    st = gcx_allreduce(row->comm, GCX_IN_PLACE, dense, N,
-                                       GCX_DT_F32, GCX_OP_SUM, NULL);
-                } else {
-                    /* sparse output: what Ok-Topk / DGC consume */
-                    st = gcx_sparse_allreduce(row->comm, &in, NULL, &out, &opts,
-                                              NULL);
-                }
-                if (st != GCX_OK) {
-                    fprintf(stderr, "%s failed: %s\n", row->name,
-                            gcx_strerror(st));
-                    return 1;
-                }
-                if (it < warm) {
-                    continue;
-                }
-                row->its[it - warm] = perf_now() - t0;
-                if (!row->is_dense &&
-                    gcx_sparse_allreduce_last_stats(row->comm, &stats) ==
-                        GCX_OK) {
-                    row->stats = stats;
-                    row->chosen[perf_algo_index(stats.algo)]++;
-                }
-                if (it == warm + iters - 1 && !topk_on) {
-                    row->wrong = perf_count_wrong(&out, row->is_dense ? dense :
-                                                                        NULL,
-                                                  ref, N);
+                    gcx_barrier(world, NULL); /* each call on its own */
+                    t0 = perf_now();
+                    if (row->is_dense) {
+                        memset(dense, 0, N * sizeof(float));
+                        for (j = 0; j < nnz; ++j) {
+                            dense[idx[j]] = val[j];
+                        }
+                        st = gcx_allreduce(row->comm, GCX_IN_PLACE, dense, N,
+                                           GCX_DT_F32, GCX_OP_SUM, NULL);
+                    } else {
+                        /* sparse output: what Ok-Topk / DGC consume */
+                        st = gcx_sparse_allreduce(row->comm, &in, NULL, &out,
+                                                  &opts, NULL);
+                    }
+                    if (st != GCX_OK) {
+                        fprintf(stderr, "%s failed: %s\n", row->name,
+                                gcx_strerror(st));
+                        return 1;
+                    }
+                    if (it < warm) {
+                        continue;
+                    }
+                    row->its[it - warm] = perf_now() - t0;
+                    if (!row->is_dense &&
+                        gcx_sparse_allreduce_last_stats(row->comm, &stats) ==
+                            GCX_OK) {
+                        row->stats = stats;
+                        row->chosen[perf_algo_index(stats.algo)]++;
+                    }
+                    if (it == warm + iters - 1 && !topk_on) {
+                        row->wrong = perf_count_wrong(
+                            &out, row->is_dense ? dense : NULL, ref, N);
+                    }
                 }
             }
-        }
         }
         for (r = 0; r < nrows; ++r) {
             perf_row_t *row = &rows[r];
