@@ -27,7 +27,7 @@ for p in "${ranks[@]}"; do
   done
 done
 python3 - "$out" "$rounds" "${ranks[@]}" <<'PY'
-import json, sys
+import json, statistics, sys
 out, rounds, ranks = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 print("%5s %12s %12s %12s %7s %7s %13s %9s" % ("ranks", "size", "gcx busbw",
       "mpi busbw", "ratio", "#wrong", "paired median", "gcx ahead"))
@@ -45,11 +45,10 @@ for p in ranks:
         g, m = best[("gcx", size)], best[("mpi", size)]
         ratio = g / m if m else float("inf")
         worst = ratio if worst is None else min(worst, ratio)
-        paired = sorted(per_round[("gcx", size, r)] / per_round[("mpi", size, r)]
-                        for r in range(1, rounds + 1) if per_round[("mpi", size, r)])
+        paired = [per_round[("gcx", size, r)] / per_round[("mpi", size, r)]
+                  for r in range(1, rounds + 1) if per_round[("mpi", size, r)]]
         n = len(paired)
-        med = (paired[n // 2] if n % 2 else
-               0.5 * (paired[n // 2 - 1] + paired[n // 2])) if n else float("nan")
+        med = statistics.median(paired) if n else float("nan")
         ahead = sum(1 for x in paired if x >= 1.0)
         print("%5s %12d %12.3f %12.3f %7.2f %7d %13.2f %6d/%-2d" % (p, size, g, m, ratio,
               best[("gcx", size, "wrong")] + best[("mpi", size, "wrong")], med, ahead, n))

@@ -17,14 +17,9 @@ dense are compared with it. Each figure prints its numbers and "met" or
 """
 import json
 import sys
+from statistics import median
 
 SPARSE = ("allgather", "recursive_doubling", "split", "balanced_split")
-
-
-def median(values):
-    v = sorted(values)
-    n = len(v)
-    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
 
 
 def load(paths):
