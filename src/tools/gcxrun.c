@@ -89,8 +89,9 @@ static void gcxrun_flush_line(gcxrun_stream_t *s, int rank)
     s->len = 0;
 }
 
-/* Reads what is there; prints complete lines with the rank prefix. */
-static void gcxrun_drain(gcxrun_stream_t *s, int rank)
+/* Reads what is there; prints complete lines with the rank prefix. Returns
+ * 0 when there was nothing to read (yet), else 1. */
+static int gcxrun_drain(gcxrun_stream_t *s, int rank)
 {
     char    buf[4096];
     ssize_t n, i;
@@ -104,7 +105,7 @@ static void gcxrun_drain(gcxrun_stream_t *s, int rank)
             close(s->fd);
             s->fd = -1;
         }
-        return;
+        return n < 0 && errno == EINTR;
     }
     for (i = 0; i < n; ++i) {
         if (buf[i] == '\n') {
@@ -123,6 +124,7 @@ static void gcxrun_drain(gcxrun_stream_t *s, int rank)
         }
         s->line[s->len++] = buf[i];
     }
+    return 1;
 }
 
 static int gcxrun_listen(int *port_p)
@@ -427,6 +429,28 @@ int main(int argc, char **argv)
         }
         if (kill_at != 0 && gcxrun_now() > kill_at) {
             gcxrun_kill_all(ranks, nprocs, SIGKILL);
+        }
+        if (running == 0 && tag_output) {
+            /* Every rank is reaped, so all they wrote is in the pipes: take
+             * it and stop. Waiting for EOF would wait on whatever child a
+             * rank left behind holding its stdout (a shell's sleep), past
+             * --timeout and the stop of a failed job. */
+            for (r = 0; r < nprocs; ++r) {
+                for (i = 0; i < 2; ++i) {
+                    gcxrun_stream_t *s = &ranks[r].streams[i];
+
+                    while (s->fd >= 0 && gcxrun_drain(s, r)) {
+                    }
+                    if (s->fd >= 0) {
+                        if (s->len > 0) {
+                            gcxrun_flush_line(s, r);
+                        }
+                        close(s->fd);
+                        s->fd = -1;
+                    }
+                }
+            }
+            break;
         }
 
         for (r = 0; r < nprocs && tag_output; ++r) {
