@@ -17,6 +17,11 @@ build=build out=perf/sparse/results rate=1gbit iters=3 reps=5
 # row, every algorithm alike, gets 5 untimed calls first, so what is timed
 # is auto as a training loop sees it after its first steps
 warm=5
+# every call starts from idle links (10 ms: the 1 Gbit/s links' tbf buckets,
+# 4 ms of traffic, are full again), so no row gains or loses by the row
+# before it (see the driver's --gap-ms): the way a training step's exchange
+# follows its compute
+gap_ms=10
 while [[ $# -gt 0 ]]; do
     case $1 in
     --build) build=$2; shift 2 ;;
@@ -36,20 +41,31 @@ root_dir=$(cd "$here/../.." && pwd)
 perf=$build/perf/sparse/gcx_sparse_allreduce_perf
 [[ -x $perf ]] || { echo "$0: $perf not built" >&2; exit 1; }
 mkdir -p "$out"
-rm -f "$out"/emu4_"$rate"_*.json "$out"/emu4_"$rate"_*.txt
+rm -f "$out"/emu4_"$rate"_*.json "$out"/emu4_"$rate"_*.txt \
+    "$out"/emu4_"$rate"_*.failed.log
 
-# setting NAME DRIVER-ARGS...
+# setting NAME DRIVER-ARGS...: one run; NAME.txt keeps rank 0's lines. A
+# failed run (a call over GCX_TIMEOUT, 60 s here: no call of these takes
+# 2 s) keeps every rank's lines in NAME.failed.log and stops the script.
 setting() {
-    local name=emu4_${rate}_$1
+    local name=emu4_${rate}_$1 all rc=0
     shift
     echo "== $name: gcx_sparse_allreduce_perf $*"
-    "$root_dir/perf/cluster/emulate.sh" -n 4 --rate "$rate" -q -- \
-        "$perf" -N 25M -n "$iters" -w "$warm" --json "$out/$name.json" "$@" \
-        2>&1 | grep -v '^\[[123]\]' | tee "$out/$name.txt"
+    all=$(mktemp)
+    GCX_TIMEOUT=${GCX_TIMEOUT:-60} "$root_dir/perf/cluster/emulate.sh" -n 4 \
+        --rate "$rate" -q -- "$perf" -N 25M -n "$iters" -w "$warm" \
+        --gap-ms "$gap_ms" --json "$out/$name.json" "$@" >"$all" 2>&1 || rc=$?
+    grep -v '^\[[123]\]' "$all" | tee "$out/$name.txt"
+    if ((rc != 0)); then
+        mv "$all" "$out/$name.failed.log"
+        echo "$0: $name failed (exit $rc); every rank's output: $out/$name.failed.log" >&2
+        exit 1
+    fi
+    rm -f "$all"
 }
 
-# small densities run in milliseconds, where one algorithm differs by up to
-# ~20% between two communicators: 5x the iterations, and the whole setting
+# small densities run in milliseconds, where a row still moves by ~10%
+# between runs: 5x the iterations, and the whole setting
 # --reps times (each time on new communicators; the dense allreduce, 1 s a
 # call, only the first time); figures.py takes each algorithm's median
 # over the repetitions

@@ -22,9 +22,16 @@
  * algorithms take turns, one call each per iteration after a barrier, so a
  * drift of a shared machine hits them alike (the dense allreduce runs
  * after them: a second between two calls of a communicator would let TCP
- * restart slow start on its connections). For auto the line below it
- * says which algorithms its timed calls ran (it learns from its first calls:
- * GCX_SPARSE_FEEDBACK).
+ * restart slow start on its connections). --gap-ms G idles every rank G ms
+ * before each call, so every call starts from idle links. Under
+ * perf/cluster/emulate.sh that matters: each link's tc tbf bucket (rate/HZ,
+ * 500 KB = 4 ms at 1 Gbit/s) refills while a link idles, is two thirds of
+ * what a rank sends at 0.1% density, and back to back a call got what the
+ * call before it left: at 0.1%, overlap 0, the row right after
+ * recursive_doubling took 4.6-5.0 ms and the next row 5.7-6.6 ms, whichever
+ * algorithm either was (split and auto swapped places). For auto the line
+ * below it says which algorithms its timed calls ran (it learns from its
+ * first calls: GCX_SPARSE_FEEDBACK).
  */
 #include <math.h>
 #include <gcx/gcx.h>
@@ -44,6 +51,17 @@ static gcx_status_t perf_oob_allgather(const void *sendbuf, void *recvbuf,
 {
     (void)ctx;
     return gcx_allgather(world, sendbuf, recvbuf, len, GCX_DT_U8, NULL);
+}
+
+/* Sleep @p ms milliseconds (--gap-ms): the links go idle before a call. */
+static void perf_idle(double ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000),
+                          (long)(fmod(ms, 1000.0) * 1e6)};
+
+    if (ms > 0) {
+        nanosleep(&ts, NULL);
+    }
 }
 
 static double perf_now(void)
@@ -227,6 +245,7 @@ int main(int argc, char **argv)
 {
     size_t      N = 25000000, k, nnz, cap, j, topk_on = 0;
     double      dens[16] = {0.0001, 0.001, 0.01, 0.1}, overlap = 0, rate = 0;
+    double      gap_ms = 0;
     int         ndens = 4, iters = 5, warm = 1, a, di, it, rank, P, r, nrows;
     int         pass;
     perf_row_t  rows[PERF_MAX_ROWS];
@@ -254,6 +273,8 @@ int main(int argc, char **argv)
             iters = atoi(argv[++a]);
         } else if (!strcmp(argv[a], "-w") && a + 1 < argc) {
             warm = atoi(argv[++a]);
+        } else if (!strcmp(argv[a], "--gap-ms") && a + 1 < argc) {
+            gap_ms = atof(argv[++a]);
         } else if (!strcmp(argv[a], "--topk")) {
             topk_on = 1;
         } else if (!strcmp(argv[a], "--rate-gbps") && a + 1 < argc) {
@@ -264,14 +285,16 @@ int main(int argc, char **argv)
             fprintf(stderr,
                     "usage: %s [-N 25M] [-d 0.0001,0.001,0.01,0.1] [-o overlap]"
                     " [-a algo,...|dense] [-n iters] [-w warmup] [--topk]"
+                    " [--gap-ms MS (idle before each call)]"
                     " [--rate-gbps G (bound; default: measured)]"
                     " [--json FILE]\n",
                     argv[0]);
             return 2;
         }
     }
-    if (iters < 1 || warm < 0) {
-        fprintf(stderr, "%s: -n must be >= 1 and -w >= 0\n", argv[0]);
+    if (iters < 1 || warm < 0 || !(gap_ms >= 0 && gap_ms <= 10000)) {
+        fprintf(stderr, "%s: -n must be >= 1, -w >= 0, --gap-ms 0..10000\n",
+                argv[0]);
         return 2;
     }
     st = gcx_comm_create(NULL, NULL, &world);
@@ -392,6 +415,7 @@ int main(int argc, char **argv)
                     if (row->is_dense != pass) {
                         continue;
                     }
+                    perf_idle(gap_ms);
                     gcx_barrier(world, NULL); /* each call on its own */
                     t0 = perf_now();
                     if (row->is_dense) {
