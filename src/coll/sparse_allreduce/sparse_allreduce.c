@@ -26,19 +26,28 @@
  * algorithm and per factor-of-2 bucket of modelled time, the ratio
  * measured/modelled of the algorithm it ran (the slowest rank's time, from
  * the start of the algorithm to its results), and the next selection
- * scales each algorithm's model by its ratio (1 while unmeasured). Noise
- * (a rank descheduled, a retransmit) only ever adds time, so a ratio is the
- * smallest seen; it expires GCX_SPARSE_FB_EXPIRE records of its bucket
- * after it was first set, so every algorithm gets measured afresh now and
- * then and one unlucky call cannot ban it for good. The model can also be
+ * scales each algorithm's model by its ratio (1 while unmeasured). A ratio
+ * is the median of the algorithm's last GCX_SPARSE_FB_WINDOW records in
+ * the bucket: what a call typically takes, which is what a training loop
+ * pays. (The smallest seen, used before, favoured whichever algorithm
+ * varies most: at 0.01% density on the emulated cluster auto left
+ * allgather, ~1.35 ms a call, for split or balanced split, ~1.55 ms.) A
+ * ratio expires GCX_SPARSE_FB_EXPIRE records of its bucket after it was
+ * first set, so every algorithm gets measured afresh now and then and a
+ * few unlucky calls cannot ban it for good; one first set within the
+ * bucket's first GCX_SPARSE_FB_WARMUP records lives only that long, because
+ * the first calls of a communicator read 1.5-2.5x their later times (cold
+ * TCP connections and caches) and a contender measured then would keep
+ * that handicap for a whole period. The model can also be
  * too pessimistic about an algorithm, which then would never run: so any
  * algorithm modelled within GCX_SPARSE_FB_EXPLORE of the cheapest measured
- * one and not measured itself is run once (gcx_sparse_select). The
+ * one is run until it has GCX_SPARSE_FB_SAMPLES records of its own
+ * (gcx_sparse_select). The
  * measurement rides in the next call's info exchange (4 numbers per rank),
  * so every rank folds in the same numbers and the tables stay identical; a
  * hash of the table travels with them and any disagreement resets every
  * rank's table. Cost: 40 bytes per info record; per expiry period (64 calls
- * of a bucket) one call of each algorithm that models close to the best. A
+ * of a bucket) three calls of each algorithm that models close to the best. A
  * call of an unusual size lands in its own bucket and does not disturb the
  * others.
  */
@@ -73,10 +82,19 @@ enum {
 #define GCX_SPARSE_SKETCH_EVERY 16
 #define GCX_SPARSE_FB_EXPIRE  64     /* records of a bucket a ratio lives */
 #define GCX_SPARSE_FB_EXPLORE 1.5    /* measure what models within 1.5x */
+#define GCX_SPARSE_FB_WINDOW  5      /* records a ratio is the median of */
+#define GCX_SPARSE_FB_SAMPLES 3      /* records a contender gets at least */
+#define GCX_SPARSE_FB_WARMUP  8      /* ratios first set in the bucket's
+                                        first 8 records live 8 records */
 
 /* The feedback table; every rank holds the same bits (hashed). */
 typedef struct gcx_sparse_fb {
-    double   ratio[GCX_SPARSE_NALGOS][GCX_SPARSE_FB_BUCKETS]; /* 0: unknown */
+    /* the last records of each algorithm and bucket: a ring of count[]
+     * (at most GCX_SPARSE_FB_WINDOW) values, next[] the slot to write */
+    double   ratio[GCX_SPARSE_NALGOS][GCX_SPARSE_FB_BUCKETS]
+                  [GCX_SPARSE_FB_WINDOW];
+    uint8_t  count[GCX_SPARSE_NALGOS][GCX_SPARSE_FB_BUCKETS]; /* 0: unknown */
+    uint8_t  next[GCX_SPARSE_NALGOS][GCX_SPARSE_FB_BUCKETS];
     uint32_t since[GCX_SPARSE_NALGOS][GCX_SPARSE_FB_BUCKETS]; /* calls[] then */
     uint32_t calls[GCX_SPARSE_FB_BUCKETS]; /* records folded per bucket */
 } gcx_sparse_fb_t;
@@ -168,20 +186,26 @@ static int gcx_sparse_model_params(gcx_sparse_task_t *t)
 
 /*
  * ---- calibration: timed ring allgathers, agreed by a MAX allreduce ----
- * An untimed small ring first: the first message between two ranks may set
- * up the connection (UCX wires endpoints lazily), which would count as
- * latency (milliseconds over TCP) and make every algorithm with more steps
- * look slow. Then the fastest of 5 small rings (α: one late scheduling of a
- * rank sharing a core would otherwise count as latency), one ring of 4 MB
- * per rank (β) and a local merge (γ). Once per communicator, ~4(P-1) MB.
+ * First, untimed, 8 bytes to and from every other rank: the first message
+ * between two ranks may set up the connection (UCX wires endpoints lazily;
+ * milliseconds over TCP). Left to the algorithms, that would be charged to
+ * the first one to use a pair (the ring's neighbours are not all of them):
+ * as latency to the α measured here, and as a measured/modelled ratio of
+ * 3-7 to the first algorithm auto runs (recursive doubling at 0.01% on the
+ * emulated cluster), which then would not run again for an expiry period.
+ * Then the fastest of 5 small rings (α: one late scheduling of a rank
+ * sharing a core would otherwise count as latency), one ring of 4 MB per
+ * rank (β) and a local merge (γ). Once per communicator: 2(P-1) small
+ * messages and ~4(P-1) MB per rank.
  */
 
 #define GCX_SPARSE_CAL_BYTES (4u << 20) /* per rank: near the streaming rate */
 #define GCX_SPARSE_CAL_SMALL 5          /* small rings; the fastest counts */
 
 typedef struct gcx_sparse_cal {
-    int         stage; /* -1 warm-up, 0 small rings, 1 big ring, 2 agree */
+    int         stage; /* -1 wiring, 0 small rings, 1 big ring, 2 agree */
     int         small_done;
+    gcx_tl_req_t *wire; /* stage -1: [0, P) receives, [P, 2P) sends */
     double      t0, small_s, big_s;
     gcx_task_t *ring;
     char       *buf;
@@ -216,7 +240,52 @@ static void gcx_sparse_cal_free(gcx_sparse_cal_t *cal)
     }
     free(cal->buf);
     free(cal->counts);
+    free(cal->wire);
     free(cal);
+}
+
+/* Stage -1: post 8 bytes to and from every other rank (into and from
+ * cal->buf, which the rings overwrite later); < 0 on failure, with
+ * t->super.status set. */
+static int gcx_sparse_cal_wire_post(gcx_sparse_task_t *t,
+                                    gcx_sparse_cal_t *cal)
+{
+    int P = t->super.comm->size, rank = t->super.comm->rank, k;
+
+    for (k = 1; k < P; ++k) {
+        int from = gcx_coll_mod(rank - k, P), to = gcx_coll_mod(rank + k, P);
+
+        if (gcx_coll_recv(&t->super, from, GCX_SPARSE_SLOT(9),
+                          cal->buf + 8 * (size_t)from, 8,
+                          &cal->wire[from]) < 0 ||
+            gcx_coll_send(&t->super, to, GCX_SPARSE_SLOT(9),
+                          cal->buf + 8 * (size_t)rank, 8,
+                          &cal->wire[P + to]) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Stage -1 done: 1, in progress: 0, failed: -1 (t->super.status set). */
+static int gcx_sparse_cal_wire_test(gcx_sparse_task_t *t,
+                                    gcx_sparse_cal_t *cal)
+{
+    int P = t->super.comm->size, rank = t->super.comm->rank, i, state;
+    int done = 1;
+
+    for (i = 0; i < 2 * P; ++i) {
+        if (i % P == rank) {
+            continue;
+        }
+        state = gcx_coll_req_state(&t->super, &cal->wire[i], i % P,
+                                   i < P ? 8 : SIZE_MAX);
+        if (state < 0) {
+            return -1;
+        }
+        done &= state;
+    }
+    return done;
 }
 
 static void gcx_sparse_cal_start(gcx_sparse_task_t *t)
@@ -227,7 +296,7 @@ static void gcx_sparse_cal_start(gcx_sparse_task_t *t)
     if (cal == NULL ||
         (cal->buf = calloc((size_t)P, GCX_SPARSE_CAL_BYTES)) == NULL ||
         (cal->counts = malloc(2 * (size_t)P * sizeof(size_t))) == NULL ||
-        (cal->ring = gcx_sparse_cal_ring(t, cal, 8)) == NULL) {
+        (cal->wire = calloc(2 * (size_t)P, sizeof(*cal->wire))) == NULL) {
         if (cal != NULL) {
             gcx_sparse_cal_free(cal);
         }
@@ -236,7 +305,7 @@ static void gcx_sparse_cal_start(gcx_sparse_task_t *t)
     }
     t->algo_state = cal;
     cal->stage    = -1;
-    gcx_coll_subtask_post(&t->super, cal->ring, GCX_SPARSE_SLOT(9));
+    gcx_sparse_cal_wire_post(t, cal); /* sets t->super.status on failure */
 }
 
 /* 1 done (t->alpha, t->beta set), 0 in progress, -1 failed. */
@@ -250,12 +319,16 @@ static int gcx_sparse_cal_progress(gcx_sparse_task_t *t)
         case -1:
         case 0:
         case 1:
-            state = gcx_coll_subtask_progress(&t->super, cal->ring);
+            state = cal->stage == -1 ?
+                        gcx_sparse_cal_wire_test(t, cal) :
+                        gcx_coll_subtask_progress(&t->super, cal->ring);
             if (state <= 0) {
                 return state;
             }
-            cal->ring->ops->finalize(cal->ring);
-            cal->ring = NULL;
+            if (cal->ring != NULL) {
+                cal->ring->ops->finalize(cal->ring);
+                cal->ring = NULL;
+            }
             if (cal->stage == 0) { /* the fastest small ring: latency */
                 double dt = gcx_time_now() - cal->t0;
 
@@ -368,14 +441,30 @@ static int64_t gcx_sparse_fb_hash(const gcx_sparse_comm_state_t *e)
     return (int64_t)(h >> 1); /* non-negative: the record is int64 */
 }
 
-/* The live ratio of algorithm @p a in bucket @p b; 0: unknown or expired. */
-static double gcx_sparse_fb_ratio(const gcx_sparse_fb_t *fb, size_t a, int b)
+/* The live ratio of algorithm @p a in bucket @p b, the median of its last
+ * records (the upper middle of an even count); 0: unknown or expired.
+ * *@p count_p: how many records that is. */
+static double gcx_sparse_fb_ratio(const gcx_sparse_fb_t *fb, size_t a, int b,
+                                  int *count_p)
 {
-    if (fb->ratio[a][b] > 0 &&
-        fb->calls[b] - fb->since[a][b] < GCX_SPARSE_FB_EXPIRE) {
-        return fb->ratio[a][b];
+    double v[GCX_SPARSE_FB_WINDOW], x;
+    int    n = fb->count[a][b], i, j;
+
+    *count_p = 0;
+    if (n == 0 || fb->calls[b] - fb->since[a][b] >=
+                      (fb->since[a][b] <= GCX_SPARSE_FB_WARMUP ?
+                           GCX_SPARSE_FB_WARMUP : GCX_SPARSE_FB_EXPIRE)) {
+        return 0;
     }
-    return 0;
+    *count_p = n;
+    for (i = 0; i < n; ++i) { /* insertion sort of at most 5 values */
+        x = fb->ratio[a][b][i];
+        for (j = i; j > 0 && v[j - 1] > x; --j) {
+            v[j] = v[j - 1];
+        }
+        v[j] = x;
+    }
+    return v[n / 2];
 }
 
 /* This rank's record for the info exchange; the last one is then spent. */
@@ -403,7 +492,9 @@ static void gcx_sparse_fb_fold(gcx_sparse_task_t *t)
     int                      P = t->super.comm->size, r;
     const int64_t           *rec0 = t->info + GCX_SPARSE_INFO_FB(P), *rec;
     int64_t                  algo = rec0[0], bucket = rec0[1];
-    double                   model = 0, measured = 0, ratio, old;
+    double                   model = 0, measured = 0, ratio;
+    size_t                   a;
+    int                      n;
 
     if (!gcx_sparse_feedback_on(t)) {
         return;
@@ -437,12 +528,20 @@ static void gcx_sparse_fb_fold(gcx_sparse_task_t *t)
     } else if (ratio < 1.0 / GCX_SPARSE_FB_CLAMP) {
         ratio = 1.0 / GCX_SPARSE_FB_CLAMP;
     }
+    a = (size_t)(algo - 1);
     ++e->fb.calls[bucket];
-    old = gcx_sparse_fb_ratio(&e->fb, (size_t)(algo - 1), (int)bucket);
-    if (old == 0) { /* first, or expired: start afresh */
-        e->fb.since[algo - 1][bucket] = e->fb.calls[bucket];
+    if (gcx_sparse_fb_ratio(&e->fb, a, (int)bucket, &n) == 0) {
+        /* first, or expired: start afresh */
+        e->fb.since[a][bucket] = e->fb.calls[bucket];
+        e->fb.count[a][bucket] = 0;
+        e->fb.next[a][bucket]  = 0;
     }
-    e->fb.ratio[algo - 1][bucket] = old > 0 && old < ratio ? old : ratio;
+    e->fb.ratio[a][bucket][e->fb.next[a][bucket]] = ratio;
+    e->fb.next[a][bucket] =
+        (uint8_t)((e->fb.next[a][bucket] + 1) % GCX_SPARSE_FB_WINDOW);
+    if (e->fb.count[a][bucket] < GCX_SPARSE_FB_WINDOW) {
+        ++e->fb.count[a][bucket];
+    }
 }
 
 /* After a successful auto call: what the next call will send. */
@@ -506,31 +605,41 @@ static void gcx_sparse_log_choice(const gcx_sparse_task_t *t, size_t best,
 /*
  * The cheapest by the corrected model. With feedback, explore first: while
  * the cheapest is measured but an algorithm within GCX_SPARSE_FB_EXPLORE of
- * it is not (never, or its ratio expired), run that one (the lowest
- * modelled first), so an algorithm the model overrates gets measured too,
- * once per expiry period. Reads only state every rank has alike.
+ * it has fewer than GCX_SPARSE_FB_SAMPLES records (none: never run, or its
+ * ratio expired), run that one (the cheapest such first), so an algorithm
+ * the model overrates gets measured too, once per expiry period, and one
+ * unlucky call does not rule a contender out (at 0.01% on the emulated
+ * cluster a single slow allgather call left auto on recursive doubling,
+ * 1.35-1.44 ms against allgather's 1.13-1.16). Reads only state every rank
+ * has alike.
  */
 static const gcx_sparse_algo_t *gcx_sparse_select(gcx_sparse_task_t *t)
 {
     const gcx_sparse_comm_state_t *e  = gcx_sparse_state(t->super.comm);
     double model[GCX_SPARSE_NALGOS], ratio[GCX_SPARSE_NALGOS];
     double cost[GCX_SPARSE_NALGOS];
-    int    bucket[GCX_SPARSE_NALGOS], fb = gcx_sparse_feedback_on(t);
+    int    bucket[GCX_SPARSE_NALGOS], count[GCX_SPARSE_NALGOS];
+    int    fb = gcx_sparse_feedback_on(t);
     size_t i, best = 0;
     int    explore = -1;
 
     for (i = 0; i < GCX_SPARSE_NALGOS; ++i) {
         model[i]  = gcx_sparse_algos[i]->cost(t);
         bucket[i] = gcx_sparse_fb_bucket(model[i]);
-        ratio[i]  = fb ? gcx_sparse_fb_ratio(&e->fb, i, bucket[i]) : 0;
+        ratio[i]  = 0;
+        count[i]  = 0;
+        if (fb) {
+            ratio[i] = gcx_sparse_fb_ratio(&e->fb, i, bucket[i], &count[i]);
+        }
         cost[i]   = ratio[i] > 0 ? model[i] * ratio[i] : model[i];
         if (cost[i] < cost[best]) {
             best = i;
         }
     }
     for (i = 0; fb && ratio[best] > 0 && i < GCX_SPARSE_NALGOS; ++i) {
-        if (ratio[i] == 0 && model[i] <= GCX_SPARSE_FB_EXPLORE * cost[best] &&
-            (explore < 0 || model[i] < model[explore])) {
+        if (i != best && count[i] < GCX_SPARSE_FB_SAMPLES &&
+            cost[i] <= GCX_SPARSE_FB_EXPLORE * cost[best] &&
+            (explore < 0 || cost[i] < cost[explore])) {
             explore = (int)i;
         }
     }
@@ -719,6 +828,10 @@ static void gcx_sparse_progress(gcx_task_t *task)
                 return;
             }
             gcx_sparse_start_algo(t);
+            /* not recorded: it runs on links the calibration's 4(P-1) MB
+             * just filled (recursive doubling, first at 0.01% on the
+             * emulated cluster, took 4-7x its model here, 1.0-1.2x later) */
+            t->fb_algo = 0;
             break;
         case GCX_SPARSE_PHASE_ALGO:
             state = t->algo->progress(t);
