@@ -12,6 +12,7 @@
 #include "time.h"
 #include "gcx_build_config.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,6 +25,56 @@ typedef struct gcx_comm_hello {
     uint32_t comm_id;
     uint32_t addr_len;
 } gcx_comm_hello_t;
+
+/* Every communicator with GCX_PROGRESS_ALL, linked by registry_next. */
+static pthread_mutex_t gcx_comm_registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static gcx_comm_t     *gcx_comm_registry;
+
+static void gcx_comm_register(gcx_comm_t *comm)
+{
+    pthread_mutex_lock(&gcx_comm_registry_lock);
+    comm->registry_prev = NULL;
+    comm->registry_next = gcx_comm_registry;
+    if (gcx_comm_registry != NULL) {
+        gcx_comm_registry->registry_prev = comm;
+    }
+    gcx_comm_registry = comm;
+    comm->registered  = 1;
+    pthread_mutex_unlock(&gcx_comm_registry_lock);
+}
+
+static void gcx_comm_unregister(gcx_comm_t *comm)
+{
+    if (!comm->registered) {
+        return;
+    }
+    pthread_mutex_lock(&gcx_comm_registry_lock);
+    if (comm->registry_prev != NULL) {
+        comm->registry_prev->registry_next = comm->registry_next;
+    } else {
+        gcx_comm_registry = comm->registry_next;
+    }
+    if (comm->registry_next != NULL) {
+        comm->registry_next->registry_prev = comm->registry_prev;
+    }
+    comm->registered = 0;
+    pthread_mutex_unlock(&gcx_comm_registry_lock);
+}
+
+void gcx_comm_progress_others(gcx_comm_t *self)
+{
+    gcx_comm_t *c;
+
+    if (pthread_mutex_trylock(&gcx_comm_registry_lock) != 0) {
+        return;
+    }
+    for (c = gcx_comm_registry; c != NULL; c = c->registry_next) {
+        if (c != self && c->error == GCX_OK) {
+            c->tl->ops->progress(c->tl);
+        }
+    }
+    pthread_mutex_unlock(&gcx_comm_registry_lock);
+}
 
 const char *gcx_version(void)
 {
@@ -214,6 +265,9 @@ gcx_status_t gcx_comm_create(const gcx_oob_t *oob, const gcx_config_t *config,
     gcx_info("communicator %u: rank %d of %d (identity from %s), "
              "transport %s",
              comm->id, comm->rank, comm->size, source, tl_ops->name);
+    if (comm->config.progress_all) {
+        gcx_comm_register(comm);
+    }
     *comm_p = comm;
     return GCX_OK;
 
@@ -251,6 +305,7 @@ void gcx_comm_destroy(gcx_comm_t *comm)
     if (comm == NULL) {
         return;
     }
+    gcx_comm_unregister(comm);
     if (comm->head != NULL) {
         gcx_warn("communicator destroyed with collectives in flight");
         gcx_comm_fail(comm, GCX_ERR_CANCELED);

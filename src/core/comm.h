@@ -40,7 +40,23 @@ struct gcx_comm {
     void             *scratch; /* for the active task only */
     size_t            scratch_size;
     gcx_comm_state_t  state[GCX_COMM_STATE_MAX];
+    /* the communicators that progress each other (GCX_PROGRESS_ALL) */
+    int               registered;
+    gcx_comm_t       *registry_prev, *registry_next;
 };
+
+/**
+ * Progress the transports (only) of the other registered communicators:
+ * called by a wait that found nothing to do on @p self (GCX_PROGRESS_ALL).
+ * Without it, a rank that moved on to another communicator would never
+ * send what a peer still waits for on this one: UCX over TCP queues a
+ * rendezvous acknowledgement when the socket is full and sends it on the
+ * next progress of that worker, and the peer, waiting for it, never
+ * reaches the collective the rank now waits in (seen on the emulated
+ * cluster: a 2 MB sparse exchange that one rank finished and the other
+ * never did). Skips a round when another thread is iterating.
+ */
+void gcx_comm_progress_others(gcx_comm_t *self);
 
 /**
  * Fail the communicator: cancel every transfer (nothing can land in a user

@@ -88,6 +88,13 @@ const gcx_config_entry_t gcx_config_table[] = {
      "Call sched_yield() while waiting when a progress call found nothing "
      "to do (helps when ranks outnumber cores)",
      GCX_CFG_FIELD(progress_yield), GCX_CFG_NO_RANGE, NULL},
+    {"PROGRESS_ALL", GCX_CONFIG_BOOL, "y",
+     "While a wait finds nothing to do on its communicator, also progress "
+     "the transports of the process's other communicators (those with y), "
+     "so that protocol messages their peers wait for still go out (UCX "
+     "rendezvous acknowledgements over TCP); set n on every communicator "
+     "when the process uses communicators from several threads at once",
+     GCX_CFG_FIELD(progress_all), GCX_CFG_NO_RANGE, NULL},
     {"ALLREDUCE_ALGO", GCX_CONFIG_ENUM, "auto",
      "Dense allreduce algorithm; auto: recursive doubling up to "
      "GCX_ALLREDUCE_SMALL_MSG bytes, Rabenseifner (recursive halving + "

@@ -77,6 +77,7 @@ struct gcx_config {
     int    bootstrap_fd;        /* GCX_BOOTSTRAP_FD, -1 = not set */
     int    check_args;          /* GCX_CHECK_ARGS */
     int    progress_yield;      /* GCX_PROGRESS_YIELD */
+    int    progress_all;        /* GCX_PROGRESS_ALL */
     int    allreduce_algo;      /* GCX_ALLREDUCE_ALGO */
     size_t allreduce_small_msg; /* GCX_ALLREDUCE_SMALL_MSG, bytes */
     size_t allreduce_large_msg; /* GCX_ALLREDUCE_LARGE_MSG, bytes */

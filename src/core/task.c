@@ -78,7 +78,11 @@ int gcx_comm_progress_once(gcx_comm_t *comm)
         return 0;
     }
     events = comm->tl->ops->progress(comm->tl);
-    return events + gcx_queue_progress(comm);
+    events += gcx_queue_progress(comm);
+    if (events == 0 && comm->config.progress_all) {
+        gcx_comm_progress_others(comm);
+    }
+    return events;
 }
 
 void gcx_comm_fail(gcx_comm_t *comm, gcx_status_t status)
