@@ -34,20 +34,17 @@
  * allgather, ~1.35 ms a call, for split or balanced split, ~1.55 ms.) A
  * ratio expires GCX_SPARSE_FB_EXPIRE records of its bucket after it was
  * first set, so every algorithm gets measured afresh now and then and a
- * few unlucky calls cannot ban it for good; one first set within the
- * bucket's first GCX_SPARSE_FB_WARMUP records lives only that long, because
- * the first calls of a communicator read 1.5-2.5x their later times (cold
- * TCP connections and caches) and a contender measured then would keep
- * that handicap for a whole period. The model can also be
+ * few unlucky calls cannot ban it for good. The model can also be
  * too pessimistic about an algorithm, which then would never run: so any
  * algorithm modelled within GCX_SPARSE_FB_EXPLORE of the cheapest measured
- * one is run until it has GCX_SPARSE_FB_SAMPLES records of its own
- * (gcx_sparse_select). The
+ * one is run until it has GCX_SPARSE_FB_SAMPLES (2) records of its own
+ * (gcx_sparse_select): a first call on connections no algorithm has used
+ * for a while runs in TCP slow start and reads 1.5-2x. The
  * measurement rides in the next call's info exchange (4 numbers per rank),
  * so every rank folds in the same numbers and the tables stay identical; a
  * hash of the table travels with them and any disagreement resets every
  * rank's table. Cost: 40 bytes per info record; per expiry period (64 calls
- * of a bucket) three calls of each algorithm that models close to the best. A
+ * of a bucket) two calls of each algorithm that models close to the best. A
  * call of an unusual size lands in its own bucket and does not disturb the
  * others.
  */
@@ -83,9 +80,7 @@ enum {
 #define GCX_SPARSE_FB_EXPIRE  64     /* records of a bucket a ratio lives */
 #define GCX_SPARSE_FB_EXPLORE 1.5    /* measure what models within 1.5x */
 #define GCX_SPARSE_FB_WINDOW  5      /* records a ratio is the median of */
-#define GCX_SPARSE_FB_SAMPLES 3      /* records a contender gets at least */
-#define GCX_SPARSE_FB_WARMUP  8      /* ratios first set in the bucket's
-                                        first 8 records live 8 records */
+#define GCX_SPARSE_FB_SAMPLES 2      /* records a contender gets at least */
 
 /* The feedback table; every rank holds the same bits (hashed). */
 typedef struct gcx_sparse_fb {
@@ -442,7 +437,8 @@ static int64_t gcx_sparse_fb_hash(const gcx_sparse_comm_state_t *e)
 }
 
 /* The live ratio of algorithm @p a in bucket @p b, the median of its last
- * records (the upper middle of an even count); 0: unknown or expired.
+ * records (the lower middle of an even count: of two, the second call on
+ * warmer connections); 0: unknown or expired.
  * *@p count_p: how many records that is. */
 static double gcx_sparse_fb_ratio(const gcx_sparse_fb_t *fb, size_t a, int b,
                                   int *count_p)
@@ -451,9 +447,7 @@ static double gcx_sparse_fb_ratio(const gcx_sparse_fb_t *fb, size_t a, int b,
     int    n = fb->count[a][b], i, j;
 
     *count_p = 0;
-    if (n == 0 || fb->calls[b] - fb->since[a][b] >=
-                      (fb->since[a][b] <= GCX_SPARSE_FB_WARMUP ?
-                           GCX_SPARSE_FB_WARMUP : GCX_SPARSE_FB_EXPIRE)) {
+    if (n == 0 || fb->calls[b] - fb->since[a][b] >= GCX_SPARSE_FB_EXPIRE) {
         return 0;
     }
     *count_p = n;
@@ -464,7 +458,7 @@ static double gcx_sparse_fb_ratio(const gcx_sparse_fb_t *fb, size_t a, int b,
         }
         v[j] = x;
     }
-    return v[n / 2];
+    return v[(n - 1) / 2];
 }
 
 /* This rank's record for the info exchange; the last one is then spent. */
@@ -608,10 +602,10 @@ static void gcx_sparse_log_choice(const gcx_sparse_task_t *t, size_t best,
  * it has fewer than GCX_SPARSE_FB_SAMPLES records (none: never run, or its
  * ratio expired), run that one (the cheapest such first), so an algorithm
  * the model overrates gets measured too, once per expiry period, and one
- * unlucky call does not rule a contender out (at 0.01% on the emulated
- * cluster a single slow allgather call left auto on recursive doubling,
- * 1.35-1.44 ms against allgather's 1.13-1.16). Reads only state every rank
- * has alike.
+ * slow first call does not rule a contender out (at 0.01% on the emulated
+ * cluster a single allgather call in slow start left auto on recursive
+ * doubling, 1.35-1.44 ms against allgather's 1.13-1.16). Reads only state
+ * every rank has alike.
  */
 static const gcx_sparse_algo_t *gcx_sparse_select(gcx_sparse_task_t *t)
 {
