@@ -9,14 +9,16 @@
 # OUT/figures.md (which figure holds, with the numbers). The bound uses the
 # link rate each run measured (the driver's timed allgathers).
 #
-# Cost: ~15 minutes on the 2-core box at 1 Gbit/s. Needs root.
+# Cost: ~22 minutes on the 2-core box at 1 Gbit/s. Needs root.
 set -euo pipefail
 
 build=build out=perf/sparse/results rate=1gbit iters=3 reps=5
 # auto corrects its model from what it measured (GCX_SPARSE_FEEDBACK): every
-# row, every algorithm alike, gets 5 untimed calls first, so what is timed
-# is auto as a training loop sees it after its first steps
-warm=5
+# row, every algorithm alike, gets 10 untimed calls first, so what is timed
+# is auto as a training loop sees it after its first steps (its first ~9
+# calls on a communicator calibrate and measure each contender twice; then
+# 2 calls per contender every 64 calls of a size: src/coll/sparse_allreduce)
+warm=10
 # every call starts from idle links (10 ms: the 1 Gbit/s links' tbf buckets,
 # 4 ms of traffic, are full again), so no row gains or loses by the row
 # before it (see the driver's --gap-ms): the way a training step's exchange
@@ -64,29 +66,37 @@ setting() {
     rm -f "$all"
 }
 
-# small densities run in milliseconds, where a row still moves by ~10%
-# between runs: 5x the iterations, and the whole setting
-# --reps times (each time on new communicators; the dense allreduce, 1 s a
-# call, only the first time); figures.py takes each algorithm's median
-# over the repetitions
-small() { # NAME ARGS...
+# settings of milliseconds move by ~10% between runs, and the 1% ones, of
+# 3 timed calls, by as much: the small densities run 5x the iterations, and
+# every setting up to 1% runs --reps times (each time on new
+# communicators; the dense allreduce, 1 s a call, only the first time);
+# figures.py takes each algorithm's median over the repetitions
+repeat() { # NAME ARGS...: repetitions 2..reps, sparse algorithms only
     local name=$1 r
     shift
-    setting "$name" "$@" -n $((iters * 5))
     for ((r = 2; r <= reps; r++)); do
         setting "${name}_r$r" "$@" -n $((iters * 5)) \
             -a allgather,recursive_doubling,split,balanced_split,auto
     done
 }
+small() { # NAME ARGS...
+    local name=$1
+    shift
+    setting "$name" "$@" -n $((iters * 5))
+    repeat "$name" "$@"
+}
 for ov in 0 0.5 1; do
     tag=o${ov/./}
     small "${tag}_small" -d 0.0001,0.001 -o "$ov"
     setting "$tag" -d 0.01,0.1 -o "$ov"
+    repeat "${tag}_1pct" -d 0.01 -o "$ov"
 done
 small topk0_small -d 0.001 -o 0 --topk
 setting topk0 -d 0.01 -o 0 --topk
+repeat topk0_1pct -d 0.01 -o 0 --topk
 small topk_small -d 0.001 -o 0.5 --topk
 setting topk -d 0.01 -o 0.5 --topk
+repeat topk_1pct -d 0.01 -o 0.5 --topk
 python3 "$here/figures.py" --rate "$rate" "$out"/emu4_"$rate"_*.json \
     >"$out/figures.md"
 cat "$out/figures.md"
