@@ -436,21 +436,25 @@ static int64_t gcx_sparse_fb_hash(const gcx_sparse_comm_state_t *e)
     return (int64_t)(h >> 1); /* non-negative: the record is int64 */
 }
 
+/* How many live records algorithm @p a has in bucket @p b; 0: none yet,
+ * or they expired. */
+static int gcx_sparse_fb_count(const gcx_sparse_fb_t *fb, size_t a, int b)
+{
+    return fb->calls[b] - fb->since[a][b] < GCX_SPARSE_FB_EXPIRE ?
+               fb->count[a][b] : 0;
+}
+
 /* The live ratio of algorithm @p a in bucket @p b, the median of its last
  * records (the lower middle of an even count: of two, the second call on
- * warmer connections); 0: unknown or expired.
- * *@p count_p: how many records that is. */
-static double gcx_sparse_fb_ratio(const gcx_sparse_fb_t *fb, size_t a, int b,
-                                  int *count_p)
+ * warmer connections); 0: unknown or expired. */
+static double gcx_sparse_fb_ratio(const gcx_sparse_fb_t *fb, size_t a, int b)
 {
     double v[GCX_SPARSE_FB_WINDOW], x;
-    int    n = fb->count[a][b], i, j;
+    int    n = gcx_sparse_fb_count(fb, a, b), i, j;
 
-    *count_p = 0;
-    if (n == 0 || fb->calls[b] - fb->since[a][b] >= GCX_SPARSE_FB_EXPIRE) {
+    if (n == 0) {
         return 0;
     }
-    *count_p = n;
     for (i = 0; i < n; ++i) { /* insertion sort of at most 5 values */
         x = fb->ratio[a][b][i];
         for (j = i; j > 0 && v[j - 1] > x; --j) {
@@ -488,7 +492,6 @@ static void gcx_sparse_fb_fold(gcx_sparse_task_t *t)
     int64_t                  algo = rec0[0], bucket = rec0[1];
     double                   model = 0, measured = 0, ratio;
     size_t                   a;
-    int                      n;
 
     if (!gcx_sparse_feedback_on(t)) {
         return;
@@ -524,7 +527,7 @@ static void gcx_sparse_fb_fold(gcx_sparse_task_t *t)
     }
     a = (size_t)(algo - 1);
     ++e->fb.calls[bucket];
-    if (gcx_sparse_fb_ratio(&e->fb, a, (int)bucket, &n) == 0) {
+    if (gcx_sparse_fb_count(&e->fb, a, (int)bucket) == 0) {
         /* first, or expired: start afresh */
         e->fb.since[a][bucket] = e->fb.calls[bucket];
         e->fb.count[a][bucket] = 0;
@@ -623,7 +626,8 @@ static const gcx_sparse_algo_t *gcx_sparse_select(gcx_sparse_task_t *t)
         ratio[i]  = 0;
         count[i]  = 0;
         if (fb) {
-            ratio[i] = gcx_sparse_fb_ratio(&e->fb, i, bucket[i], &count[i]);
+            count[i] = gcx_sparse_fb_count(&e->fb, i, bucket[i]);
+            ratio[i] = gcx_sparse_fb_ratio(&e->fb, i, bucket[i]);
         }
         cost[i]   = ratio[i] > 0 ? model[i] * ratio[i] : model[i];
         if (cost[i] < cost[best]) {
