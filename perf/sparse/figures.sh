@@ -9,7 +9,7 @@
 # OUT/figures.md (which figure holds, with the numbers). The bound uses the
 # link rate each run measured (the driver's timed allgathers).
 #
-# Cost: ~22 minutes on the 2-core box at 1 Gbit/s. Needs root.
+# Cost: ~20 minutes on the 2-core box at 1 Gbit/s. Needs root.
 set -euo pipefail
 
 build=build out=perf/sparse/results rate=1gbit iters=3 reps=5
