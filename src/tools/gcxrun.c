@@ -89,6 +89,16 @@ static void gcxrun_flush_line(gcxrun_stream_t *s, int rank)
     s->len = 0;
 }
 
+/* At the end of a stream: prints an unterminated last line, closes it. */
+static void gcxrun_close_stream(gcxrun_stream_t *s, int rank)
+{
+    if (s->len > 0) {
+        gcxrun_flush_line(s, rank);
+    }
+    close(s->fd);
+    s->fd = -1;
+}
+
 /* Reads what is there; prints complete lines with the rank prefix. Returns
  * 0 when there was nothing to read (yet), else 1. */
 static int gcxrun_drain(gcxrun_stream_t *s, int rank)
@@ -98,14 +108,12 @@ static int gcxrun_drain(gcxrun_stream_t *s, int rank)
 
     n = read(s->fd, buf, sizeof(buf));
     if (n <= 0) {
+        int again = n < 0 && errno == EINTR;
+
         if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-            if (s->len > 0) {
-                gcxrun_flush_line(s, rank);
-            }
-            close(s->fd);
-            s->fd = -1;
+            gcxrun_close_stream(s, rank);
         }
-        return n < 0 && errno == EINTR;
+        return again;
     }
     for (i = 0; i < n; ++i) {
         if (buf[i] == '\n') {
@@ -442,11 +450,7 @@ int main(int argc, char **argv)
                     while (s->fd >= 0 && gcxrun_drain(s, r)) {
                     }
                     if (s->fd >= 0) {
-                        if (s->len > 0) {
-                            gcxrun_flush_line(s, r);
-                        }
-                        close(s->fd);
-                        s->fd = -1;
+                        gcxrun_close_stream(s, r);
                     }
                 }
             }
