@@ -16,7 +16,9 @@
  * The RESULT of the round being waited for is pulled straight into recvbuf
  * (zero copy); a RESULT of a later round (this rank is behind) is pulled
  * into a block and copied out when the rank gets there. An ERROR from the
- * root fails the round. Waiting is bounded by GCX_TIMEOUT (the queue).
+ * root (it failed round R) fails this rank's first round whose result has
+ * not come: R, or an earlier one if the root stopped sending to this rank.
+ * Waiting is bounded by GCX_TIMEOUT (the queue).
  */
 #include "coded_int.h"
 #include "core/time.h"
@@ -93,6 +95,13 @@ static void gcx_coded_rank_done(gcx_coded_op_t *op, const gcx_coded_hdr_t *hdr)
     op->super.status = GCX_OK;
 }
 
+/* Has the result of this round been announced (here or on its way)? */
+static int gcx_coded_rank_decided(gcx_coded_op_t *op)
+{
+    return op->recv_posted ||
+           gcx_coded_stash_find(op->coded, op->round, 0) != NULL;
+}
+
 static void gcx_coded_rank_progress(gcx_task_t *task)
 {
     gcx_coded_op_t   *op    = (gcx_coded_op_t *)task;
@@ -103,9 +112,12 @@ static void gcx_coded_rank_progress(gcx_task_t *task)
         return;
     }
     gcx_coded_reclaim(coded);
-    if (coded->error != GCX_OK) {
-        /* the communicator failed at the root: a rank behind fails the
-         * round it is in (the root cancels its results in flight) */
+    if (coded->error != GCX_OK && !gcx_coded_rank_decided(op)) {
+        /* the root failed round error_round and decodes nothing after it.
+         * A rank behind still completes the earlier rounds whose results
+         * came (the root sent them before its ERROR, on the same
+         * connection); one whose result is not here was never sent to
+         * this rank (counted gone) and fails now, not at GCX_TIMEOUT. */
         gcx_error("coded gather round %llu: the root reports that round "
                   "%llu failed: %s",
                   (unsigned long long)op->round,
@@ -139,13 +151,6 @@ static void gcx_coded_rank_progress(gcx_task_t *task)
         }
         gcx_coded_rank_done(op, &op->rhdr);
     }
-}
-
-/* Has the result of this round been announced (here or on its way)? */
-static int gcx_coded_rank_decided(gcx_coded_op_t *op)
-{
-    return op->recv_posted ||
-           gcx_coded_stash_find(op->coded, op->round, 0) != NULL;
 }
 
 static void gcx_coded_rank_send(gcx_coded_op_t *op)

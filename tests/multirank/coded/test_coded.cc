@@ -9,6 +9,9 @@
 // term by term against the schedule; a round that abstentions make
 // undecodable fails at once on every rank; a round with an abstention
 // that the rest decode records it in result->abstained.
+// CodedFailure.*: ranks die mid-run; the survivors fail the first round
+// that cannot be decoded, and a rank far behind still completes the rounds
+// decoded before it.
 // CodedDestroy.*: the root destroys everything while a rank still has to
 // pull its decoded sums; that rank must still get them right.
 #include "../harness.h"
@@ -21,6 +24,7 @@
 #include <cstdio>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -272,6 +276,86 @@ TEST(CodedFailure, TwoRanksDie)
     EXPECT_EQ(status, gcx_coded_gather(coded, msg.data(), sum.data(), nullptr, nullptr));
     gcx_coded_destroy(coded);
     gcx_code_destroy(code);
+    gcx_comm_destroy(comm);
+}
+
+// A marker file shared by the ranks of one gcxrun job (same parent).
+std::string job_marker(const char *name)
+{
+    return "/tmp/gcx-test-coded-" + std::to_string(getppid()) + "-" + name;
+}
+
+bool wait_for_marker(const std::string &path, gcx_comm_t *comm)
+{
+    for (int i = 0; i < 6000; ++i) { // 60 s
+        if (access(path.c_str(), F_OK) == 0) {
+            return true;
+        }
+        if (comm != nullptr) {
+            gcx_progress(comm);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+}
+
+// Rank 1 stops before round 10 until the root has decoded rounds 10..19
+// without it (FR groups {0,1} {2,3}: rank 0 covers it) and has failed
+// round 20, when ranks 2 and 3 are dead. The results of 10..19 and the
+// root's ERROR are all waiting when rank 1 goes on: it must complete
+// rounds 10..19 with the right sums and fail at round 20, not at the round
+// it happens to be in when the ERROR is read.
+TEST(CodedFailure, LaggingRankFinishesRoundsBeforeTheFailure)
+{
+    ASSERT_EQ(4, world_size());
+    gcx_comm_t *comm = make_comm({});
+    ASSERT_NE(nullptr, comm);
+    const size_t count = 256;
+    int          rank  = world_rank();
+    std::string  root_failed = job_marker("root-failed"), lagger_done = job_marker("lagger-done");
+    FrGather     fr;
+    ASSERT_NO_FATAL_FAILURE(fr_create(comm, 4, 1, count, fr));
+    std::vector<float> msg(count), sum(count);
+    gcx_status_t       status = GCX_OK;
+    int                r;
+    for (r = 0; r < 40; ++r) {
+        if (r == 20 && rank >= 2) {
+            _exit(0);
+        }
+        if (r == 10 && rank == 1) {
+            ASSERT_TRUE(wait_for_marker(root_failed, nullptr)) << "the root never failed";
+        }
+        encode(fr.code, rank, r, count, msg);
+        status = gcx_coded_gather(fr.coded, msg.data(), sum.data(), nullptr, nullptr);
+        if (status != GCX_OK) {
+            break;
+        }
+        size_t bad = 0;
+        for (size_t i = 0; i < count; ++i) {
+            double want = 0;
+            for (int j = 0; j < 4; ++j) {
+                want += grad(j, r, i);
+            }
+            bad += want != sum[i];
+        }
+        EXPECT_EQ(0u, bad) << "rank " << rank << " round " << r;
+    }
+    printf("rank %d: round %d failed with '%s'\n", rank, r, gcx_strerror(status));
+    EXPECT_EQ(20, r) << "rounds before the failed one must complete, that one must fail";
+    EXPECT_NE(GCX_OK, status);
+    if (rank == 0) { // keep the connection up until rank 1 has read everything
+        FILE *f = fopen(root_failed.c_str(), "w");
+        ASSERT_NE(nullptr, f);
+        fclose(f);
+        EXPECT_TRUE(wait_for_marker(lagger_done, comm)) << "rank 1 never finished";
+        unlink(root_failed.c_str());
+        unlink(lagger_done.c_str());
+    } else {
+        FILE *f = fopen(lagger_done.c_str(), "w");
+        ASSERT_NE(nullptr, f);
+        fclose(f);
+    }
+    fr_release(fr);
     gcx_comm_destroy(comm);
 }
 
