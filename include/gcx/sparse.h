@@ -60,6 +60,16 @@ typedef struct gcx_sparse_allreduce_opts {
      * (always 1 without topk).
      */
     uint8_t *in_result;
+    /**
+     * NULL: the communicator's GCX_SPARSE_ALGO. Else this call's algorithm
+     * by name: "auto", "allgather", "recursive_doubling", "split" or
+     * "balanced_split" (an unknown name: GCX_ERR_INVALID, nothing started);
+     * every rank must pass the same. Only auto calls feed and use auto's
+     * measurements (GCX_SPARSE_FEEDBACK), so calls that name an algorithm
+     * can share a communicator with auto calls, e.g. to time them on the
+     * same connections.
+     */
+    const char *algo;
 } gcx_sparse_allreduce_opts_t;
 
 /**
@@ -85,7 +95,7 @@ typedef struct gcx_sparse_allreduce_opts {
  *         (detected locally, nothing is started).
  *         GCX_ERR_MISMATCH on every rank, with the reason logged by the
  *         rank(s) that caused it, when: a rank's indices are not strictly
- *         increasing or not below N, the ranks' N or topk differ, or a
+ *         increasing or not below N, the ranks' N, topk or algo differ, or a
  *         rank's sparse_out capacity is smaller than the result (capacities
  *         are exchanged, so all ranks fail together and the communicator
  *         stays usable; size sparse_out for min(N, sum of nnz), or topk).

@@ -406,9 +406,8 @@ static int gcx_sparse_cal_progress(gcx_sparse_task_t *t)
 
 static int gcx_sparse_feedback_on(const gcx_sparse_task_t *t)
 {
-    const struct gcx_config *cfg = &t->super.comm->config;
-
-    return cfg->sparse_algo == GCX_SPARSE_ALGO_AUTO && cfg->sparse_feedback;
+    return t->algo_id == GCX_SPARSE_ALGO_AUTO &&
+           t->super.comm->config.sparse_feedback;
 }
 
 /* Bucket of a modelled time: factor-of-2 steps from GCX_SPARSE_FB_BUCKET0. */
@@ -754,13 +753,13 @@ static void gcx_sparse_finish(gcx_sparse_task_t *t)
 
 static void gcx_sparse_start_algo(gcx_sparse_task_t *t)
 {
-    int id = t->super.comm->config.sparse_algo;
+    int id = t->algo_id;
 
     t->algo  = id == GCX_SPARSE_ALGO_AUTO ? gcx_sparse_select(t) :
                                             gcx_sparse_find(id);
     if (id != GCX_SPARSE_ALGO_AUTO) {
         gcx_info("sparse allreduce #%u: N %zu, P %d, nnz sum %zu max %zu -> "
-                 "%s (GCX_SPARSE_ALGO)",
+                 "%s (GCX_SPARSE_ALGO or the call's option)",
                  t->super.seq, t->N, t->super.comm->size, t->nnz_sum,
                  t->nnz_max, t->algo->name);
     }
@@ -799,8 +798,7 @@ static void gcx_sparse_progress(gcx_task_t *task)
                     t->info + GCX_SPARSE_INFO_SKETCH(P), P, t->info_len);
                 e->union_ratio = t->nnz_sum > 0 ?
                                      t->union_est / (double)t->nnz_sum : 0;
-            } else if (task->comm->config.sparse_algo ==
-                       GCX_SPARSE_ALGO_AUTO) { /* the last sketch's overlap */
+            } else if (t->algo_id == GCX_SPARSE_ALGO_AUTO) { /* the last sketch's overlap */
                 t->union_est = gcx_sparse_state(task->comm)->union_ratio *
                                (double)t->nnz_sum;
             }
@@ -810,8 +808,7 @@ static void gcx_sparse_progress(gcx_task_t *task)
             if (t->union_est > (double)t->nnz_sum) {
                 t->union_est = (double)t->nnz_sum;
             }
-            if (task->comm->config.sparse_algo == GCX_SPARSE_ALGO_AUTO &&
-                P > 1 && !gcx_sparse_model_params(t)) {
+            if (t->algo_id == GCX_SPARSE_ALGO_AUTO && P > 1 && !gcx_sparse_model_params(t)) {
                 t->phase = GCX_SPARSE_PHASE_CALIBRATE;
                 gcx_sparse_cal_start(t);
                 break;
@@ -935,6 +932,33 @@ static int gcx_sparse_input_ok(const gcx_comm_t *comm,
     return 1;
 }
 
+/* The call's algorithm: opts->algo by name, else GCX_SPARSE_ALGO; -1 and an
+ * error naming the choices for an unknown name. */
+static int gcx_sparse_algo_id(const gcx_comm_t *comm,
+                              const gcx_sparse_allreduce_opts_t *opts)
+{
+    char   names[160] = "auto";
+    size_t i;
+
+    if (opts == NULL || opts->algo == NULL) {
+        return comm->config.sparse_algo;
+    }
+    if (!strcmp(opts->algo, "auto")) {
+        return GCX_SPARSE_ALGO_AUTO;
+    }
+    for (i = 0; i < GCX_SPARSE_NALGOS; ++i) {
+        if (!strcmp(opts->algo, gcx_sparse_algos[i]->name)) {
+            return gcx_sparse_algos[i]->id;
+        }
+        strncat(names, ", ", sizeof(names) - strlen(names) - 1);
+        strncat(names, gcx_sparse_algos[i]->name,
+                sizeof(names) - strlen(names) - 1);
+    }
+    gcx_error("gcx_sparse_allreduce: unknown algorithm '%s' in opts->algo "
+              "(accepted: %s)", opts->algo, names);
+    return -1;
+}
+
 gcx_status_t gcx_sparse_allreduce(gcx_comm_t *comm, const gcx_sparse_t *input,
                                   float *dense_out, gcx_sparse_t *sparse_out,
                                   const gcx_sparse_allreduce_opts_t *opts,
@@ -944,7 +968,7 @@ gcx_status_t gcx_sparse_allreduce(gcx_comm_t *comm, const gcx_sparse_t *input,
     gcx_sparse_task_t   *t;
     size_t               topk = opts != NULL ? opts->topk : 0;
     size_t               L, q;
-    int                  P, local_error;
+    int                  P, local_error, algo_id;
 
     if (comm == NULL || input == NULL ||
         (dense_out == NULL && sparse_out == NULL) ||
@@ -957,6 +981,10 @@ gcx_status_t gcx_sparse_allreduce(gcx_comm_t *comm, const gcx_sparse_t *input,
                   "%p, dense_out %p, sparse_out %p)",
                   (void *)comm, (const void *)input, (void *)dense_out,
                   (void *)sparse_out);
+        return GCX_ERR_INVALID;
+    }
+    algo_id = gcx_sparse_algo_id(comm, opts);
+    if (algo_id < 0) {
         return GCX_ERR_INVALID;
     }
     P = comm->size;
@@ -990,6 +1018,7 @@ gcx_status_t gcx_sparse_allreduce(gcx_comm_t *comm, const gcx_sparse_t *input,
     t->sparse_out = sparse_out;
     t->in_result  = opts != NULL ? opts->in_result : NULL;
     t->topk       = topk;
+    t->algo_id    = algo_id;
     t->dense_only = dense_out != NULL && sparse_out == NULL && topk == 0;
     t->info_send[0] = (int64_t)t->in_nnz;
     t->info_send[1] = sparse_out != NULL ? (int64_t)sparse_out->capacity :
@@ -999,7 +1028,7 @@ gcx_status_t gcx_sparse_allreduce(gcx_comm_t *comm, const gcx_sparse_t *input,
             t->in_nnz > 0 ? (int64_t)t->in_idx[q * t->in_nnz / (size_t)P] :
                             (int64_t)(q * t->N / (size_t)P);
     }
-    if (comm->config.sparse_algo == GCX_SPARSE_ALGO_AUTO &&
+    if (t->algo_id == GCX_SPARSE_ALGO_AUTO &&
         gcx_sparse_state(comm)->calls++ % GCX_SPARSE_SKETCH_EVERY == 0) {
         t->sketched = 1; /* for the model; every rank counts alike */
         gcx_sparse_sketch(t->in_idx, t->in_nnz,
@@ -1015,7 +1044,8 @@ gcx_status_t gcx_sparse_allreduce(gcx_comm_t *comm, const gcx_sparse_t *input,
     signature.count       = t->N;
     signature.dtype       = GCX_DT_F32;
     signature.op          = GCX_OP_SUM;
-    signature.extra       = gcx_coll_hash(0, &topk, sizeof(topk));
+    signature.extra       = gcx_coll_hash(
+        gcx_coll_hash(0, &topk, sizeof(topk)), &algo_id, sizeof(algo_id));
     signature.local_error = local_error;
     return gcx_coll_submit_checked(comm, &t->super, &signature, req_p);
 }

@@ -95,6 +95,8 @@ struct gcx_sparse_task {
     double          fb_model;    /* s, uncorrected */
     double          fb_t0;       /* when the algorithm started */
     /* algorithm */
+    int             algo_id;    /* GCX_SPARSE_ALGO_*: the call's option, or
+                                   the communicator's GCX_SPARSE_ALGO */
     const gcx_sparse_algo_t *algo;
     void           *algo_state;
     /* result */

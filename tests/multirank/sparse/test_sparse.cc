@@ -146,7 +146,7 @@ class Sparse : public ::testing::TestWithParam<const char *> {
         gcx_sparse_t          out;
         ASSERT_EQ(GCX_OK, gcx_sparse_init(&out, oi.data(), ov.data(), cap, 0));
         std::vector<uint8_t>        flags(in.idx.size() + 1, 7);
-        gcx_sparse_allreduce_opts_t opts = {topk, flags.data()};
+        gcx_sparse_allreduce_opts_t opts = {topk, flags.data(), nullptr};
         gcx_request_t              *req  = nullptr;
         gcx_status_t st = gcx_sparse_allreduce(
             comm_, &input, (mode & 1) ? dense.data() : nullptr,
@@ -335,6 +335,70 @@ TEST(SparseStats, ReportsAlgorithmAndBytes)
     EXPECT_STREQ("allgather", stats.algo);
     // ring allgather: P-1 blocks of 2 pairs, plus the info records
     EXPECT_GE(stats.bytes_sent, (uint64_t)(P - 1) * 16);
+    gcx_comm_destroy(comm);
+}
+
+// opts.algo: each call runs the algorithm it names, whatever the
+// communicator's GCX_SPARSE_ALGO, and auto calls between them still work.
+TEST(SparseAlgoOption, EachCallRunsTheNamedAlgorithm)
+{
+    gcx_comm_t *comm = make_comm({{"SPARSE_ALGO", "split"}});
+    ASSERT_NE(nullptr, comm);
+    int                   P = gcx_comm_size(comm), r = gcx_comm_rank(comm);
+    std::vector<uint32_t> idx = {(uint32_t)r, 40u + (uint32_t)r, 90u};
+    std::vector<float>    val = {1.0f, 2.0f, 3.0f};
+    gcx_sparse_t          input = {idx.data(), val.data(), 3, 3, 100, 0};
+    for (int pass = 0; pass < 2; ++pass) {
+        for (const char *name : kAlgos) {
+            SCOPED_TRACE(name);
+            std::vector<float>          dense(100, -1.0f);
+            gcx_sparse_allreduce_opts_t opts = {0, nullptr, name};
+            ASSERT_EQ(GCX_OK, gcx_sparse_allreduce(comm, &input, dense.data(), nullptr,
+                                                   &opts, nullptr));
+            for (int i = 0; i < 100; ++i) {
+                float want = i == 90 ? 3.0f * P : i < P ? 1.0f : i >= 40 && i < 40 + P ? 2.0f : 0.0f;
+                ASSERT_EQ(want, dense[i]) << "dense[" << i << "]";
+            }
+            gcx_sparse_allreduce_stats_t stats;
+            ASSERT_EQ(GCX_OK, gcx_sparse_allreduce_last_stats(comm, &stats));
+            if (std::string(name) != "auto") {
+                EXPECT_STREQ(name, stats.algo);
+            } else {
+                EXPECT_NE(nullptr, stats.algo);
+            }
+        }
+    }
+    gcx_comm_destroy(comm);
+}
+
+// An unknown name fails locally and starts nothing; names that differ
+// between ranks fail every rank, write nothing, and the communicator
+// stays usable.
+TEST(SparseAlgoOption, UnknownOrDifferingNameFails)
+{
+    gcx_comm_t *comm = make_comm({});
+    ASSERT_NE(nullptr, comm);
+    int                   P = gcx_comm_size(comm), r = gcx_comm_rank(comm);
+    std::vector<uint32_t> idx = {(uint32_t)r};
+    std::vector<float>    val = {1.0f};
+    gcx_sparse_t          input = {idx.data(), val.data(), 1, 1, 16, 0};
+    std::vector<float>    dense(16, 5.0f);
+    gcx_sparse_allreduce_opts_t bogus = {0, nullptr, "ring"};
+    EXPECT_EQ(GCX_ERR_INVALID,
+              gcx_sparse_allreduce(comm, &input, dense.data(), nullptr, &bogus, nullptr));
+    if (P > 1) {
+        gcx_sparse_allreduce_opts_t differ = {0, nullptr, r == 0 ? "allgather" : "split"};
+        EXPECT_EQ(GCX_ERR_MISMATCH,
+                  gcx_sparse_allreduce(comm, &input, dense.data(), nullptr, &differ, nullptr));
+    }
+    for (float x : dense) {
+        ASSERT_EQ(5.0f, x);
+    }
+    gcx_sparse_allreduce_opts_t same = {0, nullptr, "recursive_doubling"};
+    ASSERT_EQ(GCX_OK, gcx_sparse_allreduce(comm, &input, dense.data(), nullptr, &same, nullptr));
+    for (int i = 0; i < 16; ++i) {
+        EXPECT_EQ(i < P ? 1.0f : 0.0f, dense[i]);
+    }
     gcx_comm_destroy(comm);
 }
 
