@@ -68,8 +68,8 @@ setting() {
 
 # settings of milliseconds move by ~10% between runs, and the 1% ones, of
 # 3 timed calls, by as much: the small densities run 5x the iterations, and
-# every setting up to 1% runs --reps times (each time on new
-# communicators; the dense allreduce, 1 s a call, only the first time);
+# every setting up to 1% runs --reps times (each time on a new
+# communicator; the dense allreduce, 1 s a call, only the first time);
 # figures.py takes each algorithm's median over the repetitions
 repeat() { # NAME ARGS...: repetitions 2..reps, sparse algorithms only
     local name=$1 r

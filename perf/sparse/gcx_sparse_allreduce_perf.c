@@ -17,12 +17,16 @@
  * (P-1)·8 MB over its link; --rate-gbps G gives it instead), and #wrong: entries
  * of the last iteration's result that differ from a dense allreduce of the
  * same inputs (max over ranks; checked without --topk only, where the result
- * must be the exact union with summed values). Each algorithm runs on its
- * own communicator (GCX_SPARSE_ALGO) made over the world one; the sparse
- * algorithms take turns, one call each per iteration after a barrier, so a
- * drift of a shared machine hits them alike (the dense allreduce runs
- * after them: a second between two calls of a communicator would let TCP
- * restart slow start on its connections). --gap-ms G idles every rank G ms
+ * must be the exact union with summed values). All sparse rows share one
+ * communicator made over the world one, each call naming its algorithm
+ * (opts.algo; auto learns from its own calls only), so every algorithm
+ * runs on the same connections: with one communicator per algorithm the
+ * same algorithm in two rows of a run differed by up to 14% at 1-5 ms. The
+ * sparse algorithms take turns, one call each per iteration after a
+ * barrier, the turn starting one row later each iteration, so a drift of
+ * a shared machine and a row's place in the turn hit them alike (the
+ * dense allreduce runs after them: a second between two calls of a
+ * communicator would let TCP restart slow start on its connections). --gap-ms G idles every rank G ms
  * before each call, so every call starts from idle links. Under
  * perf/cluster/emulate.sh that matters: each link's tc tbf bucket (rate/HZ,
  * 500 KB = 4 ms at 1 Gbit/s) refills while a link idles, is two thirds of
@@ -247,8 +251,9 @@ int main(int argc, char **argv)
     double      dens[16] = {0.0001, 0.001, 0.01, 0.1}, overlap = 0, rate = 0;
     double      gap_ms = 0;
     int         ndens = 4, iters = 5, warm = 1, a, di, it, rank, P, r, nrows;
-    int         pass;
+    int         pass, turn;
     perf_row_t  rows[PERF_MAX_ROWS];
+    gcx_comm_t *sparse_comm = NULL;
     const char *algos = "allgather,recursive_doubling,split,balanced_split,"
                         "auto,dense";
     const char *json = NULL;
@@ -368,47 +373,49 @@ int main(int argc, char **argv)
             fprintf(stderr, "reference allreduce failed\n");
             return 1;
         }
-        /* one communicator per algorithm (GCX_SPARSE_ALGO), made up front:
-         * iteration it runs every algorithm once, in turn, so slow drifts
-         * of a shared box hit every algorithm alike */
+        /* one communicator for every sparse row, made up front; each call
+         * names its algorithm (opts.algo) */
+        {
+            gcx_config_t *cfg = NULL;
+            gcx_oob_t     oob = {perf_oob_allgather, NULL, rank, P};
+
+            if (gcx_config_read(&cfg) != GCX_OK ||
+                gcx_comm_create(&oob, cfg, &sparse_comm) != GCX_OK) {
+                fprintf(stderr, "cannot make the sparse communicator\n");
+                return 1;
+            }
+            gcx_config_release(cfg);
+        }
         nrows = 0;
         snprintf(algolist, sizeof(algolist), "%s", algos);
         for (name = strtok_r(algolist, ",", &save);
              name != NULL && nrows < PERF_MAX_ROWS;
              name = strtok_r(NULL, ",", &save)) {
-            perf_row_t  *row = &rows[nrows++];
-            gcx_config_t *cfg = NULL;
-            gcx_oob_t    oob = {perf_oob_allgather, NULL, rank, P};
+            perf_row_t *row = &rows[nrows++];
 
             memset(row, 0, sizeof(*row));
             row->name     = name;
             row->is_dense = !strcmp(name, "dense");
-            row->comm     = world;
+            row->comm     = row->is_dense ? world : sparse_comm;
             row->wrong    = -1;
             row->its      = malloc((size_t)iters * sizeof(*row->its));
             if (row->its == NULL) {
                 fprintf(stderr, "out of memory\n");
                 return 1;
             }
-            if (!row->is_dense &&
-                (gcx_config_read(&cfg) != GCX_OK ||
-                 gcx_config_set(cfg, "SPARSE_ALGO", name) != GCX_OK ||
-                 gcx_comm_create(&oob, cfg, &row->comm) != GCX_OK)) {
-                fprintf(stderr, "cannot make a communicator for %s\n", name);
-                return 1;
-            }
-            gcx_config_release(cfg);
         }
         /* pass 0: the sparse rows in turns; pass 1: dense on its own (a
          * 1 s dense call between two sparse calls would leave their TCP
          * connections idle long enough to restart slow start) */
         for (pass = 0; pass < 2; ++pass) {
             for (it = 0; it < warm + iters; ++it) {
-                for (r = 0; r < nrows; ++r) {
-                    perf_row_t  *row = &rows[r];
+                for (turn = 0; turn < nrows; ++turn) {
+                    /* the turn starts one row later each iteration */
+                    perf_row_t  *row = &rows[(turn + it) % nrows];
                     gcx_sparse_t in  = {idx, val, nnz, nnz, N, 0};
                     gcx_sparse_t out = {oi, ov, 0, cap, N, 0};
-                    gcx_sparse_allreduce_opts_t opts = {topk_on ? k : 0, NULL};
+                    gcx_sparse_allreduce_opts_t opts = {topk_on ? k : 0, NULL,
+                                                        row->name};
                     gcx_sparse_allreduce_stats_t stats;
                     double       t0;
 
@@ -462,8 +469,6 @@ int main(int argc, char **argv)
             if (row->is_dense) {
                 row->stats.algo       = "dense";
                 row->stats.bytes_sent = (uint64_t)(2.0 * (P - 1) / P * 4.0 * N);
-            } else {
-                gcx_comm_destroy(row->comm);
             }
             free(row->its);
             sent = perf_max((double)row->stats.bytes_sent);
@@ -495,6 +500,7 @@ int main(int argc, char **argv)
             }
             first = 0;
         }
+        gcx_comm_destroy(sparse_comm);
         free(idx);
         free(val);
         free(dense);
