@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # check_gcxrun_bind.sh GCXRUN - gcxrun's CPU binding (--bind auto|cpu|none):
 # with as many ranks as usable CPUs every rank is pinned to its own CPU;
-# with more ranks (auto) or --bind none nobody is pinned; --bind cpu pins
-# round-robin; a bad mode is refused. Reads each rank's Cpus_allowed_list.
+# with more ranks they share CPUs round-robin (auto, and cpu, its other
+# name); --bind none pins nobody; a bad mode is refused. Reads each rank's
+# Cpus_allowed_list.
 set -euo pipefail
 gcxrun=$1
 mine=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)
@@ -25,21 +26,25 @@ while read -r l; do
 done <<<"$got"
 [[ $(sort -u <<<"$got" | wc -l) -eq $ncpu ]] || fail "auto: ranks share a CPU: $got"
 
-# more ranks than CPUs, or --bind none: the launcher's own mask
-for args in "-n $((ncpu + 1))" "-n $ncpu --bind none"; do
-    got=$(lists ${args#-n })
-    while read -r l; do
-        [[ $l == "$mine" ]] || fail "$args: rank list '$l' != the launcher's '$mine'"
-    done <<<"$got"
-done
-
-# --bind cpu with more ranks: round-robin over the CPUs, one each
-got=$(lists $((ncpu + 1)) --bind cpu)
+# --bind none: the launcher's own mask
+got=$(lists "$ncpu" --bind none)
 while read -r l; do
-    [[ $l =~ ^[0-9]+$ ]] || fail "--bind cpu: rank list '$l' is not one CPU"
+    [[ $l == "$mine" ]] || fail "--bind none: rank list '$l' != the launcher's '$mine'"
 done <<<"$got"
-[[ $(sed -n 1p <<<"$got") == $(sed -n "$((ncpu + 1))p" <<<"$got") ]] ||
-    fail "--bind cpu: rank $ncpu is not on rank 0's CPU: $got"
+
+# more ranks than CPUs (auto, cpu): round-robin over the CPUs, one each
+for mode in auto cpu; do
+    got=$(lists $((2 * ncpu + 1)) --bind $mode)
+    while read -r l; do
+        [[ $l =~ ^[0-9]+$ ]] || fail "--bind $mode, $((2 * ncpu + 1)) ranks: rank list '$l' is not one CPU"
+    done <<<"$got"
+    [[ $(sort -u <<<"$got" | wc -l) -eq $ncpu ]] ||
+        fail "--bind $mode: $((2 * ncpu + 1)) ranks do not use all $ncpu CPUs: $got"
+    for r in $(seq "$ncpu" $((2 * ncpu))); do
+        [[ $(sed -n "$((r + 1))p" <<<"$got") == $(sed -n "$((r - ncpu + 1))p" <<<"$got") ]] ||
+            fail "--bind $mode: rank $r is not on rank $((r - ncpu))'s CPU: $got"
+    done
+done
 
 # a bad mode is refused with status 2
 set +e

@@ -14,13 +14,16 @@
  * rank succeeded, else the first failing rank's status (128+signal for a
  * signal), 124 on --timeout. With -t every output line is prefixed "[rank]".
  *
- * Binding, like mpirun's default: when the ranks fit the CPUs gcxrun may
- * use (its own affinity mask), rank r is pinned to the r-th of them, so the
- * scheduler cannot stack two busy-polling ranks on one CPU and move them
- * around (on the 2-core box that alone took a 2-rank 1 MB allreduce from
- * 240-520 us to 206-219 us, see perf/coll/RESULTS.md); with more ranks
- * than CPUs nothing is pinned. --bind cpu pins round-robin even then,
- * --bind none never.
+ * Binding: rank r is pinned to CPU r mod n of the n CPUs gcxrun may use
+ * (its own affinity mask), so the scheduler cannot stack two busy-polling
+ * ranks on one CPU and move them around (on the 2-core box that alone took
+ * a 2-rank 1 MB allreduce from 240-520 us to 206-219 us). With more ranks
+ * than CPUs they share CPUs in turn; unlike mpirun, which then pins
+ * nothing, because a waiting gcx rank calls sched_yield(), which hands the
+ * CPU only to a task of the same CPU's run queue: pinned, that is the rank
+ * it shares the CPU with (4 ranks on 2 CPUs, 1 MB allreduce: paired
+ * gcx/Open MPI 1.04-1.09 pinned, 0.62-1.06 not; perf/coll/RESULTS.md).
+ * --bind none pins nothing.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -76,9 +79,8 @@ static void gcxrun_usage(FILE *out)
             "  -t, --tag-output   prefix every output line with [rank]\n"
             "  --keep-going       do not stop the other ranks when one fails\n"
             "  --timeout S        kill the job after S seconds (exit 124)\n"
-            "  --bind MODE        auto (default): pin rank r to the r-th usable\n"
-            "                     CPU when the ranks fit, else none; cpu: pin\n"
-            "                     round-robin always; none: never\n"
+            "  --bind MODE        auto (default; cpu is the same): pin rank r\n"
+            "                     to usable CPU r mod n; none: never\n"
             "  -h, --help         this text\n");
 }
 
@@ -165,7 +167,7 @@ static void gcxrun_setenv_int(const char *name, int value)
     setenv(name, text, 1);
 }
 
-enum { GCXRUN_BIND_AUTO, GCXRUN_BIND_CPU, GCXRUN_BIND_NONE };
+enum { GCXRUN_BIND_AUTO, GCXRUN_BIND_NONE };
 
 /* The CPUs this process may run on, in order; their count (0: unknown). */
 static int gcxrun_cpus(int *cpus, int max)
@@ -298,10 +300,8 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--bind")) {
             const char *m = argi + 1 < argc ? argv[++argi] : "";
 
-            if (!strcmp(m, "auto")) {
+            if (!strcmp(m, "auto") || !strcmp(m, "cpu")) {
                 bind = GCXRUN_BIND_AUTO;
-            } else if (!strcmp(m, "cpu")) {
-                bind = GCXRUN_BIND_CPU;
             } else if (!strcmp(m, "none")) {
                 bind = GCXRUN_BIND_NONE;
             } else {
@@ -328,9 +328,6 @@ int main(int argc, char **argv)
     }
 
     ncpus = bind == GCXRUN_BIND_NONE ? 0 : gcxrun_cpus(cpus, CPU_SETSIZE);
-    if (bind == GCXRUN_BIND_AUTO && nprocs > ncpus) {
-        ncpus = 0; /* more ranks than CPUs: let the scheduler place them */
-    }
     listen_fd = gcxrun_listen(&port);
     if (listen_fd < 0) {
         fprintf(stderr, "gcxrun: cannot open the rendezvous socket: %s\n",
