@@ -798,7 +798,8 @@ static void gcx_sparse_progress(gcx_task_t *task)
                     t->info + GCX_SPARSE_INFO_SKETCH(P), P, t->info_len);
                 e->union_ratio = t->nnz_sum > 0 ?
                                      t->union_est / (double)t->nnz_sum : 0;
-            } else if (t->algo_id == GCX_SPARSE_ALGO_AUTO) { /* the last sketch's overlap */
+            } else if (t->algo_id == GCX_SPARSE_ALGO_AUTO) {
+                /* the last sketch's overlap */
                 t->union_est = gcx_sparse_state(task->comm)->union_ratio *
                                (double)t->nnz_sum;
             }
@@ -808,7 +809,8 @@ static void gcx_sparse_progress(gcx_task_t *task)
             if (t->union_est > (double)t->nnz_sum) {
                 t->union_est = (double)t->nnz_sum;
             }
-            if (t->algo_id == GCX_SPARSE_ALGO_AUTO && P > 1 && !gcx_sparse_model_params(t)) {
+            if (t->algo_id == GCX_SPARSE_ALGO_AUTO && P > 1 &&
+                !gcx_sparse_model_params(t)) {
                 t->phase = GCX_SPARSE_PHASE_CALIBRATE;
                 gcx_sparse_cal_start(t);
                 break;
