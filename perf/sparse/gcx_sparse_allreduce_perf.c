@@ -26,8 +26,9 @@
  * barrier, the turn starting one row later each iteration, so a drift of
  * a shared machine and a row's place in the turn hit them alike (the
  * dense allreduce runs after them: a second between two calls of a
- * communicator would let TCP restart slow start on its connections). --gap-ms G idles every rank G ms
- * before each call, so every call starts from idle links. Under
+ * communicator would let TCP restart slow start on its connections).
+ * --gap-ms G idles every rank G ms before each call, so every call starts
+ * from idle links. Under
  * perf/cluster/emulate.sh that matters: each link's tc tbf bucket (rate/HZ,
  * 500 KB = 4 ms at 1 Gbit/s) refills while a link idles, is two thirds of
  * what a rank sends at 0.1% density, and back to back a call got what the
