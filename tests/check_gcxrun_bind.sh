@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # check_gcxrun_bind.sh GCXRUN - gcxrun's CPU binding (--bind auto|cpu|none):
 # with as many ranks as usable CPUs every rank is pinned to its own CPU;
-# with more ranks they share CPUs round-robin (auto, and cpu, its other
-# name); --bind none pins nobody; a bad mode is refused. Reads each rank's
-# Cpus_allowed_list.
+# with a multiple of that (auto) or any count (cpu) they share CPUs
+# round-robin; auto with an uneven count, and --bind none, pin nobody; a
+# bad mode is refused. Reads each rank's Cpus_allowed_list.
 set -euo pipefail
 gcxrun=$1
 mine=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)
@@ -26,23 +26,27 @@ while read -r l; do
 done <<<"$got"
 [[ $(sort -u <<<"$got" | wc -l) -eq $ncpu ]] || fail "auto: ranks share a CPU: $got"
 
-# --bind none: the launcher's own mask
-got=$(lists "$ncpu" --bind none)
-while read -r l; do
-    [[ $l == "$mine" ]] || fail "--bind none: rank list '$l' != the launcher's '$mine'"
-done <<<"$got"
-
-# more ranks than CPUs (auto, cpu): round-robin over the CPUs, one each
-for mode in auto cpu; do
-    got=$(lists $((2 * ncpu + 1)) --bind $mode)
+# --bind none, and auto with an uneven count: the launcher's own mask
+for args in "$ncpu --bind none" "$((2 * ncpu + 1))"; do
+    got=$(lists $args)
     while read -r l; do
-        [[ $l =~ ^[0-9]+$ ]] || fail "--bind $mode, $((2 * ncpu + 1)) ranks: rank list '$l' is not one CPU"
+        [[ $l == "$mine" ]] || fail "-n $args: rank list '$l' != the launcher's '$mine'"
+    done <<<"$got"
+done
+
+# auto with twice as many ranks as CPUs, cpu with any count: round-robin,
+# one CPU each, rank r on rank r-ncpu's CPU
+for args in "$((2 * ncpu)) --bind auto" "$((2 * ncpu + 1)) --bind cpu"; do
+    got=$(lists $args)
+    n=$(wc -l <<<"$got")
+    while read -r l; do
+        [[ $l =~ ^[0-9]+$ ]] || fail "-n $args: rank list '$l' is not one CPU"
     done <<<"$got"
     [[ $(sort -u <<<"$got" | wc -l) -eq $ncpu ]] ||
-        fail "--bind $mode: $((2 * ncpu + 1)) ranks do not use all $ncpu CPUs: $got"
-    for r in $(seq "$ncpu" $((2 * ncpu))); do
+        fail "-n $args: the ranks do not use all $ncpu CPUs: $got"
+    for ((r = ncpu; r < n; r++)); do
         [[ $(sed -n "$((r + 1))p" <<<"$got") == $(sed -n "$((r - ncpu + 1))p" <<<"$got") ]] ||
-            fail "--bind $mode: rank $r is not on rank $((r - ncpu))'s CPU: $got"
+            fail "-n $args: rank $r is not on rank $((r - ncpu))'s CPU: $got"
     done
 done
 

@@ -14,16 +14,19 @@
  * rank succeeded, else the first failing rank's status (128+signal for a
  * signal), 124 on --timeout. With -t every output line is prefixed "[rank]".
  *
- * Binding: rank r is pinned to CPU r mod n of the n CPUs gcxrun may use
- * (its own affinity mask), so the scheduler cannot stack two busy-polling
- * ranks on one CPU and move them around (on the 2-core box that alone took
- * a 2-rank 1 MB allreduce from 240-520 us to 206-219 us). With more ranks
- * than CPUs they share CPUs in turn; unlike mpirun, which then pins
- * nothing, because a waiting gcx rank calls sched_yield(), which hands the
- * CPU only to a task of the same CPU's run queue: pinned, that is the rank
- * it shares the CPU with (4 ranks on 2 CPUs, 1 MB allreduce: paired
- * gcx/Open MPI 1.04-1.09 pinned, 0.62-1.06 not; perf/coll/RESULTS.md).
- * --bind none pins nothing.
+ * Binding: when the ranks divide evenly over the n CPUs gcxrun may use
+ * (its own affinity mask): N <= n, or N a multiple of n, rank r is pinned
+ * to CPU r mod n, so the scheduler cannot stack two busy-polling ranks on
+ * one CPU and move them around (on the 2-core box that alone took a
+ * 2-rank 1 MB allreduce from 240-520 us to 206-219 us). With N a multiple
+ * of n, unlike mpirun, which then pins nothing: a waiting gcx rank calls
+ * sched_yield(), which hands the CPU only to a task of the same CPU's run
+ * queue, and pinned that is a rank it shares the CPU with (4 ranks on 2
+ * CPUs, 1 MB allreduce: paired gcx/Open MPI 1.04-1.09 pinned, 0.62-1.06
+ * not; perf/coll/RESULTS.md). Otherwise nothing is pinned: one CPU would
+ * carry more ranks than the others for the whole run (5 ranks on 2 CPUs:
+ * the 5-rank allreduce tests took 46% longer pinned). --bind cpu pins
+ * round-robin whatever N is, --bind none never.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -79,8 +82,9 @@ static void gcxrun_usage(FILE *out)
             "  -t, --tag-output   prefix every output line with [rank]\n"
             "  --keep-going       do not stop the other ranks when one fails\n"
             "  --timeout S        kill the job after S seconds (exit 124)\n"
-            "  --bind MODE        auto (default; cpu is the same): pin rank r\n"
-            "                     to usable CPU r mod n; none: never\n"
+            "  --bind MODE        auto (default): pin rank r to usable CPU\n"
+            "                     r mod n when N <= n or N is a multiple of n,\n"
+            "                     else none; cpu: always; none: never\n"
             "  -h, --help         this text\n");
 }
 
@@ -167,7 +171,7 @@ static void gcxrun_setenv_int(const char *name, int value)
     setenv(name, text, 1);
 }
 
-enum { GCXRUN_BIND_AUTO, GCXRUN_BIND_NONE };
+enum { GCXRUN_BIND_AUTO, GCXRUN_BIND_CPU, GCXRUN_BIND_NONE };
 
 /* The CPUs this process may run on, in order; their count (0: unknown). */
 static int gcxrun_cpus(int *cpus, int max)
@@ -300,8 +304,10 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--bind")) {
             const char *m = argi + 1 < argc ? argv[++argi] : "";
 
-            if (!strcmp(m, "auto") || !strcmp(m, "cpu")) {
+            if (!strcmp(m, "auto")) {
                 bind = GCXRUN_BIND_AUTO;
+            } else if (!strcmp(m, "cpu")) {
+                bind = GCXRUN_BIND_CPU;
             } else if (!strcmp(m, "none")) {
                 bind = GCXRUN_BIND_NONE;
             } else {
@@ -328,6 +334,10 @@ int main(int argc, char **argv)
     }
 
     ncpus = bind == GCXRUN_BIND_NONE ? 0 : gcxrun_cpus(cpus, CPU_SETSIZE);
+    if (bind == GCXRUN_BIND_AUTO && nprocs > ncpus && ncpus > 0 &&
+        nprocs % ncpus != 0) {
+        ncpus = 0; /* uneven: let the scheduler balance the ranks */
+    }
     listen_fd = gcxrun_listen(&port);
     if (listen_fd < 0) {
         fprintf(stderr, "gcxrun: cannot open the rendezvous socket: %s\n",
