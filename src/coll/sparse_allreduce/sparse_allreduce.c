@@ -50,6 +50,7 @@
  */
 #include "sparse_allreduce.h"
 
+#include "core/config.h"
 #include "core/time.h"
 
 #include <stdlib.h>
@@ -934,30 +935,28 @@ static int gcx_sparse_input_ok(const gcx_comm_t *comm,
     return 1;
 }
 
-/* The call's algorithm: opts->algo by name, else GCX_SPARSE_ALGO; -1 and an
- * error naming the choices for an unknown name. */
+/* The call's algorithm: opts->algo by name, one of GCX_SPARSE_ALGO's values
+ * (their index is the GCX_SPARSE_ALGO_* id), else the communicator's
+ * GCX_SPARSE_ALGO; -1 and an error naming the choices for an unknown name. */
 static int gcx_sparse_algo_id(const gcx_comm_t *comm,
                               const gcx_sparse_allreduce_opts_t *opts)
 {
-    char   names[160] = "auto";
-    size_t i;
+    const gcx_config_entry_t *entry;
+    char                      accepted[256];
+    int                       i;
 
     if (opts == NULL || opts->algo == NULL) {
         return comm->config.sparse_algo;
     }
-    if (!strcmp(opts->algo, "auto")) {
-        return GCX_SPARSE_ALGO_AUTO;
-    }
-    for (i = 0; i < GCX_SPARSE_NALGOS; ++i) {
-        if (!strcmp(opts->algo, gcx_sparse_algos[i]->name)) {
-            return gcx_sparse_algos[i]->id;
+    entry = gcx_config_find("SPARSE_ALGO");
+    for (i = 0; gcx_config_enum_name(entry, i) != NULL; ++i) {
+        if (!strcmp(opts->algo, gcx_config_enum_name(entry, i))) {
+            return i;
         }
-        strncat(names, ", ", sizeof(names) - strlen(names) - 1);
-        strncat(names, gcx_sparse_algos[i]->name,
-                sizeof(names) - strlen(names) - 1);
     }
+    gcx_config_accepted(entry, accepted, sizeof(accepted));
     gcx_error("gcx_sparse_allreduce: unknown algorithm '%s' in opts->algo "
-              "(accepted: %s)", opts->algo, names);
+              "(accepted: %s)", opts->algo, accepted);
     return -1;
 }
 
