@@ -11,7 +11,21 @@
  * - Every collective is non-blocking: it returns a request that is completed
  *   by gcx_test()/gcx_wait()/gcx_progress(). Passing a NULL request pointer
  *   makes the call blocking. All ranks must call collectives in the same order.
- * - A communicator is used by one thread at a time.
+ * - One context per process: the first communicator creates it (one UCX
+ *   context and worker, shared) and every other one shares it, with its
+ *   endpoints; gcx_comm_split()/gcx_comm_dup() make communicators over
+ *   ranks already connected without any new connection.
+ * - Progress is per process: gcx_progress(), gcx_test() or gcx_wait() on
+ *   any communicator move the operations of every communicator.
+ * - Threads: every gcx call may be made from any thread. Calls are
+ *   serialized by one lock per process (a blocking call or gcx_wait drops it
+ *   between progress steps, so other threads' calls proceed meanwhile);
+ *   there is no parallelism inside gcx. Collectives on one communicator
+ *   must be called in the same order on every rank, so two threads issuing
+ *   on the same communicator must order their calls themselves; threads
+ *   using different communicators need no coordination. Communicator
+ *   creation (create, split, dup) is serialized within a process: every
+ *   process must create its communicators in the same order.
  * - Failure: if a peer dies or a collective does not complete within
  *   GCX_TIMEOUT seconds, the collective fails with GCX_ERR_PEER or
  *   GCX_ERR_TIMEOUT, every outstanding transfer is cancelled before the error
@@ -244,6 +258,56 @@ gcx_status_t gcx_alltoallv(gcx_comm_t *comm, const void *sendbuf,
 
 /** Barrier: completes once every rank has entered it. */
 gcx_status_t gcx_barrier(gcx_comm_t *comm, gcx_request_t **req_p);
+
+/* ------------------------------------------------------------------------ */
+/* Communicators from communicators; point-to-point                         */
+/* ------------------------------------------------------------------------ */
+
+/** Color of a rank that joins no new communicator in gcx_comm_split(). */
+#define GCX_UNDEFINED (-1)
+
+/**
+ * Split @p comm into disjoint communicators, MPI_Comm_split semantics:
+ * collective over @p comm (in its order of collectives); ranks passing the
+ * same @p color form one new communicator, ranked by (@p key, rank in
+ * @p comm); GCX_UNDEFINED joins none (*newcomm_p = NULL). The new
+ * communicator shares the process context and the parent's connections
+ * (no socket, no transport initialisation) and takes the parent's
+ * configuration; collectives on the parent and its children may interleave
+ * freely. Destroy children and parent in any order.
+ *
+ * @return GCX_OK; GCX_ERR_INVALID (a color < 0 other than GCX_UNDEFINED);
+ *         the parent's error if it has failed; GCX_ERR_UNSUPPORTED when a
+ *         process has 2048 live communicators; errors of the exchange
+ *         (GCX_ERR_PEER, GCX_ERR_TIMEOUT) fail the parent as a collective.
+ */
+gcx_status_t gcx_comm_split(gcx_comm_t *comm, int color, int key,
+                            gcx_comm_t **newcomm_p);
+
+/** A communicator over the same ranks in the same order: a split with one
+ *  color (MPI_Comm_dup). Collective over @p comm. */
+gcx_status_t gcx_comm_dup(gcx_comm_t *comm, gcx_comm_t **newcomm_p);
+
+/**
+ * Send @p count elements to rank @p peer with tag @p tag (0..2^31-1).
+ * Non-blocking with @p req_p (the buffer must stay untouched until the
+ * request completes), blocking with NULL. Not ordered with collectives:
+ * it starts at once, whatever the communicator has queued. Messages between
+ * two ranks with the same tag are received in the order they were sent.
+ * A lost peer or GCX_TIMEOUT fails the communicator, as for collectives.
+ */
+gcx_status_t gcx_send(gcx_comm_t *comm, const void *buf, size_t count,
+                      gcx_dtype_t dtype, int peer, int tag,
+                      gcx_request_t **req_p);
+
+/**
+ * Receive exactly @p count elements from rank @p peer with tag @p tag. A
+ * message of another size completes the receive with GCX_ERR_MISMATCH
+ * (the buffer's content is then undefined; the communicator stays usable).
+ */
+gcx_status_t gcx_recv(gcx_comm_t *comm, void *buf, size_t count,
+                      gcx_dtype_t dtype, int peer, int tag,
+                      gcx_request_t **req_p);
 
 #ifdef __cplusplus
 }

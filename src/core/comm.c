@@ -1,79 +1,59 @@
 /*
- * comm.c - communicator lifecycle.
+ * comm.c - communicator lifecycle: create, split, dup, destroy.
  *
- * Creation = configuration + identity (caller's OOB or the environment's
- * TCP star) + transport init + one allgather of transport addresses +
- * endpoints to every rank + a barrier that proves every pair can talk.
- * It is the only place that blocks for long, bounded by GCX_TIMEOUT.
+ * Creation from an OOB = configuration + identity (caller's OOB or the
+ * environment's TCP star) + one OOB allgather of hellos (size check, the
+ * id offers, address lengths) + one of transport addresses + endpoints (the
+ * process context's cached ones where the peer is already connected) + one
+ * service exchange over the transport that proves the connections and the
+ * agreed id. It is the only place that blocks for long, bounded by
+ * GCX_TIMEOUT.
+ *
+ * Split (and dup, a split with one color) is collective over the parent:
+ * one service exchange of (color, key, id offer) records over the parent's
+ * transport (ceil(log2 P) latencies), then a view of the parent's endpoints
+ * for the members; no socket, no UCX initialisation, no connection.
  */
 #include "comm.h"
 #include "bootstrap.h"
 #include "log.h"
+#include "service.h"
 #include "time.h"
 #include "gcx_build_config.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#define GCX_COMM_MAGIC 0x67637863u /* "gcxc" */
+#define GCX_COMM_MAGIC 0x67637864u /* "gcxd" */
 
 typedef struct gcx_comm_hello {
-    uint32_t magic;
-    uint32_t size;
-    uint32_t comm_id;
-    uint32_t addr_len;
+    uint32_t            magic;
+    uint32_t            size;
+    uint32_t            addr_len;
+    uint32_t            pad;
+    gcx_comm_id_offer_t offer;
 } gcx_comm_hello_t;
 
-/* Every communicator with GCX_PROGRESS_ALL, linked by registry_next. */
-static pthread_mutex_t gcx_comm_registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static gcx_comm_t     *gcx_comm_registry;
+/* One rank's record in a split. */
+typedef struct gcx_comm_split_rec {
+    int32_t             color;
+    int32_t             key;
+    gcx_comm_id_offer_t offer;
+} gcx_comm_split_rec_t;
 
-static void gcx_comm_register(gcx_comm_t *comm)
+/* What the first service exchange of a new communicator carries. */
+typedef struct gcx_comm_check {
+    uint32_t magic;
+    uint32_t id;
+} gcx_comm_check_t;
+
+static int gcx_comm_state_slots;
+
+int gcx_comm_state_slot(void)
 {
-    pthread_mutex_lock(&gcx_comm_registry_lock);
-    comm->registry_prev = NULL;
-    comm->registry_next = gcx_comm_registry;
-    if (gcx_comm_registry != NULL) {
-        gcx_comm_registry->registry_prev = comm;
-    }
-    gcx_comm_registry = comm;
-    comm->registered  = 1;
-    pthread_mutex_unlock(&gcx_comm_registry_lock);
-}
+    int slot = __atomic_fetch_add(&gcx_comm_state_slots, 1, __ATOMIC_RELAXED);
 
-static void gcx_comm_unregister(gcx_comm_t *comm)
-{
-    if (!comm->registered) {
-        return;
-    }
-    pthread_mutex_lock(&gcx_comm_registry_lock);
-    if (comm->registry_prev != NULL) {
-        comm->registry_prev->registry_next = comm->registry_next;
-    } else {
-        gcx_comm_registry = comm->registry_next;
-    }
-    if (comm->registry_next != NULL) {
-        comm->registry_next->registry_prev = comm->registry_prev;
-    }
-    comm->registered = 0;
-    pthread_mutex_unlock(&gcx_comm_registry_lock);
-}
-
-void gcx_comm_progress_others(gcx_comm_t *self)
-{
-    gcx_comm_t *c;
-
-    if (pthread_mutex_trylock(&gcx_comm_registry_lock) != 0) {
-        return;
-    }
-    for (c = gcx_comm_registry; c != NULL; c = c->registry_next) {
-        if (c != self && c->error == GCX_OK) {
-            c->tl->ops->progress(c->tl);
-        }
-    }
-    pthread_mutex_unlock(&gcx_comm_registry_lock);
+    return slot < GCX_COMM_STATE_MAX ? slot : -1;
 }
 
 const char *gcx_version(void)
@@ -96,26 +76,75 @@ void *gcx_comm_scratch(gcx_comm_t *comm, size_t size)
     return comm->scratch;
 }
 
-/* Exchanges transport addresses over the OOB and connects. */
+/* Releases what a communicator holds; the context lock is held. */
+static void gcx_comm_free(gcx_comm_t *comm, double grace)
+{
+    int i;
+
+    if (comm->tl != NULL) {
+        comm->tl->ops->fini(comm->tl, grace);
+        gcx_context_id_release(comm->ctx, comm->id);
+    }
+    gcx_context_remove(comm->ctx, comm);
+    for (i = 0; i < GCX_COMM_STATE_MAX; ++i) {
+        if (comm->state[i].release != NULL) {
+            comm->state[i].release(comm->state[i].data);
+        }
+    }
+    gcx_context_release(comm->ctx);
+    free(comm->scratch);
+    free(comm);
+}
+
+/* Every rank checks over the transport that all agree on the id. */
+static gcx_status_t gcx_comm_check_wireup(gcx_comm_t *comm)
+{
+    gcx_comm_check_t  mine = {GCX_COMM_MAGIC, comm->id}, *all;
+    gcx_status_t      status;
+    int               r;
+
+    all = calloc((size_t)comm->size, sizeof(*all));
+    if (all == NULL) {
+        return GCX_ERR_NOMEM;
+    }
+    status = gcx_service_allgather(comm, &mine, all, sizeof(mine));
+    for (r = 0; status == GCX_OK && r < comm->size; ++r) {
+        if (all[r].magic != GCX_COMM_MAGIC || all[r].id != comm->id) {
+            gcx_error("rank %d agreed on communicator id %u, this rank on "
+                      "%u", r, all[r].id, comm->id);
+            status = GCX_ERR_MISMATCH;
+        }
+    }
+    free(all);
+    return status;
+}
+
+/*
+ * Exchanges hellos and transport addresses over the OOB, agrees on the id,
+ * creates the view and connects. The context lock is dropped around each
+ * OOB call (they wait for other processes).
+ */
 static gcx_status_t gcx_comm_wireup(gcx_comm_t *comm, const gcx_oob_t *oob)
 {
-    gcx_comm_hello_t  mine, *all = NULL;
-    const void      **addrs      = NULL;
-    size_t           *lens       = NULL;
-    char             *blobs      = NULL, *myblob = NULL;
+    gcx_context_t    *ctx = comm->ctx;
+    gcx_comm_hello_t  mine = {0}, *all = NULL;
+    gcx_tl_params_t   params;
+    const void      **addrs  = NULL;
+    size_t           *lens   = NULL;
+    char             *blobs  = NULL, *myblob = NULL;
     const void       *addr;
     size_t            len, maxlen = 0;
     gcx_status_t      status;
     int               r;
 
-    status = comm->tl->ops->address(comm->tl, &addr, &len);
+    status = ctx->tl_ops->address(ctx->tl_ctx, &addr, &len);
     if (status != GCX_OK) {
         return status;
     }
     mine.magic    = GCX_COMM_MAGIC;
     mine.size     = (uint32_t)comm->size;
-    mine.comm_id  = (uint32_t)(getpid() ^ (uint32_t)(gcx_time_now() * 1e6));
     mine.addr_len = (uint32_t)len;
+    gcx_context_id_offer(ctx, &mine.offer);
     all   = calloc((size_t)comm->size, sizeof(*all));
     addrs = calloc((size_t)comm->size, sizeof(*addrs));
     lens  = calloc((size_t)comm->size, sizeof(*lens));
@@ -123,7 +152,9 @@ static gcx_status_t gcx_comm_wireup(gcx_comm_t *comm, const gcx_oob_t *oob)
         status = GCX_ERR_NOMEM;
         goto out;
     }
+    gcx_context_unlock();
     status = oob->allgather(&mine, all, sizeof(mine), oob->ctx);
+    gcx_context_lock();
     if (status != GCX_OK) {
         gcx_error("out-of-band allgather failed: %s", gcx_strerror(status));
         goto out;
@@ -140,15 +171,31 @@ static gcx_status_t gcx_comm_wireup(gcx_comm_t *comm, const gcx_oob_t *oob)
             maxlen = all[r].addr_len;
         }
     }
-    comm->id = all[0].comm_id & ((1u << GCX_TL_TAG_COMM_BITS) - 1);
-    myblob   = calloc(1, maxlen);
-    blobs    = calloc((size_t)comm->size, maxlen);
+    status = gcx_context_id_agree(ctx, &all[0].offer, sizeof(*all), NULL,
+                                  comm->size, &comm->id);
+    if (status != GCX_OK) {
+        goto out;
+    }
+    params.rank    = comm->rank;
+    params.size    = comm->size;
+    params.comm_id = comm->id;
+    params.peer_failure_detection =
+        comm->config.ucx_err_mode == GCX_UCX_ERR_MODE_PEER;
+    status = ctx->tl_ops->init(ctx->tl_ctx, &params, &comm->tl);
+    if (status != GCX_OK) {
+        gcx_context_id_release(ctx, comm->id);
+        goto out;
+    }
+    myblob = calloc(1, maxlen);
+    blobs  = calloc((size_t)comm->size, maxlen);
     if (myblob == NULL || blobs == NULL) {
         status = GCX_ERR_NOMEM;
         goto out;
     }
     memcpy(myblob, addr, len);
+    gcx_context_unlock();
     status = oob->allgather(myblob, blobs, maxlen, oob->ctx);
+    gcx_context_lock();
     if (status != GCX_OK) {
         gcx_error("out-of-band allgather failed: %s", gcx_strerror(status));
         goto out;
@@ -167,17 +214,110 @@ out:
     return status;
 }
 
+/* A new communicator object in the context (lock held); no transport yet. */
+static gcx_status_t gcx_comm_new(const gcx_config_t *config, int rank,
+                                 int size, gcx_comm_t **comm_p)
+{
+    gcx_comm_t  *comm = calloc(1, sizeof(*comm));
+    gcx_status_t status;
+
+    if (comm == NULL) {
+        return GCX_ERR_NOMEM;
+    }
+    comm->config = *config;
+    comm->rank   = rank;
+    comm->size   = size;
+    comm->id     = UINT32_MAX;
+    status       = gcx_context_acquire(config->transport, &comm->ctx);
+    if (status != GCX_OK) {
+        free(comm);
+        return status;
+    }
+    gcx_context_add(comm->ctx, comm);
+    *comm_p = comm;
+    return GCX_OK;
+}
+
+static gcx_status_t gcx_comm_create_locked(const gcx_oob_t *oob,
+                                           const gcx_config_t *config,
+                                           gcx_comm_t **comm_p)
+{
+    gcx_bootstrap_t *bootstrap = NULL;
+    gcx_oob_t        env_oob;
+    const char      *source = "the caller's OOB";
+    gcx_comm_t      *comm   = NULL;
+    gcx_config_t    *env_config = NULL;
+    gcx_config_t     cfg;
+    gcx_status_t     status;
+    int              rank, size;
+
+    if (config == NULL) {
+        status = gcx_config_read(&env_config);
+        if (status != GCX_OK) {
+            return status;
+        }
+        config = env_config;
+    }
+    cfg = *config;
+    gcx_config_release(env_config);
+    gcx_log_configure(cfg.log_level, -1);
+    if (oob != NULL) {
+        rank = oob->rank;
+        size = oob->size;
+    } else {
+        status = gcx_bootstrap_identity(&cfg, &rank, &size, &source);
+        if (status != GCX_OK) {
+            return status;
+        }
+    }
+    gcx_log_configure(cfg.log_level, rank);
+    if (size > GCX_TL_MAX_RANKS) {
+        gcx_error("%d ranks: at most %d are supported", size,
+                  GCX_TL_MAX_RANKS);
+        return GCX_ERR_UNSUPPORTED;
+    }
+    if (oob == NULL) {
+        gcx_context_unlock();
+        status = gcx_bootstrap_connect(&cfg, rank, size, &bootstrap);
+        gcx_context_lock();
+        if (status != GCX_OK) {
+            return status;
+        }
+        env_oob.allgather = gcx_bootstrap_allgather;
+        env_oob.ctx       = bootstrap;
+        env_oob.rank      = rank;
+        env_oob.size      = size;
+        oob               = &env_oob;
+    }
+    status = gcx_comm_new(&cfg, rank, size, &comm);
+    if (status == GCX_OK) {
+        status = gcx_comm_wireup(comm, oob);
+    }
+    if (bootstrap != NULL) {
+        gcx_bootstrap_close(bootstrap);
+    }
+    /* every rank proves it reaches the others and agrees on the id, so a
+     * broken network shows here, not in the first collective */
+    if (status == GCX_OK) {
+        status = gcx_comm_check_wireup(comm);
+    }
+    if (status != GCX_OK) {
+        if (comm != NULL) {
+            gcx_comm_free(comm, 0);
+        }
+        return status;
+    }
+    gcx_info("communicator %u: rank %d of %d (identity from %s), "
+             "transport %s",
+             comm->id, comm->rank, comm->size, source, comm->tl->ops->name);
+    *comm_p = comm;
+    return GCX_OK;
+}
+
 gcx_status_t gcx_comm_create(const gcx_oob_t *oob, const gcx_config_t *config,
                              gcx_comm_t **comm_p)
 {
-    gcx_bootstrap_t    *bootstrap = NULL;
-    gcx_oob_t           env_oob;
-    gcx_tl_params_t     tl_params;
-    const gcx_tl_ops_t *tl_ops;
-    const char         *source = "the caller's OOB";
-    gcx_comm_t         *comm;
-    gcx_config_t       *env_config;
-    gcx_status_t        status;
+    gcx_status_t status;
 
     if (comm_p == NULL ||
         (oob != NULL && (oob->allgather == NULL || oob->size < 1 ||
@@ -185,101 +325,134 @@ gcx_status_t gcx_comm_create(const gcx_oob_t *oob, const gcx_config_t *config,
         gcx_error("gcx_comm_create: invalid arguments");
         return GCX_ERR_INVALID;
     }
-    comm = calloc(1, sizeof(*comm));
-    if (comm == NULL) {
+    gcx_context_create_lock();
+    gcx_context_lock();
+    status = gcx_comm_create_locked(oob, config, comm_p);
+    gcx_context_unlock();
+    gcx_context_create_unlock();
+    return status;
+}
+
+/* Sort members by (key, parent rank). */
+static const gcx_comm_split_rec_t *gcx_comm_split_recs;
+
+static int gcx_comm_split_cmp(const void *a, const void *b)
+{
+    int ra = *(const int *)a, rb = *(const int *)b;
+    int ka = gcx_comm_split_recs[ra].key, kb = gcx_comm_split_recs[rb].key;
+
+    if (ka != kb) {
+        return ka < kb ? -1 : 1;
+    }
+    return ra < rb ? -1 : (ra > rb);
+}
+
+static gcx_status_t gcx_comm_split_locked(gcx_comm_t *parent, int color,
+                                          int key, gcx_comm_t **newcomm_p)
+{
+    gcx_comm_split_rec_t mine, *recs;
+    gcx_tl_params_t      params;
+    gcx_comm_t          *comm = NULL;
+    int                 *members = NULL;
+    int                  n = 0, r, newrank = -1;
+    gcx_status_t         status;
+
+    mine.color = color;
+    mine.key   = key;
+    gcx_context_id_offer(parent->ctx, &mine.offer);
+    recs = calloc((size_t)parent->size, sizeof(*recs));
+    if (recs == NULL) {
         return GCX_ERR_NOMEM;
     }
-    if (config != NULL) {
-        comm->config = *config;
-    } else {
-        status = gcx_config_read(&env_config);
-        if (status != GCX_OK) {
-            goto err_free;
-        }
-        comm->config = *env_config;
-        gcx_config_release(env_config);
+    status = gcx_service_allgather(parent, &mine, recs, sizeof(mine));
+    if (status != GCX_OK || color == GCX_UNDEFINED) {
+        goto out;
     }
-    gcx_log_configure(comm->config.log_level, -1);
-
-    if (oob != NULL) {
-        comm->rank = oob->rank;
-        comm->size = oob->size;
-    } else {
-        status = gcx_bootstrap_identity(&comm->config, &comm->rank,
-                                        &comm->size, &source);
-        if (status != GCX_OK) {
-            goto err_free;
+    members = malloc((size_t)parent->size * sizeof(*members));
+    if (members == NULL) {
+        status = GCX_ERR_NOMEM;
+        goto out;
+    }
+    for (r = 0; r < parent->size; ++r) {
+        if (recs[r].color == color) {
+            members[n++] = r;
         }
     }
-    gcx_log_configure(comm->config.log_level, comm->rank);
-    if (comm->size > GCX_TL_MAX_RANKS) {
-        gcx_error("%d ranks: at most %d are supported", comm->size,
-                  GCX_TL_MAX_RANKS);
-        status = GCX_ERR_UNSUPPORTED;
-        goto err_free;
-    }
-    if (oob == NULL) {
-        status = gcx_bootstrap_connect(&comm->config, comm->rank, comm->size,
-                                       &bootstrap);
-        if (status != GCX_OK) {
-            goto err_free;
+    /* qsort has no context argument; the creation lock makes this safe */
+    gcx_comm_split_recs = recs;
+    qsort(members, (size_t)n, sizeof(*members), gcx_comm_split_cmp);
+    for (r = 0; r < n; ++r) {
+        if (members[r] == parent->rank) {
+            newrank = r;
         }
-        env_oob.allgather = gcx_bootstrap_allgather;
-        env_oob.ctx       = bootstrap;
-        env_oob.rank      = comm->rank;
-        env_oob.size      = comm->size;
-        oob               = &env_oob;
     }
-
-    tl_ops = gcx_tl_ops_find(comm->config.transport);
-    if (tl_ops == NULL) {
-        gcx_error("GCX_TRANSPORT=%s is not available in this build",
-                  gcx_config_enum_name(gcx_config_find("TRANSPORT"),
-                                       comm->config.transport));
-        status = GCX_ERR_UNSUPPORTED;
-        goto err_close_bootstrap;
-    }
-    tl_params.rank = comm->rank;
-    tl_params.size = comm->size;
-    tl_params.peer_failure_detection =
-        comm->config.ucx_err_mode == GCX_UCX_ERR_MODE_PEER;
-    status         = tl_ops->init(&tl_params, &comm->tl);
+    status = gcx_comm_new(&parent->config, newrank, n, &comm);
     if (status != GCX_OK) {
-        goto err_close_bootstrap;
+        goto out;
     }
-    status = gcx_comm_wireup(comm, oob);
+    status = gcx_context_id_agree(comm->ctx, &recs[0].offer, sizeof(*recs),
+                                  members, n, &comm->id);
     if (status != GCX_OK) {
-        goto err_fini_tl;
+        goto out;
     }
-    if (bootstrap != NULL) {
-        gcx_bootstrap_close(bootstrap);
-        bootstrap = NULL;
-    }
-    /* every pair talks once, so the first real collective finds the
-     * connections up, and a broken network shows here */
-    status = gcx_barrier(comm, NULL);
+    params.rank    = newrank;
+    params.size    = n;
+    params.comm_id = comm->id;
+    params.peer_failure_detection = 0; /* the parent's endpoints decide */
+    status = parent->tl->ops->derive(parent->tl, &params, members, &comm->tl);
     if (status != GCX_OK) {
-        gcx_error("the first barrier failed: %s", gcx_strerror(status));
-        goto err_fini_tl;
+        gcx_context_id_release(comm->ctx, comm->id);
     }
-    gcx_info("communicator %u: rank %d of %d (identity from %s), "
-             "transport %s",
-             comm->id, comm->rank, comm->size, source, tl_ops->name);
-    if (comm->config.progress_all) {
-        gcx_comm_register(comm);
+out:
+    if (status != GCX_OK && comm != NULL) {
+        gcx_comm_free(comm, 0);
+        comm = NULL;
     }
-    *comm_p = comm;
-    return GCX_OK;
-
-err_fini_tl:
-    comm->tl->ops->fini(comm->tl);
-err_close_bootstrap:
-    if (bootstrap != NULL) {
-        gcx_bootstrap_close(bootstrap);
+    if (status == GCX_OK) {
+        gcx_debug("split of communicator %u: color %d, rank %d of %d in "
+                  "communicator %s%u", parent->id, color, newrank, n,
+                  comm != NULL ? "" : "(none) ",
+                  comm != NULL ? comm->id : 0);
+        *newcomm_p = comm;
     }
-err_free:
-    free(comm);
+    free(members);
+    free(recs);
     return status;
+}
+
+gcx_status_t gcx_comm_split(gcx_comm_t *comm, int color, int key,
+                            gcx_comm_t **newcomm_p)
+{
+    gcx_status_t status;
+
+    if (comm == NULL || newcomm_p == NULL) {
+        gcx_error("gcx_comm_split: %s is NULL",
+                  comm == NULL ? "the communicator" : "newcomm_p");
+        return GCX_ERR_INVALID;
+    }
+    if (color < 0 && color != GCX_UNDEFINED) {
+        gcx_error("gcx_comm_split: color %d: a color is >= 0 or "
+                  "GCX_UNDEFINED", color);
+        return GCX_ERR_INVALID;
+    }
+    *newcomm_p = NULL;
+    gcx_context_create_lock();
+    gcx_context_lock();
+    status = comm->error != GCX_OK ?
+                 comm->error :
+                 gcx_comm_split_locked(comm, color, key, newcomm_p);
+    gcx_context_unlock();
+    gcx_context_create_unlock();
+    return status;
+}
+
+gcx_status_t gcx_comm_dup(gcx_comm_t *comm, gcx_comm_t **newcomm_p)
+{
+    if (comm == NULL) {
+        gcx_error("gcx_comm_dup: invalid arguments");
+        return GCX_ERR_INVALID;
+    }
+    return gcx_comm_split(comm, 0, comm->rank, newcomm_p);
 }
 
 int gcx_comm_rank(const gcx_comm_t *comm)
@@ -300,27 +473,19 @@ const gcx_config_t *gcx_comm_config(const gcx_comm_t *comm)
 void gcx_comm_destroy(gcx_comm_t *comm)
 {
     double grace;
-    int    i;
 
     if (comm == NULL) {
         return;
     }
-    gcx_comm_unregister(comm);
-    if (comm->head != NULL) {
-        gcx_warn("communicator destroyed with collectives in flight");
+    gcx_context_lock();
+    if (comm->head != NULL || comm->p2p != NULL) {
+        gcx_warn("communicator destroyed with operations in flight");
         gcx_comm_fail(comm, GCX_ERR_CANCELED);
     }
-    if (comm->error == GCX_OK) {
-        /* let the last messages reach their peers before closing */
-        grace = comm->config.timeout < 10.0 ? comm->config.timeout : 10.0;
-        comm->tl->ops->flush_close(comm->tl, grace);
-    }
-    comm->tl->ops->fini(comm->tl);
-    for (i = 0; i < GCX_COMM_STATE_MAX; ++i) {
-        if (comm->state[i].release != NULL) {
-            comm->state[i].release(comm->state[i].data);
-        }
-    }
-    free(comm->scratch);
-    free(comm);
+    /* endpoints this communicator was the last to use deliver what was
+     * sent before they close */
+    grace = comm->error != GCX_OK ? 0 :
+            comm->config.timeout < 10.0 ? comm->config.timeout : 10.0;
+    gcx_comm_free(comm, grace);
+    gcx_context_unlock();
 }

@@ -5,6 +5,7 @@
 #define GCX_CORE_COMM_H
 
 #include "config.h"
+#include "context.h"
 #include "task.h"
 #include "transport/transport.h"
 
@@ -12,15 +13,14 @@
 #include <stdint.h>
 
 /*
- * State a collective keeps across its calls on one communicator (the sparse
- * allreduce's measured network model and its feedback table): created by
- * the collective on first use, released by gcx_comm_destroy. Living in the
- * communicator, it can never be shared, lost or evicted on one rank only.
+ * State a collective keeps across its calls on one communicator (e.g. the
+ * sparse allreduce's measured network model and its feedback table):
+ * created by the collective on first use, released by gcx_comm_destroy.
+ * Living in the communicator, it can never be shared, lost or evicted on one
+ * rank only. The core knows slots, not collectives: a layer above takes a
+ * slot once with gcx_comm_state_slot() and keeps its index.
  */
-enum {
-    GCX_COMM_STATE_SPARSE = 0,
-    GCX_COMM_STATE_MAX,
-};
+#define GCX_COMM_STATE_MAX 4
 
 typedef struct gcx_comm_state {
     void *data;
@@ -40,23 +40,20 @@ struct gcx_comm {
     void             *scratch; /* for the active task only */
     size_t            scratch_size;
     gcx_comm_state_t  state[GCX_COMM_STATE_MAX];
-    /* the communicators that progress each other (GCX_PROGRESS_ALL) */
-    int               registered;
-    gcx_comm_t       *registry_prev, *registry_next;
+    gcx_context_t    *ctx;    /* the process's context, shared */
+    gcx_comm_t       *ctx_prev, *ctx_next;
+    gcx_task_t       *p2p;    /* point-to-point requests in flight */
 };
 
 /**
- * Progress the transports (only) of the other registered communicators:
- * called by a wait that found nothing to do on @p self (GCX_PROGRESS_ALL).
- * Without it, a rank that moved on to another communicator would never
- * send what a peer still waits for on this one: UCX over TCP queues a
- * rendezvous acknowledgement when the socket is full and sends it on the
- * next progress of that worker, and the peer, waiting for it, never
- * reaches the collective the rank now waits in (seen on the emulated
- * cluster: a 2 MB sparse exchange that one rank finished and the other
- * never did). Skips a round when another thread is iterating.
+ * A slot index in every communicator's state[] for one user (a collective
+ * with state across calls); the same index on every call and every rank.
+ * Call once (e.g. from a pthread_once); -1 when all are taken.
  */
-void gcx_comm_progress_others(gcx_comm_t *self);
+int gcx_comm_state_slot(void);
+
+/** Moves the communicator's queue along; returns tasks completed. */
+int gcx_comm_queue_progress(gcx_comm_t *comm);
 
 /**
  * Fail the communicator: cancel every transfer (nothing can land in a user

@@ -21,7 +21,7 @@
 
 static const char *const gcx_config_log_levels[] = {"error", "warn", "info",
                                                     "debug", "trace", NULL};
-static const char *const gcx_config_transports[] = {"ucx", "verbs", NULL};
+static const char *const gcx_config_transports[] = {"ucx", NULL};
 static const char *const gcx_config_ucx_err_modes[] = {"none", "peer", NULL};
 static const char *const gcx_config_allreduce_algos[] = {
     "auto", "recursive_doubling", "ring", "rabenseifner", NULL};
@@ -46,8 +46,8 @@ const gcx_config_entry_t gcx_config_table[] = {
      "fails with GCX_ERR_TIMEOUT and the communicator is aborted",
      GCX_CFG_FIELD(timeout), 0.001, 1e6, NULL},
     {"TRANSPORT", GCX_CONFIG_ENUM, "ucx",
-     "Transport for collectives (verbs needs -Dverbs=enabled and an RDMA "
-     "device)",
+     "Transport for collectives (UCX: shared memory, TCP, InfiniBand; the "
+     "only one built so far)",
      GCX_CFG_FIELD(transport), GCX_CFG_NO_RANGE, gcx_config_transports},
     {"UCX_ERR_MODE", GCX_CONFIG_ENUM, "none",
      "UCX endpoint error handling: peer reports a lost peer at once but, in "
@@ -88,13 +88,6 @@ const gcx_config_entry_t gcx_config_table[] = {
      "Call sched_yield() while waiting when a progress call found nothing "
      "to do (helps when ranks outnumber cores)",
      GCX_CFG_FIELD(progress_yield), GCX_CFG_NO_RANGE, NULL},
-    {"PROGRESS_ALL", GCX_CONFIG_BOOL, "y",
-     "While a wait finds nothing to do on its communicator, also progress "
-     "the transports of the process's other communicators (those with y), "
-     "so that protocol messages their peers wait for still go out (UCX "
-     "rendezvous acknowledgements over TCP); set n on every communicator "
-     "when the process uses communicators from several threads at once",
-     GCX_CFG_FIELD(progress_all), GCX_CFG_NO_RANGE, NULL},
     {"ALLREDUCE_ALGO", GCX_CONFIG_ENUM, "auto",
      "Dense allreduce algorithm; auto: recursive doubling up to "
      "GCX_ALLREDUCE_SMALL_MSG bytes, Rabenseifner (recursive halving + "

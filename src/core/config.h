@@ -59,7 +59,6 @@ enum {
 /* GCX_TRANSPORT values */
 enum {
     GCX_TRANSPORT_UCX = 0,
-    GCX_TRANSPORT_VERBS,
 };
 
 /** Parsed values of every variable (see config.c for docs and defaults). */
@@ -77,7 +76,6 @@ struct gcx_config {
     int    bootstrap_fd;        /* GCX_BOOTSTRAP_FD, -1 = not set */
     int    check_args;          /* GCX_CHECK_ARGS */
     int    progress_yield;      /* GCX_PROGRESS_YIELD */
-    int    progress_all;        /* GCX_PROGRESS_ALL */
     int    allreduce_algo;      /* GCX_ALLREDUCE_ALGO */
     size_t allreduce_small_msg; /* GCX_ALLREDUCE_SMALL_MSG, bytes */
     size_t allreduce_large_msg; /* GCX_ALLREDUCE_LARGE_MSG, bytes */

@@ -1,10 +1,17 @@
 /*
  * task.c - the per-communicator FIFO of tasks, requests, wait, schedules.
  *
- * gcx_progress() = one transport progress call + progress of the active
- * task, so its cost is bounded by what one task's progress() may do. The
+ * gcx_progress() = one progress call of the process context: the shared
+ * transport once, then the active task of every communicator, so its cost
+ * is bounded by what one task's progress() may do per communicator. The
  * deadline of a task (GCX_TIMEOUT) starts when it becomes active, so a
  * queue of many collectives does not time out the later ones.
+ * Point-to-point tasks skip the FIFO (a send must not wait behind a
+ * collective its peer has not reached): they are posted at once and kept
+ * on the communicator's p2p list, progressed with the queue.
+ *
+ * Every public entry takes the context lock (context.h); a wait drops it
+ * between progress calls, so other threads get their turn.
  */
 #include "task.h"
 #include "comm.h"
@@ -33,11 +40,47 @@ static void gcx_task_activate(gcx_task_t *task)
     task->ops->post(task);
 }
 
+/* Progresses the point-to-point tasks; a failed one fails the comm. */
+static int gcx_p2p_progress(gcx_comm_t *comm)
+{
+    gcx_task_t **pp = &comm->p2p, *task;
+    int          done = 0;
+
+    while ((task = *pp) != NULL) {
+        task->ops->progress(task);
+        if (task->status == GCX_INPROGRESS &&
+            gcx_time_now() > task->deadline) {
+            gcx_error("%s did not complete within GCX_TIMEOUT=%g s",
+                      task->name, comm->config.timeout);
+            task->status = GCX_ERR_TIMEOUT;
+        }
+        if (task->status == GCX_INPROGRESS) {
+            pp = &task->next;
+            continue;
+        }
+        ++done;
+        *pp        = task->next;
+        task->next = NULL;
+        if (task->status < 0 && task->status != GCX_ERR_MISMATCH) {
+            gcx_comm_fail(comm, task->status);
+            break;
+        }
+    }
+    return done;
+}
+
 /* Moves the queue along; the head stays until it is done. */
-static int gcx_queue_progress(gcx_comm_t *comm)
+int gcx_comm_queue_progress(gcx_comm_t *comm)
 {
     gcx_task_t *task;
     int         done = 0;
+
+    if (comm->p2p != NULL) {
+        done += gcx_p2p_progress(comm);
+        if (comm->error != GCX_OK) {
+            return done;
+        }
+    }
 
     while ((task = comm->head) != NULL) {
         if (task->status == GCX_INPROGRESS) {
@@ -72,17 +115,7 @@ static int gcx_queue_progress(gcx_comm_t *comm)
 
 int gcx_comm_progress_once(gcx_comm_t *comm)
 {
-    int events;
-
-    if (comm->error != GCX_OK) {
-        return 0;
-    }
-    events = comm->tl->ops->progress(comm->tl);
-    events += gcx_queue_progress(comm);
-    if (events == 0 && comm->config.progress_all) {
-        gcx_comm_progress_others(comm);
-    }
-    return events;
+    return gcx_context_progress(comm->ctx);
 }
 
 void gcx_comm_fail(gcx_comm_t *comm, gcx_status_t status)
@@ -102,7 +135,32 @@ void gcx_comm_fail(gcx_comm_t *comm, gcx_status_t status)
             task->status = status;
         }
     }
+    for (task = comm->p2p; task != NULL; task = task->next) {
+        if (task->status == GCX_INPROGRESS) {
+            task->status = status;
+        }
+    }
     comm->head = comm->tail = NULL;
+    comm->p2p  = NULL;
+}
+
+/* Returns the request, or waits for the task and frees it. Lock held. */
+static gcx_status_t gcx_task_hand_over(gcx_task_t *task,
+                                       gcx_request_t **req_p)
+{
+    gcx_status_t status;
+
+    if (req_p != NULL) {
+        *req_p = (gcx_request_t *)task;
+        gcx_context_unlock();
+        return GCX_OK;
+    }
+    gcx_context_unlock();
+    status = gcx_wait((gcx_request_t *)task);
+    gcx_context_lock();
+    task->ops->finalize(task);
+    gcx_context_unlock();
+    return status;
 }
 
 gcx_status_t gcx_task_submit(gcx_task_t *task, gcx_request_t **req_p)
@@ -110,67 +168,118 @@ gcx_status_t gcx_task_submit(gcx_task_t *task, gcx_request_t **req_p)
     gcx_comm_t  *comm = task->comm;
     gcx_status_t status;
 
+    gcx_context_lock();
     if (comm->error != GCX_OK) {
         status = comm->error;
         task->ops->finalize(task);
+        gcx_context_unlock();
         return status;
     }
     task->seq = comm->seq++;
     if (comm->tail == NULL) {
         comm->head = comm->tail = task;
         gcx_task_activate(task);
-        gcx_queue_progress(comm); /* completes a task finished in post */
+        gcx_comm_queue_progress(comm); /* completes a task done in post */
     } else {
         comm->tail->next = task;
         comm->tail       = task;
     }
-    if (req_p != NULL) {
-        *req_p = (gcx_request_t *)task;
-        return GCX_OK;
+    return gcx_task_hand_over(task, req_p);
+}
+
+gcx_status_t gcx_task_start(gcx_task_t *task, gcx_request_t **req_p)
+{
+    gcx_comm_t  *comm = task->comm;
+    gcx_status_t status;
+
+    gcx_context_lock();
+    if (comm->error != GCX_OK) {
+        status = comm->error;
+        task->ops->finalize(task);
+        gcx_context_unlock();
+        return status;
     }
-    status = gcx_wait((gcx_request_t *)task);
-    task->ops->finalize(task);
-    return status;
+    gcx_task_activate(task);
+    if (task->status == GCX_INPROGRESS) {
+        task->next = comm->p2p;
+        comm->p2p  = task;
+    } else if (task->status < 0 && task->status != GCX_ERR_MISMATCH) {
+        status = task->status;
+        gcx_comm_fail(comm, status);
+        task->status = status;
+    }
+    return gcx_task_hand_over(task, req_p);
 }
 
 /* ---- public request API -------------------------------------------------- */
 
 gcx_status_t gcx_progress(gcx_comm_t *comm)
 {
+    gcx_status_t status;
+
     if (comm == NULL) {
         return GCX_ERR_INVALID;
     }
+    gcx_context_lock();
     gcx_comm_progress_once(comm);
-    return comm->error;
+    status = comm->error;
+    gcx_context_unlock();
+    return status;
 }
 
 gcx_status_t gcx_test(gcx_request_t *req)
 {
-    gcx_task_t *task = (gcx_task_t *)req;
+    gcx_task_t  *task = (gcx_task_t *)req;
+    gcx_status_t status;
 
     if (task == NULL) {
         return GCX_ERR_INVALID;
     }
+    gcx_context_lock();
     if (task->status == GCX_INPROGRESS) {
         gcx_comm_progress_once(task->comm);
     }
-    return task->status;
+    status = task->status;
+    gcx_context_unlock();
+    return status;
 }
 
 gcx_status_t gcx_wait(gcx_request_t *req)
 {
-    gcx_task_t *task = (gcx_task_t *)req;
+    gcx_task_t  *task = (gcx_task_t *)req;
+    gcx_status_t status;
+    int          events, yield;
 
     if (task == NULL) {
         return GCX_ERR_INVALID;
     }
-    while (task->status == GCX_INPROGRESS) {
-        if (gcx_comm_progress_once(task->comm) == 0 &&
-            task->comm->config.progress_yield) {
+    yield = task->comm->config.progress_yield;
+    for (;;) {
+        gcx_context_lock();
+        status = task->status;
+        events = status == GCX_INPROGRESS ?
+                     gcx_comm_progress_once(task->comm) : 0;
+        gcx_context_unlock();
+        if (status != GCX_INPROGRESS) {
+            return status;
+        }
+        if (events == 0 && yield) {
             sched_yield();
         }
     }
-    return task->status;
+}
+
+/* Unlinks a point-to-point task from its communicator's list. */
+static void gcx_p2p_unlink(gcx_task_t *task)
+{
+    gcx_task_t **pp;
+
+    for (pp = &task->comm->p2p; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == task) {
+            *pp = task->next;
+            return;
+        }
+    }
 }
 
 void gcx_request_free(gcx_request_t *req)
@@ -180,11 +289,14 @@ void gcx_request_free(gcx_request_t *req)
     if (task == NULL) {
         return;
     }
+    gcx_context_lock();
     if (task->status == GCX_INPROGRESS) {
         gcx_error("request of %s freed while in progress", task->name);
+        gcx_p2p_unlink(task);
         gcx_comm_fail(task->comm, GCX_ERR_CANCELED);
     }
     task->ops->finalize(task);
+    gcx_context_unlock();
 }
 
 /* ---- schedules ------------------------------------------------------------ */

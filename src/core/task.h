@@ -54,7 +54,17 @@ void gcx_task_init(gcx_task_t *task, const gcx_task_ops_t *ops,
  */
 gcx_status_t gcx_task_submit(gcx_task_t *task, gcx_request_t **req_p);
 
-/** Progress the network and the queue once; returns work done (0: idle). */
+/**
+ * Start a task outside the FIFO (point-to-point): posted at once, tracked
+ * on the communicator's p2p list, GCX_TIMEOUT from now. Otherwise as
+ * gcx_task_submit; the sequence number is not used.
+ */
+gcx_status_t gcx_task_start(gcx_task_t *task, gcx_request_t **req_p);
+
+/**
+ * Progress the process context once: the transport and every
+ * communicator's queue; returns work done (0: idle). Context lock held.
+ */
 int gcx_comm_progress_once(gcx_comm_t *comm);
 
 /* ---- schedules ---------------------------------------------------------- */

@@ -28,6 +28,14 @@
  * may read or write it without this side, even after an error or after the
  * transport is finalized; then the buffer is kept for good).
  * Memory registration slots in here later without changing these entries.
+ *
+ * One transport context per process (gcx_tl_ctx_t: UCX's context and
+ * worker, the endpoint cache), shared by every communicator; a transport
+ * object (gcx_tl_t) is one communicator's view of it: a rank map onto
+ * shared endpoints and the communicator id that every tag and every active
+ * message header carries. Progressing any view progresses the context, so
+ * one progress call moves every communicator's transfers. The context is
+ * not thread-safe: the core serializes every call with its context lock.
  */
 #ifndef GCX_TRANSPORT_H
 #define GCX_TRANSPORT_H
@@ -36,7 +44,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct gcx_tl gcx_tl_t;
+typedef struct gcx_tl     gcx_tl_t;
+typedef struct gcx_tl_ctx gcx_tl_ctx_t;
 
 /** One contiguous piece of a message. */
 typedef struct gcx_iov {
@@ -52,11 +61,21 @@ typedef struct gcx_tl_req {
     /* ---- transport private ---- */
     void              *impl;
     int                is_recv;
+    int                peer; /* sends: the destination */
     struct gcx_tl_req *prev, *next;
 } gcx_tl_req_t;
 
 /** Largest active-message id + 1 (ids are per transport object). */
 #define GCX_TL_AM_MAX_ID 32
+
+/**
+ * Every active-message header starts with the 32-bit id of the sending
+ * communicator (written by the caller, checked by am_send): the shared
+ * context routes a message to the view with that id.
+ */
+typedef struct gcx_tl_am_prefix {
+    uint32_t comm_id;
+} gcx_tl_am_prefix_t;
 
 /**
  * An active message as its handler sees it; valid only during the handler.
@@ -77,13 +96,21 @@ typedef struct gcx_tl_am_msg {
  */
 typedef void (*gcx_tl_am_handler_t)(void *arg, const gcx_tl_am_msg_t *msg);
 
-/* Tag layout: | comm id 12 | sequence 20 | step 16 | source 16 | */
+/*
+ * Tag layout: | comm id 12 | sequence 20 | step 16 | source 16 |. A
+ * communicator owns two ids: an even one for its collectives and the odd one
+ * after it for its point-to-point messages, whose user tag fills the
+ * sequence and step fields (GCX_TL_P2P_TAG_BITS).
+ */
 #define GCX_TL_TAG_SRC_BITS   16
 #define GCX_TL_TAG_STEP_BITS  16
 #define GCX_TL_TAG_SEQ_BITS   20
 #define GCX_TL_TAG_COMM_BITS  12
 #define GCX_TL_TAG_MATCH_ALL  UINT64_MAX
 #define GCX_TL_MAX_RANKS      (1 << GCX_TL_TAG_SRC_BITS)
+#define GCX_TL_MAX_COMM_IDS   (1u << GCX_TL_TAG_COMM_BITS)
+#define GCX_TL_P2P_TAG_BITS   31
+#define GCX_TL_TAG_COMM_MASK  (((uint64_t)GCX_TL_MAX_COMM_IDS - 1) << 52)
 
 static inline uint64_t gcx_tl_tag(uint32_t comm_id, uint32_t seq,
                                   uint32_t step, uint32_t src)
@@ -93,6 +120,16 @@ static inline uint64_t gcx_tl_tag(uint32_t comm_id, uint32_t seq,
 
     return ((comm_id & comm_mask) << 52) | ((seq & seq_mask) << 32) |
            ((uint64_t)(step & 0xffffu) << 16) | (src & 0xffffu);
+}
+
+/** Tag of a point-to-point message with user tag @p utag from @p src. */
+static inline uint64_t gcx_tl_p2p_tag(uint32_t comm_id, uint32_t utag,
+                                      uint32_t src)
+{
+    const uint64_t comm_mask = (1u << GCX_TL_TAG_COMM_BITS) - 1;
+
+    return (((uint64_t)(comm_id | 1u) & comm_mask) << 52) |
+           ((uint64_t)(utag & 0x7fffffffu) << 16) | (src & 0xffffu);
 }
 
 static inline uint32_t gcx_tl_tag_src(uint64_t tag)
@@ -110,26 +147,54 @@ static inline uint32_t gcx_tl_tag_seq(uint64_t tag)
     return (uint32_t)((tag >> 32) & ((1u << GCX_TL_TAG_SEQ_BITS) - 1));
 }
 
-/** Parameters for init. */
+/** Parameters of one communicator's view. */
 typedef struct gcx_tl_params {
-    int rank;
-    int size;
-    int peer_failure_detection; /* ask for fast peer-failure reports */
+    int      rank;
+    int      size;
+    uint32_t comm_id;               /* even; agreed by every member */
+    int      peer_failure_detection; /* ask for fast peer-failure reports */
 } gcx_tl_params_t;
 
-/** Every entry: may it block? Only init, connect, abort and fini may. */
+/**
+ * Every entry: may it block? Only ctx_create, ctx_destroy, init, connect,
+ * abort and fini may.
+ */
 typedef struct gcx_tl_ops {
     const char *name;
 
-    /** Create the local endpoint of the transport. */
-    gcx_status_t (*init)(const gcx_tl_params_t *params, gcx_tl_t **tl_p);
+    /** Create the process's transport context (the first communicator). */
+    gcx_status_t (*ctx_create)(gcx_tl_ctx_t **ctx_p);
 
-    /** Local address blob to exchange over the OOB; owned by the transport. */
-    gcx_status_t (*address)(gcx_tl_t *tl, const void **addr_p, size_t *len_p);
+    /** Release it (the last communicator is gone): closes every endpoint. */
+    void (*ctx_destroy)(gcx_tl_ctx_t *ctx);
 
-    /** Connect to every rank, given every rank's address blob. */
+    /** Local address blob to exchange over the OOB; owned by the context. */
+    gcx_status_t (*address)(gcx_tl_ctx_t *ctx, const void **addr_p,
+                            size_t *len_p);
+
+    /** Progress the context (every communicator's transfers) a bounded
+     *  amount; returns events processed. */
+    int (*ctx_progress)(gcx_tl_ctx_t *ctx);
+
+    /** Create a communicator's view of the context, not yet connected. */
+    gcx_status_t (*init)(gcx_tl_ctx_t *ctx, const gcx_tl_params_t *params,
+                         gcx_tl_t **tl_p);
+
+    /**
+     * Connect to every rank, given every rank's address blob: endpoints the
+     * context already has to the same peer address are shared.
+     */
     gcx_status_t (*connect)(gcx_tl_t *tl, const void *const *addrs,
                             const size_t *lens);
+
+    /**
+     * A connected view for a subset of @p parent's ranks (split, dup): rank
+     * i of the new view is @p parent_ranks[i] of the parent, whose
+     * endpoint it shares. No communication.
+     */
+    gcx_status_t (*derive)(const gcx_tl_t *parent,
+                           const gcx_tl_params_t *params,
+                           const int *parent_ranks, gcx_tl_t **tl_p);
 
     /** Post a tagged send of an iov list to @p peer; non-blocking. */
     gcx_status_t (*send)(gcx_tl_t *tl, int peer, uint64_t tag,
@@ -184,31 +249,38 @@ typedef struct gcx_tl_ops {
     void (*abandon)(gcx_tl_t *tl, gcx_tl_req_t *req,
                     void (*release)(void *arg), void *arg);
 
-    /** Progress the network a bounded amount; returns events processed. */
+    /** Progress the context of @p tl (every communicator) a bounded
+     *  amount; returns events processed. */
     int (*progress)(gcx_tl_t *tl);
 
     /** Nonzero once the connection to @p peer is known to be lost. */
     int (*peer_failed)(gcx_tl_t *tl, int peer);
 
     /**
-     * Wait (up to @p seconds) until every message sent so far is delivered,
-     * then close all connections; used by communicator destroy. (UCX: a
-     * rendezvous send still waiting for its peer to pull is not waited for.)
+     * Cancel everything outstanding on this view: receives are cancelled,
+     * and the shared endpoints of peers that a send of this view still
+     * waits on are closed (the only way to stop a rendezvous peer from
+     * reading the buffer), which fails those peers for every communicator.
+     * Blocks briefly. Afterwards the view is dead.
      */
-    void (*flush_close)(gcx_tl_t *tl, double seconds);
-
-    /** Cancel everything outstanding, close connections; blocks briefly. */
     void (*abort)(gcx_tl_t *tl);
 
-    /** Release everything; outstanding requests must be gone (abort). */
-    void (*fini)(gcx_tl_t *tl);
+    /**
+     * Release the view (abort first if anything is outstanding). Endpoints
+     * no other view uses are closed after delivering what was sent, waiting
+     * at most @p seconds; messages of this view that arrived unmatched are
+     * dropped.
+     */
+    void (*fini)(gcx_tl_t *tl, double seconds);
 } gcx_tl_ops_t;
 
-/** Base of every transport object. */
+/** Base of every transport view. */
 struct gcx_tl {
     const gcx_tl_ops_t *ops;
+    gcx_tl_ctx_t       *ctx;
     int                 rank;
     int                 size;
+    uint32_t            comm_id;
 };
 
 extern const gcx_tl_ops_t gcx_tl_ucx_ops;

@@ -170,7 +170,7 @@ static gcx_status_t gcx_coded_agree(gcx_coded_t *coded)
     return gcx_task_submit(check, NULL);
 }
 
-gcx_status_t gcx_coded_create(gcx_comm_t *comm,
+static gcx_status_t gcx_coded_create_locked(gcx_comm_t *comm,
                               const gcx_coded_params_t *params,
                               gcx_coded_t **coded_p)
 {
@@ -242,7 +242,19 @@ err_free:
     return status;
 }
 
-void gcx_coded_destroy(gcx_coded_t *coded)
+gcx_status_t gcx_coded_create(gcx_comm_t *comm,
+                              const gcx_coded_params_t *params,
+                              gcx_coded_t **coded_p)
+{
+    gcx_status_t status;
+
+    gcx_context_lock();
+    status = gcx_coded_create_locked(comm, params, coded_p);
+    gcx_context_unlock();
+    return status;
+}
+
+static void gcx_coded_destroy_locked(gcx_coded_t *coded)
 {
     gcx_tl_t *tl;
 
@@ -262,6 +274,13 @@ void gcx_coded_destroy(gcx_coded_t *coded)
     tl->ops->am_handler(tl, coded->am_id, NULL, NULL);
     gcx_coded_slots_release(coded);
     free(coded);
+}
+
+void gcx_coded_destroy(gcx_coded_t *coded)
+{
+    gcx_context_lock();
+    gcx_coded_destroy_locked(coded);
+    gcx_context_unlock();
 }
 
 /* One round task; abstain: no sendbuf, a VOID message instead. */
@@ -319,7 +338,7 @@ gcx_status_t gcx_coded_abstain(gcx_coded_t *coded, float *recvbuf,
     return gcx_coded_submit(coded, NULL, recvbuf, 1, result, req_p);
 }
 
-gcx_status_t gcx_coded_ready(gcx_coded_t *coded, int *ready_p)
+static gcx_status_t gcx_coded_ready_locked(gcx_coded_t *coded, int *ready_p)
 {
     gcx_coded_slot_t *slot;
     gcx_tl_t         *tl;
@@ -340,6 +359,16 @@ gcx_status_t gcx_coded_ready(gcx_coded_t *coded, int *ready_p)
         }
     }
     return GCX_OK;
+}
+
+gcx_status_t gcx_coded_ready(gcx_coded_t *coded, int *ready_p)
+{
+    gcx_status_t status;
+
+    gcx_context_lock();
+    status = gcx_coded_ready_locked(coded, ready_p);
+    gcx_context_unlock();
+    return status;
 }
 
 gcx_status_t gcx_coded_stats(const gcx_coded_t *coded,

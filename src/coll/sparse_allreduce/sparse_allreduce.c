@@ -53,6 +53,7 @@
 #include "core/config.h"
 #include "core/time.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,15 +111,31 @@ typedef struct gcx_sparse_comm_state {
     double                       union_ratio;
 } gcx_sparse_comm_state_t;
 
+/* The sparse allreduce's slot in every communicator's state[]. */
+static pthread_once_t gcx_sparse_slot_once = PTHREAD_ONCE_INIT;
+static int            gcx_sparse_slot      = -1;
+
+static void gcx_sparse_slot_take(void)
+{
+    gcx_sparse_slot = gcx_comm_state_slot();
+}
+
 /* The state of @p comm (see comm.h); NULL when never created. */
 static gcx_sparse_comm_state_t *gcx_sparse_state(const gcx_comm_t *comm)
 {
-    return comm->state[GCX_COMM_STATE_SPARSE].data;
+    pthread_once(&gcx_sparse_slot_once, gcx_sparse_slot_take);
+    return gcx_sparse_slot < 0 ? NULL : comm->state[gcx_sparse_slot].data;
 }
 
 static gcx_status_t gcx_sparse_state_create(gcx_comm_t *comm)
 {
-    gcx_comm_state_t *s = &comm->state[GCX_COMM_STATE_SPARSE];
+    gcx_comm_state_t *s;
+
+    pthread_once(&gcx_sparse_slot_once, gcx_sparse_slot_take);
+    if (gcx_sparse_slot < 0) {
+        return GCX_ERR_NOMEM;
+    }
+    s = &comm->state[gcx_sparse_slot];
 
     if (s->data == NULL) {
         s->data = calloc(1, sizeof(gcx_sparse_comm_state_t));

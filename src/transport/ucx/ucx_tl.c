@@ -1,165 +1,56 @@
 /*
- * ucx_tl.c - the UCX transport (default): tagged messages over UCP.
+ * ucx_tl.c - the UCX transport (default): one communicator's view of the
+ * process's UCX context (ucx_context.c), tagged and active messages over
+ * UCP.
  *
- * One UCP context and worker per communicator; endpoints to every rank,
- * created from worker addresses exchanged over the OOB. Messages use
- * ucp_tag_send_nbx / ucp_tag_recv_nbx directly on the caller's buffers: UCX
- * picks eager (small) or rendezvous (large: cma/knem single copy on a host,
- * zero-copy RDMA on InfiniBand), so gcx itself never stages user data.
+ * A view is a rank map onto the context's shared endpoints plus the
+ * communicator's id, carried in every tag (transport.h) and in the first
+ * word of every active-message header. Messages use ucp_tag_send_nbx /
+ * ucp_tag_recv_nbx directly on the caller's buffers: UCX picks eager (small)
+ * or rendezvous (large: cma/knem single copy on a host, zero-copy RDMA on
+ * InfiniBand), so gcx itself never stages user data.
  *
  * Peer failure: with GCX_UCX_ERR_MODE=peer, endpoints use
- * UCP_ERR_HANDLING_MODE_PEER and the error callback marks the peer failed,
- * so collectives waiting on it fail with GCX_ERR_PEER at once. UCX 1.13 has
- * no shared-memory transport that supports that mode, so the default is
- * none (shm + cma single-copy on a host) and a dead peer is caught by the
- * GCX_TIMEOUT deadline that the task queue enforces. Every posted request is on an outstanding list so abort() can
- * cancel receives, force-close endpoints (which completes sends) and wait
- * until nothing can write into a user buffer any more.
+ * UCP_ERR_HANDLING_MODE_PEER and the error callback marks the endpoint
+ * failed, so collectives waiting on the peer fail with GCX_ERR_PEER at once.
+ * UCX 1.13 has no shared-memory transport that supports that mode, so the
+ * default is none (shm + cma single-copy on a host) and a dead peer is
+ * caught by the GCX_TIMEOUT deadline that the task queue enforces. Every
+ * posted request is on the view's outstanding list so abort() can cancel
+ * receives, close the endpoints its sends wait on (which completes them)
+ * and wait until nothing can write into a user buffer any more.
  *
- * Active messages (UCP_FEATURE_AM): one UCP handler per registered id
- * forwards to the gcx handler, which takes the payload (ucp_am_recv_data_nbx
- * for rendezvous, straight into the caller's buffer; a memcpy for eager) or
- * leaves it: the wrapper then returns UCS_OK, which drops a rendezvous
- * payload unread and completes its sender (UCX 1.13 semantics).
- * The memory of an abandoned operation is released only when it ends with
- * success: a rendezvous peer reads or writes it without us (cma, RDMA),
- * even after an error or after the worker is destroyed, so otherwise it is
- * kept until the process exits (flush_close() does not wait for them:
- * ucp_worker_flush does not wait for a rendezvous peer to pull).
+ * Active messages (UCP_FEATURE_AM): the context routes a message to the
+ * view named by its header, whose handler takes the payload
+ * (ucp_am_recv_data_nbx for rendezvous, straight into the caller's buffer;
+ * a memcpy for eager) or leaves it: it is then dropped and its sender
+ * completes (UCX 1.13 semantics). The memory of an abandoned operation is
+ * released only when it ends with success: a rendezvous peer reads or writes
+ * it without us (cma, RDMA), even after an error or after the worker is
+ * destroyed, so otherwise it is kept until the process exits.
  *
  * Cost per message: one UCP call and, when it does not complete at once, a
- * UCP request taken from UCX's own pool; no allocation in gcx.
+ * UCP request taken from UCX's own pool; no allocation in gcx. A view costs
+ * one pointer per rank; deriving one (split, dup) touches no network.
  */
-#include "transport/transport.h"
+#include "ucx_int.h"
 #include "core/log.h"
 #include "core/time.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <ucp/api/ucp.h>
 
-typedef struct gcx_tl_ucx gcx_tl_ucx_t;
-
-/*
- * An abandoned operation's release callback, run when the operation ends
- * with success. An operation that ends with an error, or never ends (the
- * worker is destroyed first), does not prove that the peer is done with its
- * memory: a rendezvous peer reads (get: cma, RDMA) or writes (put) it
- * without this side taking part, from the request it already holds, even
- * after this worker is gone. Such memory is kept, never released, for the
- * life of the process (on gcx_tl_ucx_kept, so it stays reachable).
- */
-typedef struct gcx_tl_ucx_abandoned {
-    void (*release)(void *arg);
-    void  *arg;
-    struct gcx_tl_ucx_abandoned *prev, *next;
-} gcx_tl_ucx_abandoned_t;
-
-static pthread_mutex_t         gcx_tl_ucx_kept_lock = PTHREAD_MUTEX_INITIALIZER;
-static gcx_tl_ucx_abandoned_t *gcx_tl_ucx_kept; /* singly linked by next */
-
-typedef struct gcx_tl_ucx_am {
-    gcx_tl_ucx_t       *ucx;
-    gcx_tl_am_handler_t handler; /* NULL: id free */
-    void               *arg;
-} gcx_tl_ucx_am_t;
-
-typedef struct gcx_tl_ucx_peer {
-    gcx_tl_ucx_t *ucx;
-    ucp_ep_h      ep;
-    int           rank;
-    int           failed;
-} gcx_tl_ucx_peer_t;
-
-/*
- * Lives inside every UCP request (ucp_params.request_size), so completion
- * reaches the gcx request through it and abort() can orphan a request that
- * UCX cannot finish: the callback then frees it without touching the
- * (possibly freed) task memory that held the gcx_tl_req_t.
- */
-typedef struct gcx_tl_ucx_priv {
-    gcx_tl_req_t *owner;    /* NULL until attached, and once orphaned */
-    int           early;    /* completed before it was attached */
-    int           orphaned; /* abandoned by abort(): just free it */
-    int           user_freed; /* abandon(): ucp_request_free done already */
-    gcx_tl_ucx_abandoned_t *abandoned; /* abandon(): release at the end */
-    ucs_status_t  status;
-    size_t        length;
-    uint64_t      tag;
-} gcx_tl_ucx_priv_t;
-
-struct gcx_tl_ucx {
-    gcx_tl_t           super;
-    ucp_context_h      context;
-    ucp_worker_h       worker;
-    ucp_address_t     *address;
-    size_t             address_len;
-    gcx_tl_ucx_peer_t *peers;
-    int                err_mode_peer;
-    int                aborted;
-    gcx_tl_req_t       outstanding; /* list head (sentinel) */
-    gcx_tl_ucx_am_t    am[GCX_TL_AM_MAX_ID];
-    gcx_tl_ucx_abandoned_t abandoned; /* list head (sentinel) */
-};
-
-static void gcx_tl_ucx_abandoned_run(gcx_tl_ucx_abandoned_t *node)
-{
-    node->prev->next = node->next;
-    node->next->prev = node->prev;
-    if (node->release != NULL) {
-        node->release(node->arg);
-    }
-    free(node);
-}
-
-/* The operation did not end well: keep its memory for good. */
-static void gcx_tl_ucx_abandoned_keep(gcx_tl_ucx_abandoned_t *node)
-{
-    node->prev->next = node->next;
-    node->next->prev = node->prev;
-    node->prev       = NULL;
-    pthread_mutex_lock(&gcx_tl_ucx_kept_lock);
-    node->next      = gcx_tl_ucx_kept;
-    gcx_tl_ucx_kept = node;
-    pthread_mutex_unlock(&gcx_tl_ucx_kept_lock);
-}
-
-static gcx_status_t gcx_tl_ucx_status(ucs_status_t status)
-{
-    switch (status) {
-    case UCS_OK:
-        return GCX_OK;
-    case UCS_INPROGRESS:
-        return GCX_INPROGRESS;
-    case UCS_ERR_CANCELED:
-        return GCX_ERR_CANCELED;
-    case UCS_ERR_MESSAGE_TRUNCATED:
-        return GCX_ERR_MISMATCH;
-    case UCS_ERR_NO_MEMORY:
-        return GCX_ERR_NOMEM;
-    case UCS_ERR_ENDPOINT_TIMEOUT:
-    case UCS_ERR_CONNECTION_RESET:
-    case UCS_ERR_UNREACHABLE:
-    case UCS_ERR_REJECTED:
-    case UCS_ERR_NOT_CONNECTED:
-    case UCS_ERR_TIMED_OUT:
-    case UCS_ERR_IO_ERROR:       /* e.g. cma reading a process that died */
-    case UCS_ERR_SHMEM_SEGMENT:
-        return GCX_ERR_PEER;
-    default:
-        return GCX_ERR_TRANSPORT;
-    }
-}
+/* most unmatched messages a released view drains (bounded teardown) */
+#define GCX_TL_UCX_DRAIN_MAX 4096
 
 static void gcx_tl_ucx_track(gcx_tl_ucx_t *ucx, gcx_tl_req_t *req)
 {
     gcx_tl_req_t *head = &ucx->outstanding;
 
-    req->next       = head->next;
-    req->prev       = head;
+    req->next        = head->next;
+    req->prev        = head;
     head->next->prev = req;
-    head->next      = req;
+    head->next       = req;
 }
 
 static void gcx_tl_ucx_untrack(gcx_tl_req_t *req)
@@ -167,17 +58,6 @@ static void gcx_tl_ucx_untrack(gcx_tl_req_t *req)
     req->prev->next = req->next;
     req->next->prev = req->prev;
     req->prev = req->next = NULL;
-}
-
-static void gcx_tl_ucx_request_init(void *request)
-{
-    gcx_tl_ucx_priv_t *priv = request;
-
-    priv->owner    = NULL;
-    priv->early    = 0;
-    priv->orphaned = 0;
-    priv->abandoned  = NULL;
-    priv->user_freed = 0;
 }
 
 static void gcx_tl_ucx_release(gcx_tl_ucx_priv_t *priv)
@@ -245,104 +125,49 @@ static void gcx_tl_ucx_am_recv_cb(void *request, ucs_status_t status,
     gcx_tl_ucx_done(request, status, length, 0);
 }
 
-static void gcx_tl_ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
-{
-    gcx_tl_ucx_peer_t *peer = arg;
+/* ---- views ---------------------------------------------------------------- */
 
-    (void)ep;
-    if (!peer->failed) {
-        gcx_warn("connection to rank %d lost: %s", peer->rank,
-                 ucs_status_string(status));
+static gcx_tl_ucx_t *gcx_tl_ucx_view_new(gcx_tl_ctx_t *ctx,
+                                         const gcx_tl_params_t *params)
+{
+    gcx_tl_ucx_t *ucx;
+    uint32_t      id = params->comm_id % GCX_TL_MAX_COMM_IDS;
+
+    if (ctx->views[id] != NULL) {
+        gcx_error("communicator id %u is in use in this process", id);
+        return NULL;
     }
-    peer->failed = 1;
+    ucx = calloc(1, sizeof(*ucx));
+    if (ucx == NULL) {
+        return NULL;
+    }
+    ucx->peers = calloc((size_t)params->size, sizeof(*ucx->peers));
+    if (ucx->peers == NULL) {
+        free(ucx);
+        return NULL;
+    }
+    ucx->super.ops        = &gcx_tl_ucx_ops;
+    ucx->super.ctx        = ctx;
+    ucx->super.rank       = params->rank;
+    ucx->super.size       = params->size;
+    ucx->super.comm_id    = id;
+    ucx->err_mode_peer    = params->peer_failure_detection;
+    ucx->outstanding.next = &ucx->outstanding;
+    ucx->outstanding.prev = &ucx->outstanding;
+    ctx->views[id]        = ucx;
+    return ucx;
 }
 
-static gcx_status_t gcx_tl_ucx_init(const gcx_tl_params_t *params,
+static gcx_status_t gcx_tl_ucx_init(gcx_tl_ctx_t *ctx,
+                                    const gcx_tl_params_t *params,
                                     gcx_tl_t **tl_p)
 {
-    ucp_params_t        ucp_params    = {0};
-    ucp_worker_params_t worker_params = {0};
-    ucp_config_t       *ucp_config;
-    gcx_tl_ucx_t       *ucx;
-    ucs_status_t        st;
-    gcx_status_t        status;
+    gcx_tl_ucx_t *ucx = gcx_tl_ucx_view_new(ctx, params);
 
-    ucx = calloc(1, sizeof(*ucx));
     if (ucx == NULL) {
         return GCX_ERR_NOMEM;
     }
-    ucx->super.ops          = &gcx_tl_ucx_ops;
-    ucx->super.rank         = params->rank;
-    ucx->super.size         = params->size;
-    ucx->err_mode_peer      = params->peer_failure_detection;
-    ucx->outstanding.next   = &ucx->outstanding;
-    ucx->outstanding.prev   = &ucx->outstanding;
-    ucx->abandoned.next     = &ucx->abandoned;
-    ucx->abandoned.prev     = &ucx->abandoned;
-    ucx->peers = calloc((size_t)params->size, sizeof(*ucx->peers));
-    if (ucx->peers == NULL) {
-        status = GCX_ERR_NOMEM;
-        goto err_free;
-    }
-
-    st = ucp_config_read(NULL, NULL, &ucp_config);
-    if (st != UCS_OK) {
-        gcx_error("ucp_config_read failed: %s", ucs_status_string(st));
-        status = GCX_ERR_TRANSPORT;
-        goto err_free_peers;
-    }
-    ucp_params.field_mask        = UCP_PARAM_FIELD_FEATURES |
-                                   UCP_PARAM_FIELD_ESTIMATED_NUM_EPS |
-                                   UCP_PARAM_FIELD_REQUEST_SIZE |
-                                   UCP_PARAM_FIELD_REQUEST_INIT;
-    ucp_params.request_size      = sizeof(gcx_tl_ucx_priv_t);
-    ucp_params.request_init      = gcx_tl_ucx_request_init;
-    ucp_params.features          = UCP_FEATURE_TAG | UCP_FEATURE_AM;
-    ucp_params.estimated_num_eps = (size_t)params->size;
-    st = ucp_init(&ucp_params, ucp_config, &ucx->context);
-    ucp_config_release(ucp_config);
-    if (st != UCS_OK) {
-        gcx_error("ucp_init failed: %s", ucs_status_string(st));
-        status = GCX_ERR_TRANSPORT;
-        goto err_free_peers;
-    }
-
-    worker_params.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    worker_params.thread_mode = UCS_THREAD_MODE_SINGLE;
-    st = ucp_worker_create(ucx->context, &worker_params, &ucx->worker);
-    if (st != UCS_OK) {
-        gcx_error("ucp_worker_create failed: %s", ucs_status_string(st));
-        status = GCX_ERR_TRANSPORT;
-        goto err_cleanup_context;
-    }
-    st = ucp_worker_get_address(ucx->worker, &ucx->address,
-                                &ucx->address_len);
-    if (st != UCS_OK) {
-        gcx_error("ucp_worker_get_address failed: %s", ucs_status_string(st));
-        status = GCX_ERR_TRANSPORT;
-        goto err_destroy_worker;
-    }
     *tl_p = &ucx->super;
-    return GCX_OK;
-
-err_destroy_worker:
-    ucp_worker_destroy(ucx->worker);
-err_cleanup_context:
-    ucp_cleanup(ucx->context);
-err_free_peers:
-    free(ucx->peers);
-err_free:
-    free(ucx);
-    return status;
-}
-
-static gcx_status_t gcx_tl_ucx_address(gcx_tl_t *tl, const void **addr_p,
-                                       size_t *len_p)
-{
-    gcx_tl_ucx_t *ucx = (gcx_tl_ucx_t *)tl;
-
-    *addr_p = ucx->address;
-    *len_p  = ucx->address_len;
     return GCX_OK;
 }
 
@@ -350,33 +175,43 @@ static gcx_status_t gcx_tl_ucx_connect(gcx_tl_t *tl, const void *const *addrs,
                                        const size_t *lens)
 {
     gcx_tl_ucx_t *ucx = (gcx_tl_ucx_t *)tl;
+    gcx_status_t  status;
     int           i;
 
-    (void)lens;
     for (i = 0; i < tl->size; ++i) {
-        ucp_ep_params_t ep_params = {0};
-        ucs_status_t    st;
-
-        ucx->peers[i].ucx  = ucx;
-        ucx->peers[i].rank = i;
-        ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
-                               UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                               UCP_EP_PARAM_FIELD_ERR_HANDLER;
-        ep_params.address    = addrs[i];
-        ep_params.err_mode   = ucx->err_mode_peer ?
-                                   UCP_ERR_HANDLING_MODE_PEER :
-                                   UCP_ERR_HANDLING_MODE_NONE;
-        ep_params.err_handler.cb  = gcx_tl_ucx_ep_error_cb;
-        ep_params.err_handler.arg = &ucx->peers[i];
-        st = ucp_ep_create(ucx->worker, &ep_params, &ucx->peers[i].ep);
-        if (st != UCS_OK) {
-            gcx_error("ucp_ep_create to rank %d failed: %s", i,
-                      ucs_status_string(st));
-            return GCX_ERR_TRANSPORT;
+        status = gcx_tl_ucx_ep_get(tl->ctx, addrs[i], lens[i],
+                                   ucx->err_mode_peer, &ucx->peers[i]);
+        if (status != GCX_OK) {
+            return status;
         }
     }
     return GCX_OK;
 }
+
+static gcx_status_t gcx_tl_ucx_derive(const gcx_tl_t *parent,
+                                      const gcx_tl_params_t *params,
+                                      const int *parent_ranks,
+                                      gcx_tl_t **tl_p)
+{
+    const gcx_tl_ucx_t *pucx = (const gcx_tl_ucx_t *)parent;
+    gcx_tl_ucx_t       *ucx;
+    gcx_tl_params_t     p = *params;
+    int                 i;
+
+    p.peer_failure_detection = pucx->err_mode_peer;
+    ucx = gcx_tl_ucx_view_new(parent->ctx, &p);
+    if (ucx == NULL) {
+        return GCX_ERR_NOMEM;
+    }
+    for (i = 0; i < params->size; ++i) {
+        ucx->peers[i] = pucx->peers[parent_ranks[i]];
+        ++ucx->peers[i]->refcount;
+    }
+    *tl_p = &ucx->super;
+    return GCX_OK;
+}
+
+/* ---- tagged messages ------------------------------------------------------ */
 
 static void gcx_tl_ucx_fill_param(ucp_request_param_t *param,
                                   const gcx_iov_t *iov, int iovcnt,
@@ -424,28 +259,41 @@ static gcx_status_t gcx_tl_ucx_attach(gcx_tl_ucx_t *ucx, gcx_tl_req_t *req,
     return GCX_OK;
 }
 
+/* The endpoint for a send to @p peer, or NULL (req failed with PEER). */
+static ucp_ep_h gcx_tl_ucx_send_ep(gcx_tl_ucx_t *ucx, int peer,
+                                   gcx_tl_req_t *req)
+{
+    gcx_tl_ucx_ep_t *ep = ucx->peers[peer];
+
+    req->status  = GCX_INPROGRESS;
+    req->is_recv = 0;
+    req->impl    = NULL;
+    req->peer    = peer;
+    if (ucx->aborted || ep == NULL || ep->failed || ep->ep == NULL) {
+        req->status = GCX_ERR_PEER;
+        return NULL;
+    }
+    return ep->ep;
+}
+
 static gcx_status_t gcx_tl_ucx_send(gcx_tl_t *tl, int peer, uint64_t tag,
                                     const gcx_iov_t *iov, int iovcnt,
                                     gcx_tl_req_t *req)
 {
     gcx_tl_ucx_t       *ucx   = (gcx_tl_ucx_t *)tl;
     ucp_request_param_t param = {0};
-    ucs_status_ptr_t    sp;
+    ucp_ep_h            ep    = gcx_tl_ucx_send_ep(ucx, peer, req);
     void               *buffer;
     size_t              count;
 
-    req->status  = GCX_INPROGRESS;
-    req->is_recv = 0;
-    req->impl    = NULL;
-    if (ucx->peers[peer].failed || ucx->peers[peer].ep == NULL) {
-        req->status = GCX_ERR_PEER;
+    if (ep == NULL) {
         return GCX_ERR_PEER;
     }
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
     param.cb.send      = gcx_tl_ucx_send_cb;
     gcx_tl_ucx_fill_param(&param, iov, iovcnt, &buffer, &count);
-    sp = ucp_tag_send_nbx(ucx->peers[peer].ep, buffer, count, tag, &param);
-    return gcx_tl_ucx_attach(ucx, req, sp);
+    return gcx_tl_ucx_attach(ucx, req,
+                             ucp_tag_send_nbx(ep, buffer, count, tag, &param));
 }
 
 static gcx_status_t gcx_tl_ucx_recv(gcx_tl_t *tl, int peer, uint64_t tag,
@@ -454,7 +302,6 @@ static gcx_status_t gcx_tl_ucx_recv(gcx_tl_t *tl, int peer, uint64_t tag,
 {
     gcx_tl_ucx_t       *ucx   = (gcx_tl_ucx_t *)tl;
     ucp_request_param_t param = {0};
-    ucs_status_ptr_t    sp;
     void               *buffer;
     size_t              count;
 
@@ -463,70 +310,42 @@ static gcx_status_t gcx_tl_ucx_recv(gcx_tl_t *tl, int peer, uint64_t tag,
     req->is_recv = 1;
     req->impl    = NULL;
     req->length  = 0;
+    if (ucx->aborted) {
+        req->status = GCX_ERR_CANCELED;
+        return GCX_ERR_CANCELED;
+    }
     /* UCX 1.13 leaves recv_info unset on immediate completion, so the
      * length and tag always come through the callback */
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                          UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     param.cb.recv      = gcx_tl_ucx_recv_cb;
     gcx_tl_ucx_fill_param(&param, iov, iovcnt, &buffer, &count);
-    sp = ucp_tag_recv_nbx(ucx->worker, buffer, count, tag, tag_mask, &param);
-    return gcx_tl_ucx_attach(ucx, req, sp);
+    return gcx_tl_ucx_attach(ucx, req,
+                             ucp_tag_recv_nbx(tl->ctx->worker, buffer, count,
+                                              tag, tag_mask, &param));
 }
 
-/* ---- active messages ----------------------------------------------------- */
-
-static ucs_status_t gcx_tl_ucx_am_cb(void *arg, const void *header,
-                                     size_t header_length, void *data,
-                                     size_t length,
-                                     const ucp_am_recv_param_t *param)
-{
-    gcx_tl_ucx_am_t *am  = arg;
-    gcx_tl_am_msg_t  msg = {
-        .header        = header,
-        .header_length = header_length,
-        .length        = length,
-        .rndv          = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0,
-        .data          = data,
-    };
-
-    if (am->handler != NULL && !am->ucx->aborted) {
-        am->handler(am->arg, &msg);
-    }
-    /* taken or not: UCS_OK. A rendezvous payload that was not pulled is
-     * dropped here and its sender completes. */
-    return UCS_OK;
-}
+/* ---- active messages ------------------------------------------------------ */
 
 static gcx_status_t gcx_tl_ucx_am_handler(gcx_tl_t *tl, unsigned id,
                                           gcx_tl_am_handler_t handler,
                                           void *arg)
 {
-    gcx_tl_ucx_t          *ucx    = (gcx_tl_ucx_t *)tl;
-    ucp_am_handler_param_t params = {0};
-    ucs_status_t           st;
+    gcx_tl_ucx_t *ucx = (gcx_tl_ucx_t *)tl;
+    gcx_status_t  status;
 
     if (id >= GCX_TL_AM_MAX_ID ||
         (handler != NULL && ucx->am[id].handler != NULL)) {
         return GCX_ERR_INVALID;
     }
-    ucx->am[id].ucx     = ucx;
+    if (handler != NULL) {
+        status = gcx_tl_ucx_am_route(tl->ctx, id);
+        if (status != GCX_OK) {
+            return status;
+        }
+    }
     ucx->am[id].handler = handler;
     ucx->am[id].arg     = arg;
-    params.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
-                        UCP_AM_HANDLER_PARAM_FIELD_CB |
-                        UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    params.id         = id;
-    /* an unregistered id keeps the wrapper: late messages are dropped (and
-     * their senders completed) instead of reaching UCX with no handler */
-    params.cb         = gcx_tl_ucx_am_cb;
-    params.arg        = &ucx->am[id];
-    st = ucp_worker_set_am_recv_handler(ucx->worker, &params);
-    if (st != UCS_OK) {
-        gcx_error("ucp_worker_set_am_recv_handler(%u) failed: %s", id,
-                  ucs_status_string(st));
-        ucx->am[id].handler = NULL;
-        return GCX_ERR_TRANSPORT;
-    }
     return GCX_OK;
 }
 
@@ -538,26 +357,28 @@ static gcx_status_t gcx_tl_ucx_am_send(gcx_tl_t *tl, int peer, unsigned id,
 {
     gcx_tl_ucx_t       *ucx   = (gcx_tl_ucx_t *)tl;
     ucp_request_param_t param = {0};
-    ucs_status_ptr_t    sp;
+    ucp_ep_h            ep    = gcx_tl_ucx_send_ep(ucx, peer, req);
+    gcx_tl_am_prefix_t  prefix;
     void               *buffer = NULL;
     size_t              count  = 0;
 
-    req->status  = GCX_INPROGRESS;
-    req->is_recv = 0;
-    req->impl    = NULL;
-    if (ucx->aborted || ucx->peers[peer].failed ||
-        ucx->peers[peer].ep == NULL) {
-        req->status = GCX_ERR_PEER;
+    if (ep == NULL) {
         return GCX_ERR_PEER;
+    }
+    if (header_length < sizeof(prefix) ||
+        (memcpy(&prefix, header, sizeof(prefix)),
+         prefix.comm_id != tl->comm_id)) {
+        req->status = GCX_ERR_INVALID;
+        return GCX_ERR_INVALID;
     }
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
     param.cb.send      = gcx_tl_ucx_send_cb;
     if (iovcnt > 0) {
         gcx_tl_ucx_fill_param(&param, iov, iovcnt, &buffer, &count);
     }
-    sp = ucp_am_send_nbx(ucx->peers[peer].ep, id, header, header_length,
-                         buffer, count, &param);
-    return gcx_tl_ucx_attach(ucx, req, sp);
+    return gcx_tl_ucx_attach(ucx, req,
+                             ucp_am_send_nbx(ep, id, header, header_length,
+                                             buffer, count, &param));
 }
 
 static gcx_status_t gcx_tl_ucx_am_recv(gcx_tl_t *tl, const gcx_tl_am_msg_t *msg,
@@ -600,7 +421,8 @@ static gcx_status_t gcx_tl_ucx_am_recv(gcx_tl_t *tl, const gcx_tl_am_msg_t *msg,
                          UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     param.cb.recv_am   = gcx_tl_ucx_am_recv_cb;
     gcx_tl_ucx_fill_param(&param, iov, iovcnt, &buffer, &count);
-    sp = ucp_am_recv_data_nbx(ucx->worker, msg->data, buffer, count, &param);
+    sp = ucp_am_recv_data_nbx(tl->ctx->worker, msg->data, buffer, count,
+                              &param);
     if (sp == NULL) {
         req->length = total;
     }
@@ -610,7 +432,7 @@ static gcx_status_t gcx_tl_ucx_am_recv(gcx_tl_t *tl, const gcx_tl_am_msg_t *msg,
 static void gcx_tl_ucx_abandon(gcx_tl_t *tl, gcx_tl_req_t *req,
                                void (*release)(void *arg), void *arg)
 {
-    gcx_tl_ucx_t           *ucx  = (gcx_tl_ucx_t *)tl;
+    gcx_tl_ctx_t           *ctx  = tl->ctx;
     gcx_tl_ucx_priv_t      *priv = req->impl;
     gcx_tl_ucx_abandoned_t *node;
 
@@ -623,14 +445,13 @@ static void gcx_tl_ucx_abandon(gcx_tl_t *tl, gcx_tl_req_t *req,
     node = malloc(sizeof(*node));
     if (node == NULL) { /* keep the memory alive for good rather than risk it */
         gcx_warn("out of memory abandoning a request; its buffer is kept");
-        release = NULL;
     } else {
-        node->release         = release;
-        node->arg             = arg;
-        node->next            = ucx->abandoned.next;
-        node->prev            = &ucx->abandoned;
-        ucx->abandoned.next->prev = node;
-        ucx->abandoned.next   = node;
+        node->release             = release;
+        node->arg                 = arg;
+        node->next                = ctx->abandoned.next;
+        node->prev                = &ctx->abandoned;
+        ctx->abandoned.next->prev = node;
+        ctx->abandoned.next       = node;
     }
     priv->owner      = NULL;
     priv->orphaned   = 1;
@@ -645,76 +466,18 @@ static void gcx_tl_ucx_abandon(gcx_tl_t *tl, gcx_tl_req_t *req,
     ucp_request_free(priv);
 }
 
+/* ---- progress, failure, release ------------------------------------------- */
+
 static int gcx_tl_ucx_progress(gcx_tl_t *tl)
 {
-    gcx_tl_ucx_t *ucx = (gcx_tl_ucx_t *)tl;
-
-    return (int)ucp_worker_progress(ucx->worker);
+    return gcx_tl_ucx_ctx_progress(tl->ctx);
 }
 
 static int gcx_tl_ucx_peer_failed(gcx_tl_t *tl, int peer)
 {
-    return ((gcx_tl_ucx_t *)tl)->peers[peer].failed;
-}
+    const gcx_tl_ucx_ep_t *ep = ((gcx_tl_ucx_t *)tl)->peers[peer];
 
-/* Waits for a UCP request (flush or close) with a deadline; 1 if done. */
-static int gcx_tl_ucx_wait_until(gcx_tl_ucx_t *ucx, ucs_status_ptr_t sp,
-                                 double deadline)
-{
-    if (sp == NULL || UCS_PTR_IS_ERR(sp)) {
-        return 1;
-    }
-    while (ucp_request_check_status(sp) == UCS_INPROGRESS) {
-        ucp_worker_progress(ucx->worker);
-        if (gcx_time_now() > deadline) {
-            /* released, so destroying the worker may drop it (UCX asserts
-             * that every request left then was released) */
-            ucp_request_free(sp);
-            return 0;
-        }
-    }
-    ucp_request_free(sp);
-    return 1;
-}
-
-static void gcx_tl_ucx_close_eps(gcx_tl_ucx_t *ucx, int force, double seconds)
-{
-    double deadline = gcx_time_now() + seconds;
-    int    i;
-
-    for (i = 0; i < ucx->super.size; ++i) {
-        ucp_request_param_t param = {0};
-        ucs_status_ptr_t    sp;
-
-        if (ucx->peers[i].ep == NULL) {
-            continue;
-        }
-        /* a failed endpoint may only be closed with FORCE */
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        param.flags = (force || ucx->peers[i].failed) ?
-                          UCP_EP_CLOSE_FLAG_FORCE : 0;
-        sp = ucp_ep_close_nbx(ucx->peers[i].ep, &param);
-        ucx->peers[i].ep = NULL;
-        if (!gcx_tl_ucx_wait_until(ucx, sp, deadline)) {
-            gcx_debug("closing the endpoint to rank %d did not finish", i);
-        }
-    }
-}
-
-static void gcx_tl_ucx_flush_close(gcx_tl_t *tl, double seconds)
-{
-    gcx_tl_ucx_t       *ucx   = (gcx_tl_ucx_t *)tl;
-    ucp_request_param_t param = {0};
-    double              deadline = gcx_time_now() + seconds;
-
-    if (!gcx_tl_ucx_wait_until(ucx, ucp_worker_flush_nbx(ucx->worker, &param),
-                               deadline)) {
-        gcx_warn("flushing outstanding messages took over %.1f s; closing",
-                 seconds);
-        gcx_tl_ucx_close_eps(ucx, 1, 1.0);
-        return;
-    }
-    gcx_tl_ucx_close_eps(ucx, 0, seconds);
+    return ep == NULL || ep->failed;
 }
 
 static void gcx_tl_ucx_abort(gcx_tl_t *tl)
@@ -724,21 +487,28 @@ static void gcx_tl_ucx_abort(gcx_tl_t *tl)
     gcx_tl_req_t *req, *next;
 
     ucx->aborted = 1;
-    /* cancelling may complete (and unlink) the request at once */
+    /* cancelling may complete (and unlink) the request at once; a send is
+     * stopped only by closing its endpoint (a rendezvous peer could still
+     * read the buffer), which the other views sharing it then see failed */
     for (req = ucx->outstanding.next; req != &ucx->outstanding; req = next) {
         next = req->next;
         if (req->is_recv && req->impl != NULL) {
-            ucp_request_cancel(ucx->worker, req->impl);
+            ucp_request_cancel(tl->ctx->worker, req->impl);
         }
     }
-    gcx_tl_ucx_close_eps(ucx, 1, 0.2);
+    for (req = ucx->outstanding.next; req != &ucx->outstanding; req = next) {
+        next = req->next;
+        if (!req->is_recv && ucx->peers[req->peer]->ep != NULL) {
+            gcx_tl_ucx_ep_kill(tl->ctx, ucx->peers[req->peer]);
+            next = ucx->outstanding.next; /* the list may have changed */
+        }
+    }
     while (ucx->outstanding.next != &ucx->outstanding &&
            gcx_time_now() < deadline) {
-        ucp_worker_progress(ucx->worker);
+        ucp_worker_progress(tl->ctx->worker);
     }
-    /* what UCX cannot finish (a send whose peer died before pulling it) is
-     * orphaned: its gcx request completes as cancelled now, and nothing of
-     * it is touched again; the worker is never progressed after an abort */
+    /* what UCX cannot finish is orphaned: its gcx request completes as
+     * cancelled now, and nothing of it is touched again */
     for (req = ucx->outstanding.next; req != &ucx->outstanding; req = next) {
         gcx_tl_ucx_priv_t *priv = req->impl;
 
@@ -751,41 +521,77 @@ static void gcx_tl_ucx_abort(gcx_tl_t *tl)
     }
 }
 
-static void gcx_tl_ucx_fini(gcx_tl_t *tl)
+/* Drops messages with tag comm field @p id that arrived unmatched. */
+static void gcx_tl_ucx_drain(gcx_tl_ctx_t *ctx, uint32_t id, double deadline)
 {
-    gcx_tl_ucx_t *ucx = (gcx_tl_ucx_t *)tl;
+    const uint64_t tag = (uint64_t)id << 52;
+    int            n;
+
+    for (n = 0; n < GCX_TL_UCX_DRAIN_MAX; ++n) {
+        ucp_request_param_t param = {0};
+        ucp_tag_recv_info_t info;
+        ucp_tag_message_h   msg;
+        void               *buf;
+
+        msg = ucp_tag_probe_nb(ctx->worker, tag, GCX_TL_TAG_COMM_MASK, 1,
+                               &info);
+        if (msg == NULL) {
+            return;
+        }
+        buf = malloc(info.length > 0 ? info.length : 1);
+        if (buf == NULL) {
+            return;
+        }
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+        param.datatype     = ucp_dt_make_contig(1);
+        gcx_tl_ucx_wait_until(ctx,
+                              ucp_tag_msg_recv_nbx(ctx->worker, buf,
+                                                   info.length, msg, &param),
+                              deadline);
+        free(buf);
+    }
+}
+
+static void gcx_tl_ucx_fini(gcx_tl_t *tl, double seconds)
+{
+    gcx_tl_ucx_t *ucx      = (gcx_tl_ucx_t *)tl;
+    gcx_tl_ctx_t *ctx      = tl->ctx;
+    double        deadline = gcx_time_now() + seconds;
+    int           i;
 
     if (!ucx->aborted && ucx->outstanding.next != &ucx->outstanding) {
         gcx_tl_ucx_abort(tl);
     }
-    gcx_tl_ucx_close_eps(ucx, 1, 0.5);
-    ucp_worker_release_address(ucx->worker, ucx->address);
-    ucp_worker_destroy(ucx->worker);
-    /* abandoned operations that never ended: a peer may still pull (or
-     * push) their memory from the rendezvous request it holds, with cma as
-     * long as this process lives, so it is kept, never freed */
-    while (ucx->abandoned.next != &ucx->abandoned) {
-        gcx_tl_ucx_abandoned_keep(ucx->abandoned.next);
+    ctx->views[tl->comm_id] = NULL; /* late active messages are dropped */
+    gcx_tl_ucx_drain(ctx, tl->comm_id, deadline);
+    gcx_tl_ucx_drain(ctx, tl->comm_id | 1u, deadline);
+    for (i = 0; i < tl->size; ++i) {
+        if (ucx->peers[i] != NULL) {
+            gcx_tl_ucx_ep_put(ctx, ucx->peers[i],
+                              ucx->aborted ? gcx_time_now() : deadline);
+        }
     }
-    ucp_cleanup(ucx->context);
     free(ucx->peers);
     free(ucx);
 }
 
 const gcx_tl_ops_t gcx_tl_ucx_ops = {
-    .name        = "ucx",
-    .init        = gcx_tl_ucx_init,
-    .address     = gcx_tl_ucx_address,
-    .connect     = gcx_tl_ucx_connect,
-    .send        = gcx_tl_ucx_send,
-    .recv        = gcx_tl_ucx_recv,
-    .am_handler  = gcx_tl_ucx_am_handler,
-    .am_send     = gcx_tl_ucx_am_send,
-    .am_recv     = gcx_tl_ucx_am_recv,
-    .abandon     = gcx_tl_ucx_abandon,
-    .progress    = gcx_tl_ucx_progress,
-    .peer_failed = gcx_tl_ucx_peer_failed,
-    .flush_close = gcx_tl_ucx_flush_close,
-    .abort       = gcx_tl_ucx_abort,
-    .fini        = gcx_tl_ucx_fini,
+    .name         = "ucx",
+    .ctx_create   = gcx_tl_ucx_ctx_create,
+    .ctx_destroy  = gcx_tl_ucx_ctx_destroy,
+    .address      = gcx_tl_ucx_address,
+    .ctx_progress = gcx_tl_ucx_ctx_progress,
+    .init         = gcx_tl_ucx_init,
+    .connect      = gcx_tl_ucx_connect,
+    .derive       = gcx_tl_ucx_derive,
+    .send         = gcx_tl_ucx_send,
+    .recv         = gcx_tl_ucx_recv,
+    .am_handler   = gcx_tl_ucx_am_handler,
+    .am_send      = gcx_tl_ucx_am_send,
+    .am_recv      = gcx_tl_ucx_am_recv,
+    .abandon      = gcx_tl_ucx_abandon,
+    .progress     = gcx_tl_ucx_progress,
+    .peer_failed  = gcx_tl_ucx_peer_failed,
+    .abort        = gcx_tl_ucx_abort,
+    .fini         = gcx_tl_ucx_fini,
 };

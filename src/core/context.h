@@ -1,0 +1,95 @@
+/*
+ * context.h - the process's one gcx context: what every communicator of the
+ * process shares (as UCC's context is shared by its teams).
+ *
+ * It holds the transport context (one UCX context and worker, the endpoint
+ * cache), the list of live communicators, the communicator ids in use and
+ * the lock that serializes every gcx call. The first communicator creates
+ * it and the last one's destroy releases it (reference counted).
+ *
+ * Progress: gcx_context_progress() progresses the transport once and then
+ * the task queue of every live communicator, so a wait on any communicator
+ * moves all of them (a rank that waits on one communicator still answers
+ * what its peers wait for on another).
+ *
+ * Communicator ids: each communicator owns a pair of the 12-bit tag ids (the
+ * even one for collectives, the odd one for point-to-point). Ids are agreed
+ * by the members at creation from every member's offer (the ids it has in
+ * use and its cursor): the first pair at or after the largest cursor that
+ * no member uses. So no two live communicators of a process share an id,
+ * and an id is not reused before the other 2047 pairs have been (late
+ * messages of a destroyed communicator find no new owner soon after).
+ */
+#ifndef GCX_CORE_CONTEXT_H
+#define GCX_CORE_CONTEXT_H
+
+#include "transport/transport.h"
+
+#include <gcx/gcx.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#define GCX_CONTEXT_ID_PAIRS (GCX_TL_MAX_COMM_IDS / 2)
+
+/** What a process offers when a communicator id is agreed (wire format). */
+typedef struct gcx_comm_id_offer {
+    uint32_t cursor;                          /* next pair it would take */
+    uint8_t  used[GCX_CONTEXT_ID_PAIRS / 8];  /* bit p: pair p in use */
+} gcx_comm_id_offer_t;
+
+typedef struct gcx_context {
+    pthread_mutex_t     lock;        /* recursive: every gcx call */
+    int                 refcount;    /* live communicators */
+    int                 transport;   /* GCX_TRANSPORT of the first one */
+    const gcx_tl_ops_t *tl_ops;
+    gcx_tl_ctx_t       *tl_ctx;
+    gcx_comm_t         *comms;       /* live communicators */
+    uint32_t            id_cursor;
+    uint8_t             ids_used[GCX_CONTEXT_ID_PAIRS / 8];
+} gcx_context_t;
+
+/** Lock and unlock the context (every public entry point). */
+void gcx_context_lock(void);
+void gcx_context_unlock(void);
+
+/**
+ * Serializes communicator creation (create, split, dup) within the process,
+ * so that ids agreed from offers are not taken twice. Held across the
+ * exchanges of a creation, which drop the context lock while they wait.
+ */
+void gcx_context_create_lock(void);
+void gcx_context_create_unlock(void);
+
+/**
+ * Take a reference on the context, creating it (and the transport context)
+ * for @p transport if it does not exist. Call with the context lock held.
+ */
+gcx_status_t gcx_context_acquire(int transport, gcx_context_t **ctx_p);
+
+/** Drop a reference; the last one releases the transport context. */
+void gcx_context_release(gcx_context_t *ctx);
+
+/** Link a communicator into (out of) the list progress walks. */
+void gcx_context_add(gcx_context_t *ctx, gcx_comm_t *comm);
+void gcx_context_remove(gcx_context_t *ctx, gcx_comm_t *comm);
+
+/** Progress the transport once, then every communicator's queue. */
+int gcx_context_progress(gcx_context_t *ctx);
+
+/** This process's offer for a new id. */
+void gcx_context_id_offer(const gcx_context_t *ctx, gcx_comm_id_offer_t *offer);
+
+/**
+ * Agree on an id from the members' offers (@p n of them, @p stride bytes
+ * apart; @p index, when not NULL, picks which); every member computes the
+ * same. Marks it in use here; returns the even tag id in @p id_p.
+ * GCX_ERR_UNSUPPORTED when every pair is taken on some member.
+ */
+gcx_status_t gcx_context_id_agree(gcx_context_t *ctx, const void *offers,
+                                  size_t stride, const int *index, int n,
+                                  uint32_t *id_p);
+
+/** The communicator with even tag id @p id is gone: its pair is free. */
+void gcx_context_id_release(gcx_context_t *ctx, uint32_t id);
+
+#endif

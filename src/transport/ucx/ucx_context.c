@@ -1,0 +1,369 @@
+/*
+ * ucx_context.c - the process's UCX context: one UCP context and one worker
+ * shared by every communicator, a cache of endpoints keyed by the peer
+ * worker's address, and the routing of active messages to communicators.
+ *
+ * Why one: a UCP context per communicator cost a ucp_init (~10 ms, device
+ * discovery) and a worker with its own sockets and shared-memory segments
+ * per communicator, and a process waiting on one communicator did not
+ * progress the others (a rendezvous acknowledgement owed on another
+ * communicator never went out). With one worker, tags carry the
+ * communicator id (transport.h), so a progress call on any communicator
+ * moves every transfer of the process, and a new communicator whose peers
+ * are already connected costs no connection at all.
+ *
+ * Endpoints are reference counted by the views that use them; the last
+ * view's release closes an endpoint after flushing it. An endpoint is keyed
+ * by (peer address, error mode): GCX_UCX_ERR_MODE=peer endpoints cannot use
+ * shared memory in UCX 1.13, so a communicator that asks for it gets its
+ * own. A failed endpoint (lost peer, or closed by an abort) is never handed
+ * to a new view; views holding it fail their transfers to that peer.
+ *
+ * Active messages: UCP dispatches on the message id only, so the context
+ * registers one UCP handler per id in use and routes each message to the
+ * view whose id the header's first word carries (gcx_tl_am_prefix_t);
+ * a message for a view that is gone is dropped (its sender completes).
+ *
+ * Not thread-safe: the worker runs in UCS_THREAD_MODE_SINGLE and the core
+ * serializes every call with its context lock.
+ */
+#include "ucx_int.h"
+#include "core/log.h"
+#include "core/time.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* memory of abandoned operations that did not end well: kept for good */
+static pthread_mutex_t         gcx_tl_ucx_kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static gcx_tl_ucx_abandoned_t *gcx_tl_ucx_kept; /* singly linked by next */
+
+gcx_status_t gcx_tl_ucx_status(ucs_status_t status)
+{
+    switch (status) {
+    case UCS_OK:
+        return GCX_OK;
+    case UCS_INPROGRESS:
+        return GCX_INPROGRESS;
+    case UCS_ERR_CANCELED:
+        return GCX_ERR_CANCELED;
+    case UCS_ERR_MESSAGE_TRUNCATED:
+        return GCX_ERR_MISMATCH;
+    case UCS_ERR_NO_MEMORY:
+        return GCX_ERR_NOMEM;
+    case UCS_ERR_ENDPOINT_TIMEOUT:
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_UNREACHABLE:
+    case UCS_ERR_REJECTED:
+    case UCS_ERR_NOT_CONNECTED:
+    case UCS_ERR_TIMED_OUT:
+    case UCS_ERR_IO_ERROR:       /* e.g. cma reading a process that died */
+    case UCS_ERR_SHMEM_SEGMENT:
+        return GCX_ERR_PEER;
+    default:
+        return GCX_ERR_TRANSPORT;
+    }
+}
+
+void gcx_tl_ucx_request_init(void *request)
+{
+    gcx_tl_ucx_priv_t *priv = request;
+
+    priv->owner      = NULL;
+    priv->early      = 0;
+    priv->orphaned   = 0;
+    priv->abandoned  = NULL;
+    priv->user_freed = 0;
+}
+
+void gcx_tl_ucx_abandoned_run(gcx_tl_ucx_abandoned_t *node)
+{
+    node->prev->next = node->next;
+    node->next->prev = node->prev;
+    if (node->release != NULL) {
+        node->release(node->arg);
+    }
+    free(node);
+}
+
+/* The operation did not end well: keep its memory for good. */
+void gcx_tl_ucx_abandoned_keep(gcx_tl_ucx_abandoned_t *node)
+{
+    node->prev->next = node->next;
+    node->next->prev = node->prev;
+    node->prev       = NULL;
+    pthread_mutex_lock(&gcx_tl_ucx_kept_lock);
+    node->next      = gcx_tl_ucx_kept;
+    gcx_tl_ucx_kept = node;
+    pthread_mutex_unlock(&gcx_tl_ucx_kept_lock);
+}
+
+int gcx_tl_ucx_wait_until(gcx_tl_ctx_t *ctx, ucs_status_ptr_t sp,
+                          double deadline)
+{
+    if (sp == NULL || UCS_PTR_IS_ERR(sp)) {
+        return 1;
+    }
+    while (ucp_request_check_status(sp) == UCS_INPROGRESS) {
+        ucp_worker_progress(ctx->worker);
+        if (gcx_time_now() > deadline) {
+            /* released, so destroying the worker may drop it (UCX asserts
+             * that every request left then was released) */
+            ucp_request_free(sp);
+            return 0;
+        }
+    }
+    ucp_request_free(sp);
+    return 1;
+}
+
+/* ---- endpoints ------------------------------------------------------------ */
+
+static void gcx_tl_ucx_ep_error_cb(void *arg, ucp_ep_h uep, ucs_status_t st)
+{
+    gcx_tl_ucx_ep_t *ep = arg;
+
+    (void)uep;
+    if (!ep->failed) {
+        gcx_warn("connection to a peer lost: %s", ucs_status_string(st));
+    }
+    ep->failed = 1;
+}
+
+gcx_status_t gcx_tl_ucx_ep_get(gcx_tl_ctx_t *ctx, const void *address,
+                               size_t address_len, int err_mode_peer,
+                               gcx_tl_ucx_ep_t **ep_p)
+{
+    ucp_ep_params_t  params = {0};
+    gcx_tl_ucx_ep_t *ep;
+    ucs_status_t     st;
+
+    for (ep = ctx->eps; ep != NULL; ep = ep->next) {
+        if (!ep->failed && ep->err_mode_peer == err_mode_peer &&
+            ep->address_len == address_len &&
+            memcmp(ep->address, address, address_len) == 0) {
+            ++ep->refcount;
+            *ep_p = ep;
+            return GCX_OK;
+        }
+    }
+    ep = calloc(1, sizeof(*ep));
+    if (ep == NULL || (ep->address = malloc(address_len)) == NULL) {
+        free(ep);
+        return GCX_ERR_NOMEM;
+    }
+    memcpy(ep->address, address, address_len);
+    ep->address_len   = address_len;
+    ep->err_mode_peer = err_mode_peer;
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params.address    = address;
+    params.err_mode   = err_mode_peer ? UCP_ERR_HANDLING_MODE_PEER :
+                                        UCP_ERR_HANDLING_MODE_NONE;
+    params.err_handler.cb  = gcx_tl_ucx_ep_error_cb;
+    params.err_handler.arg = ep;
+    st = ucp_ep_create(ctx->worker, &params, &ep->ep);
+    if (st != UCS_OK) {
+        gcx_error("ucp_ep_create failed: %s", ucs_status_string(st));
+        free(ep->address);
+        free(ep);
+        return GCX_ERR_TRANSPORT;
+    }
+    ep->refcount = 1;
+    ep->next     = ctx->eps;
+    ctx->eps     = ep;
+    *ep_p        = ep;
+    return GCX_OK;
+}
+
+static void gcx_tl_ucx_ep_close(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep,
+                                int force, double deadline)
+{
+    ucp_request_param_t param = {0};
+
+    if (ep->ep == NULL) {
+        return;
+    }
+    /* a failed endpoint may only be closed with FORCE */
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = (force || ep->failed) ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    if (!gcx_tl_ucx_wait_until(ctx, ucp_ep_close_nbx(ep->ep, &param),
+                               deadline)) {
+        gcx_debug("closing an endpoint did not finish in time");
+    }
+    ep->ep = NULL;
+}
+
+void gcx_tl_ucx_ep_kill(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep)
+{
+    ep->failed = 1;
+    gcx_tl_ucx_ep_close(ctx, ep, 1, gcx_time_now() + 0.2);
+}
+
+void gcx_tl_ucx_ep_put(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep,
+                       double deadline)
+{
+    gcx_tl_ucx_ep_t **pp;
+
+    if (--ep->refcount > 0) {
+        return;
+    }
+    for (pp = &ctx->eps; *pp != ep; pp = &(*pp)->next) {
+    }
+    *pp = ep->next;
+    gcx_tl_ucx_ep_close(ctx, ep, 0, deadline);
+    free(ep->address);
+    free(ep);
+}
+
+/* ---- active-message routing --------------------------------------------- */
+
+static ucs_status_t gcx_tl_ucx_am_cb(void *arg, const void *header,
+                                     size_t header_length, void *data,
+                                     size_t length,
+                                     const ucp_am_recv_param_t *param)
+{
+    gcx_tl_ucx_am_route_t *route = arg;
+    gcx_tl_ucx_t          *view;
+    gcx_tl_am_prefix_t     prefix;
+    gcx_tl_am_msg_t        msg = {
+        .header        = header,
+        .header_length = header_length,
+        .length        = length,
+        .rndv          = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0,
+        .data          = data,
+    };
+
+    if (header_length < sizeof(prefix)) {
+        return UCS_OK;
+    }
+    memcpy(&prefix, header, sizeof(prefix)); /* may be unaligned */
+    view = route->ctx->views[prefix.comm_id % GCX_TL_MAX_COMM_IDS];
+    if (view != NULL && !view->aborted &&
+        view->am[route->id].handler != NULL) {
+        view->am[route->id].handler(view->am[route->id].arg, &msg);
+    }
+    /* taken or not: UCS_OK. A rendezvous payload that was not pulled is
+     * dropped here and its sender completes. */
+    return UCS_OK;
+}
+
+gcx_status_t gcx_tl_ucx_am_route(gcx_tl_ctx_t *ctx, unsigned id)
+{
+    ucp_am_handler_param_t params = {0};
+    ucs_status_t           st;
+
+    if (ctx->am_registered & (1u << id)) {
+        return GCX_OK;
+    }
+    ctx->am_route[id].ctx = ctx;
+    ctx->am_route[id].id  = id;
+    params.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                        UCP_AM_HANDLER_PARAM_FIELD_CB |
+                        UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    params.id         = id;
+    params.cb         = gcx_tl_ucx_am_cb;
+    params.arg        = &ctx->am_route[id];
+    st = ucp_worker_set_am_recv_handler(ctx->worker, &params);
+    if (st != UCS_OK) {
+        gcx_error("ucp_worker_set_am_recv_handler(%u) failed: %s", id,
+                  ucs_status_string(st));
+        return GCX_ERR_TRANSPORT;
+    }
+    ctx->am_registered |= 1u << id;
+    return GCX_OK;
+}
+
+/* ---- the context ------------------------------------------------------------ */
+
+gcx_status_t gcx_tl_ucx_ctx_create(gcx_tl_ctx_t **ctx_p)
+{
+    ucp_params_t        ucp_params    = {0};
+    ucp_worker_params_t worker_params = {0};
+    ucp_config_t       *ucp_config;
+    gcx_tl_ctx_t       *ctx;
+    ucs_status_t        st;
+
+    ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        return GCX_ERR_NOMEM;
+    }
+    ctx->abandoned.next = &ctx->abandoned;
+    ctx->abandoned.prev = &ctx->abandoned;
+    st = ucp_config_read(NULL, NULL, &ucp_config);
+    if (st != UCS_OK) {
+        gcx_error("ucp_config_read failed: %s", ucs_status_string(st));
+        goto err_free;
+    }
+    ucp_params.field_mask   = UCP_PARAM_FIELD_FEATURES |
+                              UCP_PARAM_FIELD_REQUEST_SIZE |
+                              UCP_PARAM_FIELD_REQUEST_INIT;
+    ucp_params.request_size = sizeof(gcx_tl_ucx_priv_t);
+    ucp_params.request_init = gcx_tl_ucx_request_init;
+    ucp_params.features     = UCP_FEATURE_TAG | UCP_FEATURE_AM;
+    st = ucp_init(&ucp_params, ucp_config, &ctx->context);
+    ucp_config_release(ucp_config);
+    if (st != UCS_OK) {
+        gcx_error("ucp_init failed: %s", ucs_status_string(st));
+        goto err_free;
+    }
+    worker_params.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    worker_params.thread_mode = UCS_THREAD_MODE_SINGLE;
+    st = ucp_worker_create(ctx->context, &worker_params, &ctx->worker);
+    if (st != UCS_OK) {
+        gcx_error("ucp_worker_create failed: %s", ucs_status_string(st));
+        goto err_cleanup;
+    }
+    st = ucp_worker_get_address(ctx->worker, &ctx->address,
+                                &ctx->address_len);
+    if (st != UCS_OK) {
+        gcx_error("ucp_worker_get_address failed: %s", ucs_status_string(st));
+        goto err_destroy_worker;
+    }
+    *ctx_p = ctx;
+    return GCX_OK;
+
+err_destroy_worker:
+    ucp_worker_destroy(ctx->worker);
+err_cleanup:
+    ucp_cleanup(ctx->context);
+err_free:
+    free(ctx);
+    return GCX_ERR_TRANSPORT;
+}
+
+void gcx_tl_ucx_ctx_destroy(gcx_tl_ctx_t *ctx)
+{
+    double deadline = gcx_time_now() + 0.5;
+
+    /* the views put every endpoint back; anything left is closed */
+    while (ctx->eps != NULL) {
+        ctx->eps->refcount = 1;
+        gcx_tl_ucx_ep_put(ctx, ctx->eps, deadline);
+    }
+    ucp_worker_release_address(ctx->worker, ctx->address);
+    ucp_worker_destroy(ctx->worker);
+    /* abandoned operations that never ended: a peer may still pull (or
+     * push) their memory from the rendezvous request it holds, with cma as
+     * long as this process lives, so it is kept, never freed */
+    while (ctx->abandoned.next != &ctx->abandoned) {
+        gcx_tl_ucx_abandoned_keep(ctx->abandoned.next);
+    }
+    ucp_cleanup(ctx->context);
+    free(ctx);
+}
+
+gcx_status_t gcx_tl_ucx_address(gcx_tl_ctx_t *ctx, const void **addr_p,
+                                size_t *len_p)
+{
+    *addr_p = ctx->address;
+    *len_p  = ctx->address_len;
+    return GCX_OK;
+}
+
+int gcx_tl_ucx_ctx_progress(gcx_tl_ctx_t *ctx)
+{
+    return (int)ucp_worker_progress(ctx->worker);
+}

@@ -1,0 +1,126 @@
+/*
+ * ucx_int.h - what the two halves of the UCX transport share: the process
+ * context (ucx_context.c: UCP context, worker, endpoint cache, active-message
+ * routing) and the communicator views (ucx_tl.c: tagged and active messages,
+ * abort, release).
+ */
+#ifndef GCX_TRANSPORT_UCX_INT_H
+#define GCX_TRANSPORT_UCX_INT_H
+
+#include "transport/transport.h"
+
+#include <ucp/api/ucp.h>
+
+typedef struct gcx_tl_ucx gcx_tl_ucx_t;
+
+/*
+ * An abandoned operation's release callback, run when the operation ends
+ * with success. An operation that ends with an error, or never ends (the
+ * worker is destroyed first), does not prove that the peer is done with its
+ * memory: a rendezvous peer reads (get: cma, RDMA) or writes (put) it
+ * without this side taking part, from the request it already holds, even
+ * after this worker is gone. Such memory is kept, never released, for the
+ * life of the process (on a list, so it stays reachable).
+ */
+typedef struct gcx_tl_ucx_abandoned {
+    void (*release)(void *arg);
+    void  *arg;
+    struct gcx_tl_ucx_abandoned *prev, *next;
+} gcx_tl_ucx_abandoned_t;
+
+/*
+ * An endpoint to one peer worker, shared by every view that reaches that
+ * peer with the same error mode; the cache key is the peer's address.
+ */
+typedef struct gcx_tl_ucx_ep {
+    ucp_ep_h              ep;
+    void                 *address; /* the peer worker's address (key) */
+    size_t                address_len;
+    int                   err_mode_peer;
+    int                   refcount;
+    int                   failed; /* lost, or closed by an abort */
+    struct gcx_tl_ucx_ep *next;   /* the context's list */
+} gcx_tl_ucx_ep_t;
+
+typedef struct gcx_tl_ucx_am {
+    gcx_tl_am_handler_t handler; /* NULL: id free */
+    void               *arg;
+} gcx_tl_ucx_am_t;
+
+typedef struct gcx_tl_ucx_am_route {
+    gcx_tl_ctx_t *ctx;
+    unsigned      id;
+} gcx_tl_ucx_am_route_t;
+
+/* The process's transport context. */
+struct gcx_tl_ctx {
+    ucp_context_h          context;
+    ucp_worker_h           worker;
+    ucp_address_t         *address;
+    size_t                 address_len;
+    gcx_tl_ucx_ep_t       *eps;
+    unsigned               am_registered; /* bit i: UCP handler for id i */
+    gcx_tl_ucx_am_route_t  am_route[GCX_TL_AM_MAX_ID];
+    gcx_tl_ucx_t          *views[GCX_TL_MAX_COMM_IDS]; /* by comm id */
+    gcx_tl_ucx_abandoned_t abandoned; /* list head (sentinel) */
+};
+
+/*
+ * Lives inside every UCP request (ucp_params.request_size), so completion
+ * reaches the gcx request through it and abort() can orphan a request that
+ * UCX cannot finish: the callback then frees it without touching the
+ * (possibly freed) task memory that held the gcx_tl_req_t.
+ */
+typedef struct gcx_tl_ucx_priv {
+    gcx_tl_req_t *owner;    /* NULL until attached, and once orphaned */
+    int           early;    /* completed before it was attached */
+    int           orphaned; /* abandoned by abort(): just free it */
+    int           user_freed; /* abandon(): ucp_request_free done already */
+    gcx_tl_ucx_abandoned_t *abandoned; /* abandon(): release at the end */
+    ucs_status_t  status;
+    size_t        length;
+    uint64_t      tag;
+} gcx_tl_ucx_priv_t;
+
+/* One communicator's view. */
+struct gcx_tl_ucx {
+    gcx_tl_t          super;
+    gcx_tl_ucx_ep_t **peers;       /* by rank; shared */
+    int               err_mode_peer;
+    int               aborted;
+    gcx_tl_req_t      outstanding; /* list head (sentinel) */
+    gcx_tl_ucx_am_t   am[GCX_TL_AM_MAX_ID];
+};
+
+gcx_status_t gcx_tl_ucx_status(ucs_status_t status);
+
+/** The endpoint to the worker at @p address: a cached one, or a new one. */
+gcx_status_t gcx_tl_ucx_ep_get(gcx_tl_ctx_t *ctx, const void *address,
+                               size_t address_len, int err_mode_peer,
+                               gcx_tl_ucx_ep_t **ep_p);
+
+/** Drop a reference; the last one closes it, waiting until @p deadline. */
+void gcx_tl_ucx_ep_put(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep,
+                       double deadline);
+
+/** Close an endpoint at once (abort); every view using it sees it failed. */
+void gcx_tl_ucx_ep_kill(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep);
+
+/** Make sure the context routes active-message id @p id to its views. */
+gcx_status_t gcx_tl_ucx_am_route(gcx_tl_ctx_t *ctx, unsigned id);
+
+/** Wait for a UCP request (flush, close) until @p deadline; 1 if done. */
+int gcx_tl_ucx_wait_until(gcx_tl_ctx_t *ctx, ucs_status_ptr_t sp,
+                          double deadline);
+
+void gcx_tl_ucx_request_init(void *request);
+void gcx_tl_ucx_abandoned_run(gcx_tl_ucx_abandoned_t *node);
+void gcx_tl_ucx_abandoned_keep(gcx_tl_ucx_abandoned_t *node);
+
+gcx_status_t gcx_tl_ucx_ctx_create(gcx_tl_ctx_t **ctx_p);
+void         gcx_tl_ucx_ctx_destroy(gcx_tl_ctx_t *ctx);
+gcx_status_t gcx_tl_ucx_address(gcx_tl_ctx_t *ctx, const void **addr_p,
+                                size_t *len_p);
+int          gcx_tl_ucx_ctx_progress(gcx_tl_ctx_t *ctx);
+
+#endif
