@@ -17,7 +17,7 @@ fi
 meson compile -C build
 mkdir -p build/demo
 export OPENBLAS_NUM_THREADS=1   # one BLAS thread per rank: 4 ranks share the cores
-build/src/tools/gcxrun -n 4 -- build/src/train/gcx-train \
+build/programs/gcxrun/gcxrun -n 4 -- build/programs/train/gcx-train \
   --model mlp --epochs "${EPOCHS:-3}" --batch 16 --sync "${SYNC:-gravac}" \
   --json build/demo/summary.json --csv build/demo/trace.csv
 echo "summary: build/demo/summary.json, trace: build/demo/trace.csv"

@@ -33,7 +33,7 @@ set -euo pipefail
 gcxrun=$1
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-src=$(dirname "$0")/../src/tools/gcxrun.c
+src=$(dirname "$0")/../programs/gcxrun/gcxrun.c
 grace=$(sed -n 's/^#define GCXRUN_KILL_GRACE_S \([0-9.]*\).*/\1/p' "$src" 2>/dev/null || true)
 grace=${grace:-5}
 

@@ -130,6 +130,7 @@ typedef struct gcx_coded_stats {
  *         disagree on code, count or root); GCX_ERR_UNSUPPORTED (no free
  *         active-message id); GCX_ERR_NOMEM; the communicator's error.
  */
+GCX_API
 gcx_status_t gcx_coded_create(gcx_comm_t *comm,
                               const gcx_coded_params_t *params,
                               gcx_coded_t **coded_p);
@@ -149,6 +150,7 @@ gcx_status_t gcx_coded_create(gcx_comm_t *comm,
  * Once the root process is gone, such a rank's round fails (GCX_ERR_PEER or
  * GCX_ERR_TIMEOUT); it never completes with wrong data.
  */
+GCX_API
 void gcx_coded_destroy(gcx_coded_t *coded);
 
 /**
@@ -167,6 +169,7 @@ void gcx_coded_destroy(gcx_coded_t *coded);
  *         GCX_ERR_INVALID; GCX_ERR_UNDECODABLE, GCX_ERR_TIMEOUT,
  *         GCX_ERR_PEER when the round failed (communicator failed).
  */
+GCX_API
 gcx_status_t gcx_coded_gather(gcx_coded_t *coded, const float *sendbuf,
                               float *recvbuf, gcx_coded_result_t *result,
                               gcx_request_t **req_p);
@@ -200,6 +203,7 @@ gcx_status_t gcx_coded_gather(gcx_coded_t *coded, const float *sendbuf,
  * @param req_p    Request, or NULL to block.
  * @return As gcx_coded_gather().
  */
+GCX_API
 gcx_status_t gcx_coded_abstain(gcx_coded_t *coded, float *recvbuf,
                                gcx_coded_result_t *result,
                                gcx_request_t **req_p);
@@ -211,12 +215,15 @@ gcx_status_t gcx_coded_abstain(gcx_coded_t *coded, float *recvbuf,
  *
  * @param[out] ready_p  1 or 0.
  */
+GCX_API
 gcx_status_t gcx_coded_ready(gcx_coded_t *coded, int *ready_p);
 
 /** Worker index of @p rank, or -1 for a root that is not a worker. */
+GCX_API
 int gcx_coded_worker(const gcx_coded_t *coded, int rank);
 
 /** Counters so far. */
+GCX_API
 gcx_status_t gcx_coded_stats(const gcx_coded_t *coded,
                              gcx_coded_stats_t *stats_p);
 

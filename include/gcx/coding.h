@@ -216,16 +216,20 @@ typedef struct gcx_code gcx_code_t;
  *         GCX_ERR_UNDECODABLE if no usable CR matrix was found (never seen
  *         for n <= 64). Nothing is allocated on failure.
  */
+GCX_API
 gcx_status_t gcx_code_create(const gcx_code_params_t *params,
                              gcx_code_t **code_p);
 
 /** Release a code and its cache. NULL is allowed. */
+GCX_API
 void gcx_code_destroy(gcx_code_t *code);
 
 /** Number of workers (= partitions) n. */
+GCX_API
 int gcx_code_workers(const gcx_code_t *code);
 
 /** Stragglers tolerated s. */
+GCX_API
 int gcx_code_stragglers(const gcx_code_t *code);
 
 /**
@@ -233,6 +237,7 @@ int gcx_code_stragglers(const gcx_code_t *code);
  * the most nonzeros in a row for MATRIX. Size of the arrays of
  * gcx_code_assignment().
  */
+GCX_API
 int gcx_code_load(const gcx_code_t *code);
 
 /**
@@ -240,6 +245,7 @@ int gcx_code_load(const gcx_code_t *code);
  *
  * @param[out] b  Caller array of n*n doubles, row-major.
  */
+GCX_API
 gcx_status_t gcx_code_matrix(const gcx_code_t *code, double *b);
 
 /**
@@ -251,6 +257,7 @@ gcx_status_t gcx_code_matrix(const gcx_code_t *code, double *b);
  * @param[out] count_p     Number of entries written.
  * @return GCX_OK; GCX_ERR_INVALID for a bad worker or NULL pointer.
  */
+GCX_API
 gcx_status_t gcx_code_assignment(const gcx_code_t *code, int worker,
                                  int *partitions, double *coeffs, int *count_p);
 
@@ -267,6 +274,7 @@ gcx_status_t gcx_code_assignment(const gcx_code_t *code, int worker,
  * @param[out] decodable_p  1 or 0.
  * @return GCX_OK; GCX_ERR_INVALID for bits >= n or NULL pointers.
  */
+GCX_API
 gcx_status_t gcx_code_decodable(gcx_code_t *code, uint64_t arrived,
                                 int *decodable_p);
 
@@ -288,6 +296,7 @@ gcx_status_t gcx_code_decodable(gcx_code_t *code, uint64_t arrived,
  *         (too few workers, a partition nobody arrived holds, or an
  *         ill-conditioned or inconsistent system); GCX_ERR_INVALID.
  */
+GCX_API
 gcx_status_t gcx_code_decode_vector(gcx_code_t *code, uint64_t arrived,
                                     double *a);
 
@@ -307,6 +316,7 @@ gcx_status_t gcx_code_decode_vector(gcx_code_t *code, uint64_t arrived,
  * @param[out] known_p  1 when the coefficient is final now.
  * @param[out] coeff_p  The coefficient (0 when not known).
  */
+GCX_API
 gcx_status_t gcx_code_arrival_coeff(const gcx_code_t *code, uint64_t before,
                                     int worker, int *known_p, double *coeff_p);
 
@@ -321,6 +331,7 @@ gcx_status_t gcx_code_arrival_coeff(const gcx_code_t *code, uint64_t before,
  *
  * @return GCX_OK; GCX_ERR_INVALID (count < 0, NULL pointers with len > 0).
  */
+GCX_API
 gcx_status_t gcx_code_encode(int count, const double *coeffs,
                              const float *const *vecs, size_t len, float *out);
 
@@ -328,6 +339,7 @@ gcx_status_t gcx_code_encode(int count, const double *coeffs,
  * acc += coeff * vec over len floats (the root's streaming fold).
  * coeff == 0 does nothing and does not read vec.
  */
+GCX_API
 gcx_status_t gcx_code_accumulate(double coeff, const float *vec, size_t len,
                                  float *acc);
 
@@ -374,15 +386,19 @@ typedef struct gcx_pgc_info {
  * @param[out] pgc_p  New schedule, owned by the caller (gcx_pgc_destroy()).
  * @return GCX_OK; GCX_ERR_INVALID; GCX_ERR_NOMEM.
  */
+GCX_API
 gcx_status_t gcx_pgc_create(gcx_code_t *code, gcx_pgc_t **pgc_p);
 
 /** Release a schedule (not the code). NULL is allowed. */
+GCX_API
 void gcx_pgc_destroy(gcx_pgc_t *pgc);
 
 /** Period P: slots per worker, and the largest staleness plus one. */
+GCX_API
 int gcx_pgc_period(const gcx_pgc_t *pgc);
 
 /** Capacity needed for the terms of gcx_pgc_decode(): n*P. */
+GCX_API
 int gcx_pgc_max_terms(const gcx_pgc_t *pgc);
 
 /**
@@ -391,12 +407,14 @@ int gcx_pgc_max_terms(const gcx_pgc_t *pgc);
  *
  * @param[out] partitions  Caller array of P ints.
  */
+GCX_API
 gcx_status_t gcx_pgc_slots(const gcx_pgc_t *pgc, int worker, int *partitions);
 
 /**
  * What worker computes at step t >= 0: slot t mod P, partition in it
  * (-1: nothing this step). Store the gradient in that slot's buffer.
  */
+GCX_API
 gcx_status_t gcx_pgc_compute(const gcx_pgc_t *pgc, int worker, int64_t step,
                              int *slot_p, int *partition_p);
 
@@ -407,6 +425,7 @@ gcx_status_t gcx_pgc_compute(const gcx_pgc_t *pgc, int worker, int64_t step,
  *
  * @param[out] coeffs  Caller array of P doubles.
  */
+GCX_API
 gcx_status_t gcx_pgc_coeffs(const gcx_pgc_t *pgc, int worker, int64_t step,
                             double *coeffs);
 
@@ -416,6 +435,7 @@ gcx_status_t gcx_pgc_coeffs(const gcx_pgc_t *pgc, int worker, int64_t step,
  *
  * @param[out] staleness  Caller array of P ints.
  */
+GCX_API
 gcx_status_t gcx_pgc_staleness(const gcx_pgc_t *pgc, int worker, int64_t step,
                                int *staleness);
 
@@ -433,6 +453,7 @@ gcx_status_t gcx_pgc_staleness(const gcx_pgc_t *pgc, int worker, int64_t step,
  * @param[out] valid_p  1 if the message is valid, else 0.
  * @return GCX_OK; GCX_ERR_INVALID (NULL pointer, bad worker, t < 0).
  */
+GCX_API
 gcx_status_t gcx_pgc_message_valid(const gcx_pgc_t *pgc, int worker,
                                    int64_t step, const int64_t *slot_steps,
                                    int *valid_p);
@@ -447,6 +468,7 @@ gcx_status_t gcx_pgc_message_valid(const gcx_pgc_t *pgc, int worker,
  * @param[out] info_p  Summary (required).
  * @return GCX_OK; GCX_ERR_UNDECODABLE; GCX_ERR_INVALID.
  */
+GCX_API
 gcx_status_t gcx_pgc_decode(gcx_pgc_t *pgc, int64_t step, uint64_t used,
                             double *a, gcx_pgc_term_t *terms,
                             gcx_pgc_info_t *info_p);

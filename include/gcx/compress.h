@@ -86,6 +86,7 @@ typedef struct gcx_sparse {
  * @return GCX_OK; GCX_ERR_INVALID for NULL arrays with capacity > 0;
  *         GCX_ERR_RANGE for dense_len >= 2^32.
  */
+GCX_API
 gcx_status_t gcx_sparse_init(gcx_sparse_t *sp, uint32_t *idx, float *val,
                              size_t capacity, size_t dense_len);
 
@@ -98,6 +99,7 @@ gcx_status_t gcx_sparse_init(gcx_sparse_t *sp, uint32_t *idx, float *val,
  * @return GCX_OK, GCX_ERR_NOMEM, GCX_ERR_RANGE (dense_len >= 2^32),
  *         GCX_ERR_INVALID (NULL sp_p).
  */
+GCX_API
 gcx_status_t gcx_sparse_alloc(size_t capacity, size_t dense_len,
                               gcx_sparse_t *sp_p);
 
@@ -105,6 +107,7 @@ gcx_status_t gcx_sparse_alloc(size_t capacity, size_t dense_len,
  * Free library-owned arrays (nothing for caller-owned ones) and reset the
  * struct to an empty vector of capacity 0. NULL is allowed.
  */
+GCX_API
 void gcx_sparse_free(gcx_sparse_t *sp);
 
 /**
@@ -112,25 +115,31 @@ void gcx_sparse_free(gcx_sparse_t *sp);
  * @return GCX_OK, or GCX_ERR_INVALID (NULL, nnz > capacity, indices not
  *         strictly increasing or not below dense_len, dense_len >= 2^32).
  */
+GCX_API
 gcx_status_t gcx_sparse_check(const gcx_sparse_t *sp);
 
 /**
  * dense[idx[j]] = val[j] for every entry; other entries of dense are left
  * as they are. dense holds sp->dense_len floats.
  */
+GCX_API
 gcx_status_t gcx_sparse_scatter(const gcx_sparse_t *sp, float *dense);
 
 /** dense[idx[j]] += alpha * val[j] for every entry. */
+GCX_API
 gcx_status_t gcx_sparse_scatter_add(const gcx_sparse_t *sp, float alpha,
                                     float *dense);
 
 /** Zero dense (sp->dense_len floats), then scatter sp into it. */
+GCX_API
 gcx_status_t gcx_sparse_to_dense(const gcx_sparse_t *sp, float *dense);
 
 /** Squared Euclidean norm sum(val[j]^2), accumulated in double. */
+GCX_API
 double gcx_sparse_sqnorm(const gcx_sparse_t *sp);
 
 /** Squared Euclidean norm of n dense floats, accumulated in double. */
+GCX_API
 double gcx_dense_sqnorm(const float *x, size_t n);
 
 /* ------------------------------------------------------------------------ */
@@ -194,12 +203,14 @@ typedef struct gcx_compress_stats {
 } gcx_compress_stats_t;
 
 /** Name of a kind ("none", "topk", "dgc", "redsync", "randomk"), or "?". */
+GCX_API
 const char *gcx_compress_kind_name(gcx_compress_kind_t kind);
 
 /**
  * Kind from its name.
  * @return GCX_OK, or GCX_ERR_NOT_FOUND for an unknown name.
  */
+GCX_API
 gcx_status_t gcx_compress_kind_parse(const char *name,
                                      gcx_compress_kind_t *kind_p);
 
@@ -213,19 +224,23 @@ gcx_status_t gcx_compress_kind_parse(const char *name,
  *                   gcx_compressor_destroy()).
  * @return GCX_OK, GCX_ERR_INVALID (unknown kind, NULL comp_p), GCX_ERR_NOMEM.
  */
+GCX_API
 gcx_status_t gcx_compressor_create(gcx_compress_kind_t kind, uint64_t seed,
                                    gcx_compressor_t **comp_p);
 
 /** Release a compressor and its scratch memory. NULL is allowed. */
+GCX_API
 void gcx_compressor_destroy(gcx_compressor_t *comp);
 
 /** Kind of a compressor. */
+GCX_API
 gcx_compress_kind_t gcx_compressor_kind(const gcx_compressor_t *comp);
 
 /**
  * Set the training step; randomk draws (and dgc samples) depend on
  * (seed, step, n, k) only. Call with the same step on every rank.
  */
+GCX_API
 void gcx_compressor_set_step(gcx_compressor_t *comp, uint64_t step);
 
 /**
@@ -233,6 +248,7 @@ void gcx_compressor_set_step(gcx_compressor_t *comp, uint64_t step);
  * at most n; 0 for cf = +inf.
  * @return GCX_OK, or GCX_ERR_INVALID for cf < 1 or NaN.
  */
+GCX_API
 gcx_status_t gcx_compress_k(size_t n, double cf, size_t *k_p);
 
 /**
@@ -240,12 +256,14 @@ gcx_status_t gcx_compress_k(size_t n, double cf, size_t *k_p);
  * k: n for none, k for topk and randomk, floor(1.3k) for dgc, 2k for redsync
  * (each at most n).
  */
+GCX_API
 size_t gcx_compress_capacity_k(gcx_compress_kind_t kind, size_t n, size_t k);
 
 /**
  * gcx_compress_capacity_k() with k = gcx_compress_k(n, cf).
  * @return GCX_OK, GCX_ERR_INVALID (bad cf or kind).
  */
+GCX_API
 gcx_status_t gcx_compress_capacity(gcx_compress_kind_t kind, size_t n,
                                    double cf, size_t *capacity_p);
 
@@ -265,6 +283,7 @@ gcx_status_t gcx_compress_capacity(gcx_compress_kind_t kind, size_t n,
  * @return GCX_OK, GCX_ERR_INVALID, GCX_ERR_RANGE (NaN/Inf in x, capacity,
  *         n >= 2^32), GCX_ERR_NOMEM (scratch).
  */
+GCX_API
 gcx_status_t gcx_compress_dense(gcx_compressor_t *comp, const float *x,
                                 size_t n, double cf, gcx_sparse_t *out,
                                 gcx_compress_stats_t *stats_p);
@@ -275,22 +294,26 @@ gcx_status_t gcx_compress_dense(gcx_compressor_t *comp, const float *x,
  * out->dense_len = in->dense_len. For topk, C(C(x, a), b) equals the direct
  * top-k of x with the same final k. out must not be in.
  */
+GCX_API
 gcx_status_t gcx_compress_sparse(gcx_compressor_t *comp, const gcx_sparse_t *in,
                                  double cf, gcx_sparse_t *out,
                                  gcx_compress_stats_t *stats_p);
 
 /** gcx_compress_dense() with an explicit target count k (k >= n: all). */
+GCX_API
 gcx_status_t gcx_compress_dense_k(gcx_compressor_t *comp, const float *x,
                                   size_t n, size_t k, gcx_sparse_t *out,
                                   gcx_compress_stats_t *stats_p);
 
 /** gcx_compress_sparse() with an explicit target count k. */
+GCX_API
 gcx_status_t gcx_compress_sparse_k(gcx_compressor_t *comp,
                                    const gcx_sparse_t *in, size_t k,
                                    gcx_sparse_t *out,
                                    gcx_compress_stats_t *stats_p);
 
 /** GraVAC's gain ||C(x)||^2 / ||x||^2 of one compression (1 when x = 0). */
+GCX_API
 double gcx_compress_gain(const gcx_compress_stats_t *stats);
 
 /* ------------------------------------------------------------------------ */
@@ -328,28 +351,35 @@ typedef struct gcx_feedback_params {
  * @return GCX_OK, GCX_ERR_INVALID (momentum outside [0, 1) or NaN),
  *         GCX_ERR_RANGE (n >= 2^32), GCX_ERR_NOMEM.
  */
+GCX_API
 gcx_status_t gcx_feedback_create(size_t n, const gcx_feedback_params_t *params,
                                  gcx_feedback_t **fb_p);
 
 /** Release the state and the buffers the library allocated. NULL allowed. */
+GCX_API
 void gcx_feedback_destroy(gcx_feedback_t *fb);
 
 /** The residual e (n floats); valid until gcx_feedback_destroy(). */
+GCX_API
 float *gcx_feedback_residual(gcx_feedback_t *fb);
 
 /** The velocity u (n floats), or NULL without momentum. */
+GCX_API
 float *gcx_feedback_velocity(gcx_feedback_t *fb);
 
 /** Length n. */
+GCX_API
 size_t gcx_feedback_size(const gcx_feedback_t *fb);
 
 /** Zero e and u. */
+GCX_API
 void gcx_feedback_reset(gcx_feedback_t *fb);
 
 /**
  * Tell the state that the caller wrote into e or u itself (for example
  * restored a checkpoint); the next accumulate re-checks them for overflow.
  */
+GCX_API
 void gcx_feedback_touch(gcx_feedback_t *fb);
 
 /**
@@ -361,6 +391,7 @@ void gcx_feedback_touch(gcx_feedback_t *fb);
  *         overflow: e and u are then unchanged (a step can be skipped, as
  *         with dynamic loss scaling).
  */
+GCX_API
 gcx_status_t gcx_feedback_accumulate(gcx_feedback_t *fb, const float *g);
 
 /**
@@ -370,9 +401,11 @@ gcx_status_t gcx_feedback_accumulate(gcx_feedback_t *fb, const float *g);
  * e_after + sent == e_before.
  * @return GCX_OK, GCX_ERR_INVALID (bad sparse vector or length).
  */
+GCX_API
 gcx_status_t gcx_feedback_commit(gcx_feedback_t *fb, const gcx_sparse_t *sent);
 
 /** The whole e was sent densely: e = 0 (and with masking u = 0). */
+GCX_API
 void gcx_feedback_commit_dense(gcx_feedback_t *fb);
 
 /**
@@ -384,6 +417,7 @@ void gcx_feedback_commit_dense(gcx_feedback_t *fb);
  *         unchanged); GCX_ERR_INVALID; GCX_ERR_NOMEM (then g has been added
  *         to e and nothing was sent: no gradient is lost).
  */
+GCX_API
 gcx_status_t gcx_feedback_step(gcx_feedback_t *fb, gcx_compressor_t *comp,
                                const float *g, double cf, gcx_sparse_t *out,
                                gcx_compress_stats_t *stats_p);

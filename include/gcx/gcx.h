@@ -50,6 +50,7 @@ extern "C" {
 #define GCX_VERSION_PATCH 0
 
 /** Version string of the library that is linked ("0.1.0"). */
+GCX_API
 const char *gcx_version(void);
 
 /* ------------------------------------------------------------------------ */
@@ -67,12 +68,14 @@ typedef struct gcx_config gcx_config_t;
  * @return GCX_OK; GCX_ERR_INVALID when a variable has a bad value (the error
  *         is logged naming the variable and the accepted values).
  */
+GCX_API
 gcx_status_t gcx_config_read(gcx_config_t **config_p);
 
 /**
  * Set one variable, by its name with or without the "GCX_" prefix, from a
  * string, with the same validation as the environment.
  */
+GCX_API
 gcx_status_t gcx_config_set(gcx_config_t *config, const char *name,
                             const char *value);
 
@@ -81,10 +84,12 @@ gcx_status_t gcx_config_set(gcx_config_t *config, const char *name,
  * @return GCX_OK, GCX_ERR_NOT_FOUND for an unknown name, GCX_ERR_RANGE when
  *         buf is too small.
  */
+GCX_API
 gcx_status_t gcx_config_get(const gcx_config_t *config, const char *name,
                             char *buf, size_t buflen);
 
 /** Release a configuration. NULL is allowed. */
+GCX_API
 void gcx_config_release(gcx_config_t *config);
 
 /* ------------------------------------------------------------------------ */
@@ -123,25 +128,30 @@ typedef struct gcx_comm gcx_comm_t;
  *         GCX_ERR_TIMEOUT (a rank did not join within GCX_TIMEOUT);
  *         GCX_ERR_TRANSPORT; GCX_ERR_NOMEM.
  */
+GCX_API
 gcx_status_t gcx_comm_create(const gcx_oob_t *oob, const gcx_config_t *config,
                              gcx_comm_t **comm_p);
 
 /** Rank of the calling process in @p comm. */
+GCX_API
 int gcx_comm_rank(const gcx_comm_t *comm);
 
 /** Number of ranks in @p comm. */
+GCX_API
 int gcx_comm_size(const gcx_comm_t *comm);
 
 /**
  * Destroy a communicator. Outstanding requests are cancelled and must not be
  * used afterwards. Not collective: it does not wait for peers.
  */
+GCX_API
 void gcx_comm_destroy(gcx_comm_t *comm);
 
 /**
  * The configuration the communicator was created with (read-only, owned by
  * the communicator). Lets layers above read their GCX_* variables.
  */
+GCX_API
 const gcx_config_t *gcx_comm_config(const gcx_comm_t *comm);
 
 /* ------------------------------------------------------------------------ */
@@ -155,21 +165,25 @@ typedef struct gcx_request gcx_request_t;
  * Progress every outstanding operation of @p comm a bounded amount; never
  * blocks. Returns GCX_OK, or the communicator's error once it has failed.
  */
+GCX_API
 gcx_status_t gcx_progress(gcx_comm_t *comm);
 
 /**
  * Progress and report: GCX_INPROGRESS while running, GCX_OK when done, an
  * error when it failed. Never blocks.
  */
+GCX_API
 gcx_status_t gcx_test(gcx_request_t *req);
 
 /** Progress until the request is done; returns its final status. */
+GCX_API
 gcx_status_t gcx_wait(gcx_request_t *req);
 
 /**
  * Release a request. A request still in progress is cancelled first, which
  * fails the communicator (like an abort), since ranks would fall out of step.
  */
+GCX_API
 void gcx_request_free(gcx_request_t *req);
 
 /* ------------------------------------------------------------------------ */
@@ -201,12 +215,15 @@ typedef enum gcx_op {
 #define GCX_IN_PLACE ((const void *)1)
 
 /** Size in bytes of one element of @p dtype (0 for an invalid type). */
+GCX_API
 size_t gcx_dtype_size(gcx_dtype_t dtype);
 
 /** Name of a type ("f32") or NULL. */
+GCX_API
 const char *gcx_dtype_name(gcx_dtype_t dtype);
 
 /** Name of an operation ("sum") or NULL. */
+GCX_API
 const char *gcx_op_name(gcx_op_t op);
 
 /**
@@ -217,11 +234,13 @@ const char *gcx_op_name(gcx_op_t op);
  *
  * @param req_p  Where to return the request, or NULL to block.
  */
+GCX_API
 gcx_status_t gcx_allreduce(gcx_comm_t *comm, const void *sendbuf,
                            void *recvbuf, size_t count, gcx_dtype_t dtype,
                            gcx_op_t op, gcx_request_t **req_p);
 
 /** Broadcast @p count elements of @p buf from @p root to all ranks. */
+GCX_API
 gcx_status_t gcx_broadcast(gcx_comm_t *comm, void *buf, size_t count,
                            gcx_dtype_t dtype, int root, gcx_request_t **req_p);
 
@@ -230,6 +249,7 @@ gcx_status_t gcx_broadcast(gcx_comm_t *comm, void *buf, size_t count,
  * size*count elements in rank order. In place: sendbuf == GCX_IN_PLACE and
  * the rank's block already sits at recvbuf + rank*count.
  */
+GCX_API
 gcx_status_t gcx_allgather(gcx_comm_t *comm, const void *sendbuf,
                            void *recvbuf, size_t count, gcx_dtype_t dtype,
                            gcx_request_t **req_p);
@@ -240,6 +260,7 @@ gcx_status_t gcx_allgather(gcx_comm_t *comm, const void *sendbuf,
  * recvcounts and displs must be the same on every rank and must stay valid
  * until the request completes.
  */
+GCX_API
 gcx_status_t gcx_allgatherv(gcx_comm_t *comm, const void *sendbuf,
                             size_t sendcount, void *recvbuf,
                             const size_t *recvcounts, const size_t *displs,
@@ -250,6 +271,7 @@ gcx_status_t gcx_allgatherv(gcx_comm_t *comm, const void *sendbuf,
  * to rank j, which must expect exactly that many in its recvcounts[i].
  * Arrays must stay valid until completion. In-place is not supported.
  */
+GCX_API
 gcx_status_t gcx_alltoallv(gcx_comm_t *comm, const void *sendbuf,
                            const size_t *sendcounts, const size_t *sdispls,
                            void *recvbuf, const size_t *recvcounts,
@@ -257,6 +279,7 @@ gcx_status_t gcx_alltoallv(gcx_comm_t *comm, const void *sendbuf,
                            gcx_request_t **req_p);
 
 /** Barrier: completes once every rank has entered it. */
+GCX_API
 gcx_status_t gcx_barrier(gcx_comm_t *comm, gcx_request_t **req_p);
 
 /* ------------------------------------------------------------------------ */

@@ -124,12 +124,14 @@ typedef struct gcx_gravac_params {
 } gcx_gravac_params_t;
 
 /** Fill @p params with the defaults listed in gcx_gravac_params_t. */
+GCX_API
 void gcx_gravac_params_default(gcx_gravac_params_t *params);
 
 /**
  * Check parameters: GCX_OK, or GCX_ERR_INVALID for NULL, NaN, or any value
  * outside the ranges listed in gcx_gravac_params_t.
  */
+GCX_API
 gcx_status_t gcx_gravac_params_check(const gcx_gravac_params_t *params);
 
 /**
@@ -142,6 +144,7 @@ gcx_status_t gcx_gravac_params_check(const gcx_gravac_params_t *params);
  *         gcx_gravac_params_check() rejects, e.g. theta_max < theta_min);
  *         @p params is changed only on success.
  */
+GCX_API
 gcx_status_t gcx_gravac_params_from_config(const gcx_config_t *config,
                                            gcx_gravac_params_t *params);
 
@@ -157,6 +160,7 @@ gcx_status_t gcx_gravac_params_from_config(const gcx_config_t *config,
  *                    @p max; only @p max are written).
  * @return GCX_OK, GCX_ERR_INVALID (bad parameters, NULL pointers).
  */
+GCX_API
 gcx_status_t gcx_gravac_candidates(const gcx_gravac_params_t *params,
                                    double *cfs, size_t max, size_t *count_p);
 
@@ -234,10 +238,12 @@ typedef struct gcx_gravac_state {
  * @return GCX_OK, GCX_ERR_INVALID (see gcx_gravac_params_check()),
  *         GCX_ERR_NOMEM.
  */
+GCX_API
 gcx_status_t gcx_gravac_create(const gcx_gravac_params_t *params,
                                gcx_gravac_t **ctl_p);
 
 /** Release a controller. NULL is allowed. */
+GCX_API
 void gcx_gravac_destroy(gcx_gravac_t *ctl);
 
 /**
@@ -253,11 +259,13 @@ void gcx_gravac_destroy(gcx_gravac_t *ctl);
  * @return GCX_OK; GCX_ERR_RANGE (a NaN or infinite norm), GCX_ERR_INVALID
  *         (NULL, a negative value). On error nothing changes.
  */
+GCX_API
 gcx_status_t gcx_gravac_decide(gcx_gravac_t *ctl,
                                const gcx_gravac_norms_t *summed,
                                gcx_gravac_record_t *rec_p);
 
 /** Current state (for logging and tests). */
+GCX_API
 gcx_status_t gcx_gravac_get_state(const gcx_gravac_t *ctl,
                                   gcx_gravac_state_t *state_p);
 
@@ -265,22 +273,27 @@ gcx_status_t gcx_gravac_get_state(const gcx_gravac_t *ctl,
  * Mean compression throughput recorded for CF @p cf.
  * @return GCX_OK, GCX_ERR_NOT_FOUND (no sample for this CF), GCX_ERR_INVALID.
  */
+GCX_API
 gcx_status_t gcx_gravac_throughput(const gcx_gravac_t *ctl, double cf,
                                    double *throughput_p);
 
 /** Name of a level: "dense", "min", "c", or "?". */
+GCX_API
 const char *gcx_gravac_level_name(gcx_gravac_level_t level);
 
 /** Name of a policy: "exponential", "geometric", or "?". */
+GCX_API
 const char *gcx_gravac_policy_name(gcx_gravac_policy_t policy);
 
 /** CSV header matching gcx_gravac_record_format(), without newline. */
+GCX_API
 const char *gcx_gravac_record_header(void);
 
 /**
  * Format a record as one CSV line (no newline) into buf.
  * @return GCX_OK, GCX_ERR_RANGE (buf too small), GCX_ERR_INVALID.
  */
+GCX_API
 gcx_status_t gcx_gravac_record_format(const gcx_gravac_record_t *rec,
                                       char *buf, size_t buflen);
 
@@ -304,6 +317,7 @@ typedef struct gcx_gravac_work gcx_gravac_work_t;
  * @param[out] work_p Owned by the caller; gcx_gravac_work_destroy().
  * @return GCX_OK, GCX_ERR_INVALID (NULL), GCX_ERR_NOMEM, GCX_ERR_RANGE.
  */
+GCX_API
 gcx_status_t gcx_gravac_work_create(const gcx_gravac_t *ctl,
                                     gcx_feedback_t *fb,
                                     gcx_compressor_t *comp_min,
@@ -311,6 +325,7 @@ gcx_status_t gcx_gravac_work_create(const gcx_gravac_t *ctl,
                                     gcx_gravac_work_t **work_p);
 
 /** Release a workspace (not the borrowed objects). NULL is allowed. */
+GCX_API
 void gcx_gravac_work_destroy(gcx_gravac_work_t *work);
 
 /**
@@ -327,6 +342,7 @@ void gcx_gravac_work_destroy(gcx_gravac_work_t *work);
  *         (GCX_ERR_RANGE for NaN/Inf in the residual); GCX_ERR_INVALID.
  *         The residual is never written here.
  */
+GCX_API
 gcx_status_t gcx_gravac_compress(gcx_gravac_t *ctl, gcx_gravac_work_t *work,
                                  double samples_per_s,
                                  gcx_gravac_norms_t *norms_p);
@@ -336,6 +352,7 @@ gcx_status_t gcx_gravac_compress(gcx_gravac_t *ctl, gcx_gravac_work_t *work,
  * decision is dense (send gcx_feedback_residual()). Owned by the workspace;
  * valid until the next gcx_gravac_compress().
  */
+GCX_API
 const gcx_sparse_t *gcx_gravac_selected(const gcx_gravac_work_t *work,
                                         const gcx_gravac_record_t *rec);
 
@@ -345,6 +362,7 @@ const gcx_sparse_t *gcx_gravac_selected(const gcx_gravac_work_t *work,
  * @return GCX_OK; GCX_ERR_INVALID (NULL, no compress since the last commit,
  *         or @p rec is not the decision of the last compress's step).
  */
+GCX_API
 gcx_status_t gcx_gravac_commit(gcx_gravac_work_t *work,
                                const gcx_gravac_record_t *rec);
 
@@ -353,6 +371,7 @@ gcx_status_t gcx_gravac_commit(gcx_gravac_work_t *work,
  * 4 doubles). Every rank gets bit-identical sums.
  * @return GCX_OK or the allreduce's error (norms unchanged on error).
  */
+GCX_API
 gcx_status_t gcx_gravac_allreduce_norms(gcx_comm_t *comm,
                                         gcx_gravac_norms_t *norms);
 

@@ -104,6 +104,7 @@ typedef struct gcx_sparse_allreduce_opts {
  *         collective (the communicator is then failed; outputs are
  *         unspecified).
  */
+GCX_API
 gcx_status_t gcx_sparse_allreduce(gcx_comm_t *comm, const gcx_sparse_t *input,
                                   float *dense_out, gcx_sparse_t *sparse_out,
                                   const gcx_sparse_allreduce_opts_t *opts,
@@ -122,6 +123,7 @@ typedef struct gcx_sparse_allreduce_stats {
  * Statistics of the last completed sparse allreduce on @p comm.
  * @return GCX_OK, GCX_ERR_INVALID (NULL), GCX_ERR_NOT_FOUND (none yet).
  */
+GCX_API
 gcx_status_t gcx_sparse_allreduce_last_stats(
     const gcx_comm_t *comm, gcx_sparse_allreduce_stats_t *stats_p);
 

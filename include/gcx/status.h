@@ -9,6 +9,17 @@
 #ifndef GCX_STATUS_H
 #define GCX_STATUS_H
 
+/**
+ * Marks a declaration of the public API. libgcx is built with hidden symbol
+ * visibility: only what is declared with GCX_API is exported by libgcx.so
+ * (tests/check_exports.sh checks it). Every public header includes this one.
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define GCX_API __attribute__((visibility("default")))
+#else
+#define GCX_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -32,6 +43,7 @@ typedef enum gcx_status {
 } gcx_status_t;
 
 /** Short human-readable text for a status; never NULL. */
+GCX_API
 const char *gcx_strerror(gcx_status_t status);
 
 #ifdef __cplusplus

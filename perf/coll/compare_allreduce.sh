@@ -20,7 +20,7 @@ args=(-b "${BEGIN:-1M}" -e "${END:-64M}" -f 2 -n ${ITERS:-20} -w 3)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 for p in "${ranks[@]}"; do
   for r in $(seq 1 "$rounds"); do
-    "$build/src/tools/gcxrun" ${GCXRUN_OPTS:-} -n "$p" -- "$build/perf/coll/gcx_allreduce_perf" \
+    "$build/programs/gcxrun/gcxrun" ${GCXRUN_OPTS:-} -n "$p" -- "$build/perf/coll/gcx_allreduce_perf" \
       "${args[@]}" --json "$out/gcx-p$p-r$r.json" >/dev/null
     mpirun --oversubscribe -np "$p" "$build/perf/coll/mpi_allreduce_perf" \
       "${args[@]}" --json "$out/mpi-p$p-r$r.json" >/dev/null

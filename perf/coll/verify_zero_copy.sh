@@ -12,5 +12,5 @@ set -euo pipefail
 build=${1:-build}
 shim=$build/perf/coll/libcopy_audit.so
 echo "== allreduce 64 MB, 2 ranks, ring (payload per rank: 64 MB moved: 32 MB reduce-scatter + 32 MB allgather)"
-LD_PRELOAD=$shim GCX_ALLREDUCE_ALGO=ring "$build/src/tools/gcxrun" -n 2 -t -- \
+LD_PRELOAD=$shim GCX_ALLREDUCE_ALGO=ring "$build/programs/gcxrun/gcxrun" -n 2 -t -- \
   "$build/perf/coll/gcx_allreduce_perf" -b 64M -e 64M -n 1 -w 1 -c 0 2>&1 | grep -E "copy-audit|float"

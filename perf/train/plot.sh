@@ -12,7 +12,7 @@
 #   step_time.png         step time split into compute and sync, per run
 # Each run is labelled by its file name without ".csv". Needs gnuplot
 # (Debian gnuplot-nox); columns are those of TRAIN_CSV_HEADER in
-# src/train/report.h, found by name so a new column does not break this.
+# programs/train/report.h, found by name so a new column does not break this.
 set -eu
 
 if [ $# -lt 2 ]; then

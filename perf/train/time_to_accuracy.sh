@@ -91,8 +91,8 @@ fi
 
 here=$(cd "$(dirname "$0")" && pwd)
 root_dir=$(cd "$here/../.." && pwd)
-train=$build/src/train/gcx-train
-gcxrun=$build/src/tools/gcxrun
+train=$build/programs/train/gcx-train
+gcxrun=$build/programs/gcxrun/gcxrun
 for f in "$train" "$gcxrun"; do
     [[ -x $f ]] || { echo "$0: $f not built (meson compile -C $build)" >&2; exit 1; }
 done

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <vector>
 
-#include "model.h"
-#include "net.h"
+#include "nn/model.h"
+#include "nn/net.h"
 #include "util.h"
 
 namespace {

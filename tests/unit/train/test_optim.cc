@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "optim.h"
+#include "nn/optim.h"
 
 TEST(TrainOptim, SgdMomentumAndWeightDecay)
 {

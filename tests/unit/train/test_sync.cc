@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "sync.h"
+#include "sync/sync.h"
 
 namespace {
 

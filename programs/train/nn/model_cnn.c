@@ -8,7 +8,7 @@
  * memory is dominated by the im2col buffer of the 2nd conv
  * (16*25 x batch*14*14 floats: 20 MB at batch 64).
  */
-#include "model.h"
+#include "nn/model.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -4,7 +4,7 @@
 #ifndef GCX_TRAIN_MODEL_H
 #define GCX_TRAIN_MODEL_H
 
-#include "net.h"
+#include "nn/net.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -2,7 +2,7 @@
  * comm.c - thin blocking wrappers over the gcx communicator; identities when
  * there is none (one process). Costs are those of the gcx collectives.
  */
-#include "comm.h"
+#include "sync/comm.h"
 
 #include <gcx/sparse.h>
 #include "util.h"

@@ -4,7 +4,7 @@
  */
 #include "opts.h"
 #include "data.h"
-#include "sync.h"
+#include "sync/sync.h"
 #include "util.h"
 
 #include <errno.h>

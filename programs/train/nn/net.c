@@ -6,7 +6,7 @@
  * ping-pong buffers for gradients with respect to activations. Cost: the sum
  * of the layers' costs; the container itself only moves pointers.
  */
-#include "net.h"
+#include "nn/net.h"
 
 #include <stdio.h>
 #include <string.h>

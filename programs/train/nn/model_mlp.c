@@ -5,7 +5,7 @@
  * Cost per sample: 2 * sum(w_i * w_{i+1}) flops forward, twice that backward;
  * 784-1024-1024-10 has 1.86 M parameters and ~3.7 Mflop forward per sample.
  */
-#include "model.h"
+#include "nn/model.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * The gradient of the mean loss is (softmax(z) - onehot(y)) / batch.
  * Cost: O(batch x classes) with one exp per logit; sums in double.
  */
-#include "net.h"
+#include "nn/net.h"
 
 #include <math.h>
 

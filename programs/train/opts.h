@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "model.h"
-#include "optim.h"
+#include "nn/model.h"
+#include "nn/optim.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -5,7 +5,7 @@
  * (12 bytes read and 8 written per parameter); everything is done in float
  * in a fixed order, so equal inputs give bit-identical weights on every rank.
  */
-#include "optim.h"
+#include "nn/optim.h"
 #include "util.h"
 
 #include <math.h>

@@ -9,7 +9,7 @@
  * taken before col is overwritten) plus one K x B*Ho*Wo buffer for the
  * channel-major output. Parameters: W[K][C][k][k] then b[K]; He-normal init.
  */
-#include "net.h"
+#include "nn/net.h"
 
 #include <cblas.h>
 #include <math.h>

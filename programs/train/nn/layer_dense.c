@@ -7,7 +7,7 @@
  * He-normal initial weights (std sqrt(2/in)), zero biases.
  * ReLU: one pass forward, one pass backward; no parameters.
  */
-#include "net.h"
+#include "nn/net.h"
 
 #include <cblas.h>
 #include <math.h>

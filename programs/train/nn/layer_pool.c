@@ -6,7 +6,7 @@
  * the output plus a zeroing of dX backward. A trailing row or column that does
  * not fill a window is dropped (floor), as in the usual frameworks.
  */
-#include "net.h"
+#include "nn/net.h"
 
 #include <stdlib.h>
 #include <string.h>

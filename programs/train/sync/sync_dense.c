@@ -5,7 +5,7 @@
  * a ring allreduce of n floats, 2(P-1)/P * 4n bytes sent per rank and
  * ~2(P-1) latency terms; CF and gain are 1 by definition. No options.
  */
-#include "sync.h"
+#include "sync/sync.h"
 
 static gcx_status_t dense_init(train_sync_t *sync, train_kv_t *args)
 {

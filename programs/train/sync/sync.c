@@ -4,7 +4,7 @@
  * A new mode is one row in train_sync_table. Nothing here is on the
  * per-step path: exchange() is called straight through the vtable.
  */
-#include "sync.h"
+#include "sync/sync.h"
 #include "util.h"
 
 #include <errno.h>

@@ -43,7 +43,7 @@
  * a ring allreduce: coding buys straggler tolerance with bandwidth at the
  * root.
  */
-#include "sync.h"
+#include "sync/sync.h"
 #include "util.h"
 
 #include <gcx/coded.h>

@@ -16,7 +16,7 @@
  * Options: compressor=topk|dgc|redsync|randomk (default topk) and the
  * controller's theta_min, theta_max, eps, window overriding GCX_GRAVAC_*.
  */
-#include "sync.h"
+#include "sync/sync.h"
 #include "util.h"
 
 #include <gcx/compress.h>

@@ -7,7 +7,7 @@
  * the training set, so every rank computes the same ones.
  * Exit status: 0 success, 1 a run-time failure, 2 bad options.
  */
-#include "comm.h"
+#include "sync/comm.h"
 #include "data.h"
 #include "loop.h"
 #include "opts.h"

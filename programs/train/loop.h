@@ -4,10 +4,10 @@
 #ifndef GCX_TRAIN_LOOP_H
 #define GCX_TRAIN_LOOP_H
 
-#include "comm.h"
+#include "sync/comm.h"
 #include "data.h"
 #include "opts.h"
-#include "sync.h"
+#include "sync/sync.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <gcx/status.h>
 
-#include "comm.h"
+#include "sync/comm.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -12,7 +12,7 @@
  * length k. The gradient applied is the average, bit-identical everywhere.
  * Options: cf=<compression factor, default 100>.
  */
-#include "sync.h"
+#include "sync/sync.h"
 #include "util.h"
 
 #include <gcx/compress.h>
