@@ -110,7 +110,7 @@ typedef struct gcx_coll_signature {
 
 enum {
     GCX_COLL_ALLREDUCE = 1,
-    GCX_COLL_BCAST,
+    GCX_COLL_BROADCAST,
     GCX_COLL_ALLGATHER,
     GCX_COLL_ALLGATHERV,
     GCX_COLL_ALLTOALLV,
@@ -196,10 +196,10 @@ gcx_task_t *gcx_allreduce_rabenseifner_create(gcx_comm_t *comm,
 gcx_task_t *gcx_allreduce_ring_create(gcx_comm_t *comm, const void *sendbuf,
                                       void *recvbuf, size_t count,
                                       gcx_dtype_t dtype, gcx_op_t op);
-gcx_task_t *gcx_bcast_binomial_create(gcx_comm_t *comm, void *buf,
-                                      size_t bytes, int root);
-gcx_task_t *gcx_bcast_chain_create(gcx_comm_t *comm, void *buf, size_t bytes,
-                                   int root);
+gcx_task_t *gcx_broadcast_binomial_create(gcx_comm_t *comm, void *buf,
+                                          size_t bytes, int root);
+gcx_task_t *gcx_broadcast_chain_create(gcx_comm_t *comm, void *buf,
+                                       size_t bytes, int root);
 gcx_task_t *gcx_barrier_dissemination_create(gcx_comm_t *comm);
 
 #endif
