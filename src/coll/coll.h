@@ -184,6 +184,17 @@ gcx_task_t *gcx_ring_create(gcx_comm_t *comm, gcx_ring_mode_t mode, void *buf,
                             const size_t *displs, gcx_dtype_t dtype,
                             gcx_op_t op, int shift);
 
+/**
+ * Reduce-scatter of the ring above whose partial results are staged in
+ * @p out, max(counts) elements long, instead of a full-length buffer: the
+ * rank's reduced block (r + shift + 1) mod P ends at @p out (AVG divided).
+ * @p src (full length, never written) must not overlap @p out.
+ */
+gcx_task_t *gcx_ring_rs_block_create(gcx_comm_t *comm, void *out,
+                                     const void *src, const size_t *counts,
+                                     const size_t *displs, gcx_dtype_t dtype,
+                                     gcx_op_t op, int shift);
+
 /* ---- algorithm constructors ----------------------------------------------- */
 
 gcx_task_t *gcx_allreduce_rd_create(gcx_comm_t *comm, const void *sendbuf,
