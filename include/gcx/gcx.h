@@ -245,6 +245,36 @@ gcx_status_t gcx_alltoallv(gcx_comm_t *comm, const void *sendbuf,
 /** Barrier: completes once every rank has entered it. */
 gcx_status_t gcx_barrier(gcx_comm_t *comm, gcx_request_t **req_p);
 
+/* ------------------------------------------------------------------------ */
+/* Reduce-scatter and rooted collectives                                    */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Reduce-scatter (MPI_Reduce_scatter_block): @p sendbuf holds size*recvcount
+ * elements; rank r receives in @p recvbuf the reduction over all ranks of
+ * block r (elements r*recvcount .. (r+1)*recvcount-1). AVG divides by the
+ * number of ranks; f16/bf16 are reduced in float32.
+ *
+ * In place (as MPI_IN_PLACE): @p sendbuf == GCX_IN_PLACE (or == recvbuf)
+ * takes the input from @p recvbuf, which then holds size*recvcount elements;
+ * the result lands in its first recvcount elements and the rest of recvbuf
+ * is overwritten with partial results. Out of place, recvbuf holds recvcount
+ * elements and must not overlap sendbuf.
+ *
+ * Algorithm: pipelined ring (bandwidth-optimal). Results are exact for
+ * integers; float results are not guaranteed bit-identical to an allreduce.
+ *
+ * @return GCX_OK (or the request); GCX_ERR_INVALID for a NULL communicator,
+ *         a type/operation that is not a reduction (U8), NULL buffers with
+ *         recvcount > 0 or overlapping buffers; GCX_ERR_MISMATCH on every
+ *         rank when the ranks disagree on recvcount, type or operation
+ *         (nothing is written).
+ */
+gcx_status_t gcx_reduce_scatter(gcx_comm_t *comm, const void *sendbuf,
+                                void *recvbuf, size_t recvcount,
+                                gcx_dtype_t dtype, gcx_op_t op,
+                                gcx_request_t **req_p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -115,6 +115,10 @@ enum {
     GCX_COLL_ALLGATHERV,
     GCX_COLL_ALLTOALLV,
     GCX_COLL_BARRIER,
+    GCX_COLL_REDUCE_SCATTER,
+    GCX_COLL_REDUCE,
+    GCX_COLL_GATHER,
+    GCX_COLL_SCATTER,
     GCX_COLL_INTERNAL, /* first id for collectives of later layers */
 };
 
