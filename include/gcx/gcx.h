@@ -275,6 +275,25 @@ gcx_status_t gcx_reduce_scatter(gcx_comm_t *comm, const void *sendbuf,
                                 gcx_dtype_t dtype, gcx_op_t op,
                                 gcx_request_t **req_p);
 
+/**
+ * Reduce @p count elements of every rank's @p sendbuf into @p recvbuf of
+ * rank @p root. @p recvbuf is ignored on the other ranks (may be NULL).
+ * In place: @p sendbuf == GCX_IN_PLACE at the root only (its input is taken
+ * from recvbuf); GCX_IN_PLACE elsewhere is invalid. AVG divides by the
+ * number of ranks; f16/bf16 are reduced in float32.
+ *
+ * Algorithm: binomial tree up to 64 KiB, ring reduce-scatter + gather to the
+ * root (Rabenseifner) above.
+ *
+ * @return GCX_OK (or the request); GCX_ERR_INVALID for a bad root, a
+ *         type/operation that is not a reduction, NULL buffers with
+ *         count > 0; GCX_ERR_MISMATCH on every rank when the ranks disagree
+ *         on count, type, operation or root (nothing is written).
+ */
+gcx_status_t gcx_reduce(gcx_comm_t *comm, const void *sendbuf, void *recvbuf,
+                        size_t count, gcx_dtype_t dtype, gcx_op_t op, int root,
+                        gcx_request_t **req_p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -216,5 +216,13 @@ gcx_task_t *gcx_broadcast_binomial_create(gcx_comm_t *comm, void *buf,
 gcx_task_t *gcx_broadcast_chain_create(gcx_comm_t *comm, void *buf,
                                        size_t bytes, int root);
 gcx_task_t *gcx_barrier_dissemination_create(gcx_comm_t *comm);
+gcx_task_t *gcx_reduce_binomial_create(gcx_comm_t *comm, const void *src,
+                                       void *recvbuf, size_t count,
+                                       gcx_dtype_t dtype, gcx_op_t op,
+                                       int root);
+gcx_task_t *gcx_reduce_rabenseifner_create(gcx_comm_t *comm, const void *src,
+                                           void *recvbuf, size_t count,
+                                           gcx_dtype_t dtype, gcx_op_t op,
+                                           int root);
 
 #endif
