@@ -294,6 +294,42 @@ gcx_status_t gcx_reduce(gcx_comm_t *comm, const void *sendbuf, void *recvbuf,
                         size_t count, gcx_dtype_t dtype, gcx_op_t op, int root,
                         gcx_request_t **req_p);
 
+/**
+ * Gather (MPI_Gather): each rank sends @p sendcount elements; the root's
+ * @p recvbuf receives size*sendcount elements in rank order. @p recvbuf is
+ * ignored on the other ranks (may be NULL). In place: @p sendbuf ==
+ * GCX_IN_PLACE at the root only, whose block already sits at
+ * recvbuf + root*sendcount. Every type, U8 included.
+ *
+ * Algorithm: linear (every rank sends to the root, all receives posted at
+ * once): (P-1)·n·β at the root.
+ *
+ * @return GCX_OK (or the request); GCX_ERR_INVALID for a bad root or type,
+ *         NULL buffers with sendcount > 0; GCX_ERR_MISMATCH on every rank
+ *         when the ranks disagree on sendcount, type or root.
+ */
+gcx_status_t gcx_gather(gcx_comm_t *comm, const void *sendbuf,
+                        size_t sendcount, void *recvbuf, gcx_dtype_t dtype,
+                        int root, gcx_request_t **req_p);
+
+/**
+ * Scatter (MPI_Scatter): the root's @p sendbuf holds size*recvcount
+ * elements; rank r receives block r in @p recvbuf (recvcount elements).
+ * @p sendbuf is ignored on the other ranks (may be NULL). In place:
+ * @p recvbuf == GCX_IN_PLACE at the root only, whose block stays in
+ * sendbuf. Every type, U8 included.
+ *
+ * Algorithm: linear (the root posts every send at once): (P-1)·n·β at the
+ * root.
+ *
+ * @return GCX_OK (or the request); GCX_ERR_INVALID for a bad root or type,
+ *         NULL buffers with recvcount > 0; GCX_ERR_MISMATCH on every rank
+ *         when the ranks disagree on recvcount, type or root.
+ */
+gcx_status_t gcx_scatter(gcx_comm_t *comm, const void *sendbuf, void *recvbuf,
+                         size_t recvcount, gcx_dtype_t dtype, int root,
+                         gcx_request_t **req_p);
+
 #ifdef __cplusplus
 }
 #endif
