@@ -301,8 +301,8 @@ gcx_status_t gcx_reduce(gcx_comm_t *comm, const void *sendbuf, void *recvbuf,
  * GCX_IN_PLACE at the root only, whose block already sits at
  * recvbuf + root*sendcount. Every type, U8 included.
  *
- * Algorithm: linear (every rank sends to the root, all receives posted at
- * once): (P-1)·n·β at the root.
+ * Algorithm: binomial tree (log2 P steps) while size*sendcount is at most
+ * 64 KiB, linear (zero copy, all receives posted at once) above.
  *
  * @return GCX_OK (or the request); GCX_ERR_INVALID for a bad root or type,
  *         NULL buffers with sendcount > 0; GCX_ERR_MISMATCH on every rank
@@ -319,8 +319,8 @@ gcx_status_t gcx_gather(gcx_comm_t *comm, const void *sendbuf,
  * @p recvbuf == GCX_IN_PLACE at the root only, whose block stays in
  * sendbuf. Every type, U8 included.
  *
- * Algorithm: linear (the root posts every send at once): (P-1)·n·β at the
- * root.
+ * Algorithm: binomial tree (log2 P steps) while size*recvcount is at most
+ * 64 KiB, linear (zero copy, all sends posted at once) above.
  *
  * @return GCX_OK (or the request); GCX_ERR_INVALID for a bad root or type,
  *         NULL buffers with recvcount > 0; GCX_ERR_MISMATCH on every rank

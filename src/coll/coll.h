@@ -224,5 +224,15 @@ gcx_task_t *gcx_reduce_rabenseifner_create(gcx_comm_t *comm, const void *src,
                                            void *recvbuf, size_t count,
                                            gcx_dtype_t dtype, gcx_op_t op,
                                            int root);
+/* gather/scatter: sendbuf (gather) or recvbuf (scatter) NULL = in place at
+ * the root; bytes per rank */
+gcx_task_t *gcx_gather_binomial_create(gcx_comm_t *comm, const void *sendbuf,
+                                       void *recvbuf, size_t bytes, int root);
+gcx_task_t *gcx_gather_linear_create(gcx_comm_t *comm, const void *sendbuf,
+                                     void *recvbuf, size_t bytes, int root);
+gcx_task_t *gcx_scatter_binomial_create(gcx_comm_t *comm, const void *sendbuf,
+                                        void *recvbuf, size_t bytes, int root);
+gcx_task_t *gcx_scatter_linear_create(gcx_comm_t *comm, const void *sendbuf,
+                                      void *recvbuf, size_t bytes, int root);
 
 #endif
