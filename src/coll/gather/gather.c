@@ -49,7 +49,8 @@ gcx_status_t gcx_gather(gcx_comm_t *comm, const void *sendbuf,
         sendbuf = NULL;
     }
     bytes = sendcount * gcx_dtype_size(dtype);
-    task  = comm->size > 2 && bytes * (size_t)comm->size <= GCX_GATHER_SMALL_MSG ?
+    task  = comm->size > 2 &&
+                    bytes * (size_t)comm->size <= GCX_GATHER_SMALL_MSG ?
         gcx_gather_binomial_create(comm, sendbuf, recvbuf, bytes, root) :
         gcx_gather_linear_create(comm, sendbuf, recvbuf, bytes, root);
     if (task == NULL) {
