@@ -283,6 +283,94 @@ GCX_API
 gcx_status_t gcx_barrier(gcx_comm_t *comm, gcx_request_t **req_p);
 
 /* ------------------------------------------------------------------------ */
+/* Reduce-scatter and rooted collectives                                    */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Reduce-scatter (MPI_Reduce_scatter_block): @p sendbuf holds size*recvcount
+ * elements; rank r receives in @p recvbuf the reduction over all ranks of
+ * block r (elements r*recvcount .. (r+1)*recvcount-1). AVG divides by the
+ * number of ranks; f16/bf16 are reduced in float32.
+ *
+ * In place (as MPI_IN_PLACE): @p sendbuf == GCX_IN_PLACE (or == recvbuf)
+ * takes the input from @p recvbuf, which then holds size*recvcount elements;
+ * the result lands in its first recvcount elements and the rest of recvbuf
+ * is overwritten with partial results. Out of place, recvbuf holds recvcount
+ * elements and must not overlap sendbuf.
+ *
+ * Algorithm: pipelined ring (bandwidth-optimal). Results are exact for
+ * integers; float results are not guaranteed bit-identical to an allreduce.
+ *
+ * @return GCX_OK (or the request); GCX_ERR_INVALID for a NULL communicator,
+ *         a type/operation that is not a reduction (U8), NULL buffers with
+ *         recvcount > 0 or overlapping buffers; GCX_ERR_MISMATCH on every
+ *         rank when the ranks disagree on recvcount, type or operation
+ *         (nothing is written).
+ */
+GCX_API
+gcx_status_t gcx_reduce_scatter(gcx_comm_t *comm, const void *sendbuf,
+                                void *recvbuf, size_t recvcount,
+                                gcx_dtype_t dtype, gcx_op_t op,
+                                gcx_request_t **req_p);
+
+/**
+ * Reduce @p count elements of every rank's @p sendbuf into @p recvbuf of
+ * rank @p root. @p recvbuf is ignored on the other ranks (may be NULL).
+ * In place: @p sendbuf == GCX_IN_PLACE at the root only (its input is taken
+ * from recvbuf); GCX_IN_PLACE elsewhere is invalid. AVG divides by the
+ * number of ranks; f16/bf16 are reduced in float32.
+ *
+ * Algorithm: binomial tree up to 64 KiB, ring reduce-scatter + gather to the
+ * root (Rabenseifner) above.
+ *
+ * @return GCX_OK (or the request); GCX_ERR_INVALID for a bad root, a
+ *         type/operation that is not a reduction, NULL buffers with
+ *         count > 0; GCX_ERR_MISMATCH on every rank when the ranks disagree
+ *         on count, type, operation or root (nothing is written).
+ */
+GCX_API
+gcx_status_t gcx_reduce(gcx_comm_t *comm, const void *sendbuf, void *recvbuf,
+                        size_t count, gcx_dtype_t dtype, gcx_op_t op, int root,
+                        gcx_request_t **req_p);
+
+/**
+ * Gather (MPI_Gather): each rank sends @p sendcount elements; the root's
+ * @p recvbuf receives size*sendcount elements in rank order. @p recvbuf is
+ * ignored on the other ranks (may be NULL). In place: @p sendbuf ==
+ * GCX_IN_PLACE at the root only, whose block already sits at
+ * recvbuf + root*sendcount. Every type, U8 included.
+ *
+ * Algorithm: binomial tree (log2 P steps) while size*sendcount is at most
+ * 64 KiB, linear (zero copy, all receives posted at once) above.
+ *
+ * @return GCX_OK (or the request); GCX_ERR_INVALID for a bad root or type,
+ *         NULL buffers with sendcount > 0; GCX_ERR_MISMATCH on every rank
+ *         when the ranks disagree on sendcount, type or root.
+ */
+GCX_API
+gcx_status_t gcx_gather(gcx_comm_t *comm, const void *sendbuf,
+                        size_t sendcount, void *recvbuf, gcx_dtype_t dtype,
+                        int root, gcx_request_t **req_p);
+
+/**
+ * Scatter (MPI_Scatter): the root's @p sendbuf holds size*recvcount
+ * elements; rank r receives block r in @p recvbuf (recvcount elements).
+ * @p sendbuf is ignored on the other ranks (may be NULL). In place:
+ * @p recvbuf == GCX_IN_PLACE at the root only, whose block stays in
+ * sendbuf. Every type, U8 included.
+ *
+ * Algorithm: binomial tree (log2 P steps) while size*recvcount is at most
+ * 64 KiB, linear (zero copy, all sends posted at once) above.
+ *
+ * @return GCX_OK (or the request); GCX_ERR_INVALID for a bad root or type,
+ *         NULL buffers with recvcount > 0; GCX_ERR_MISMATCH on every rank
+ *         when the ranks disagree on recvcount, type or root.
+ */
+GCX_API
+gcx_status_t gcx_scatter(gcx_comm_t *comm, const void *sendbuf, void *recvbuf,
+                         size_t recvcount, gcx_dtype_t dtype, int root,
+                         gcx_request_t **req_p);
+
 /* Communicators from communicators; point-to-point                         */
 /* ------------------------------------------------------------------------ */
 
@@ -304,11 +392,13 @@ gcx_status_t gcx_barrier(gcx_comm_t *comm, gcx_request_t **req_p);
  *         process has 2048 live communicators; errors of the exchange
  *         (GCX_ERR_PEER, GCX_ERR_TIMEOUT) fail the parent as a collective.
  */
+GCX_API
 gcx_status_t gcx_comm_split(gcx_comm_t *comm, int color, int key,
                             gcx_comm_t **newcomm_p);
 
 /** A communicator over the same ranks in the same order: a split with one
  *  color (MPI_Comm_dup). Collective over @p comm. */
+GCX_API
 gcx_status_t gcx_comm_dup(gcx_comm_t *comm, gcx_comm_t **newcomm_p);
 
 /**
@@ -319,6 +409,7 @@ gcx_status_t gcx_comm_dup(gcx_comm_t *comm, gcx_comm_t **newcomm_p);
  * two ranks with the same tag are received in the order they were sent.
  * A lost peer or GCX_TIMEOUT fails the communicator, as for collectives.
  */
+GCX_API
 gcx_status_t gcx_send(gcx_comm_t *comm, const void *buf, size_t count,
                       gcx_dtype_t dtype, int peer, int tag,
                       gcx_request_t **req_p);
@@ -328,6 +419,7 @@ gcx_status_t gcx_send(gcx_comm_t *comm, const void *buf, size_t count,
  * message of another size completes the receive with GCX_ERR_MISMATCH
  * (the buffer's content is then undefined; the communicator stays usable).
  */
+GCX_API
 gcx_status_t gcx_recv(gcx_comm_t *comm, void *buf, size_t count,
                       gcx_dtype_t dtype, int peer, int tag,
                       gcx_request_t **req_p);

@@ -110,11 +110,15 @@ typedef struct gcx_coll_signature {
 
 enum {
     GCX_COLL_ALLREDUCE = 1,
-    GCX_COLL_BCAST,
+    GCX_COLL_BROADCAST,
     GCX_COLL_ALLGATHER,
     GCX_COLL_ALLGATHERV,
     GCX_COLL_ALLTOALLV,
     GCX_COLL_BARRIER,
+    GCX_COLL_REDUCE_SCATTER,
+    GCX_COLL_REDUCE,
+    GCX_COLL_GATHER,
+    GCX_COLL_SCATTER,
     GCX_COLL_INTERNAL, /* first id for collectives of later layers */
 };
 
@@ -184,6 +188,17 @@ gcx_task_t *gcx_ring_create(gcx_comm_t *comm, gcx_ring_mode_t mode, void *buf,
                             const size_t *displs, gcx_dtype_t dtype,
                             gcx_op_t op, int shift);
 
+/**
+ * Reduce-scatter of the ring above whose partial results are staged in
+ * @p out, max(counts) elements long, instead of a full-length buffer: the
+ * rank's reduced block (r + shift + 1) mod P ends at @p out (AVG divided).
+ * @p src (full length, never written) must not overlap @p out.
+ */
+gcx_task_t *gcx_ring_rs_block_create(gcx_comm_t *comm, void *out,
+                                     const void *src, const size_t *counts,
+                                     const size_t *displs, gcx_dtype_t dtype,
+                                     gcx_op_t op, int shift);
+
 /* ---- algorithm constructors ----------------------------------------------- */
 
 gcx_task_t *gcx_allreduce_rd_create(gcx_comm_t *comm, const void *sendbuf,
@@ -196,10 +211,28 @@ gcx_task_t *gcx_allreduce_rabenseifner_create(gcx_comm_t *comm,
 gcx_task_t *gcx_allreduce_ring_create(gcx_comm_t *comm, const void *sendbuf,
                                       void *recvbuf, size_t count,
                                       gcx_dtype_t dtype, gcx_op_t op);
-gcx_task_t *gcx_bcast_binomial_create(gcx_comm_t *comm, void *buf,
-                                      size_t bytes, int root);
-gcx_task_t *gcx_bcast_chain_create(gcx_comm_t *comm, void *buf, size_t bytes,
-                                   int root);
+gcx_task_t *gcx_broadcast_binomial_create(gcx_comm_t *comm, void *buf,
+                                          size_t bytes, int root);
+gcx_task_t *gcx_broadcast_chain_create(gcx_comm_t *comm, void *buf,
+                                       size_t bytes, int root);
 gcx_task_t *gcx_barrier_dissemination_create(gcx_comm_t *comm);
+gcx_task_t *gcx_reduce_binomial_create(gcx_comm_t *comm, const void *src,
+                                       void *recvbuf, size_t count,
+                                       gcx_dtype_t dtype, gcx_op_t op,
+                                       int root);
+gcx_task_t *gcx_reduce_rabenseifner_create(gcx_comm_t *comm, const void *src,
+                                           void *recvbuf, size_t count,
+                                           gcx_dtype_t dtype, gcx_op_t op,
+                                           int root);
+/* gather/scatter: sendbuf (gather) or recvbuf (scatter) NULL = in place at
+ * the root; bytes per rank */
+gcx_task_t *gcx_gather_binomial_create(gcx_comm_t *comm, const void *sendbuf,
+                                       void *recvbuf, size_t bytes, int root);
+gcx_task_t *gcx_gather_linear_create(gcx_comm_t *comm, const void *sendbuf,
+                                     void *recvbuf, size_t bytes, int root);
+gcx_task_t *gcx_scatter_binomial_create(gcx_comm_t *comm, const void *sendbuf,
+                                        void *recvbuf, size_t bytes, int root);
+gcx_task_t *gcx_scatter_linear_create(gcx_comm_t *comm, const void *sendbuf,
+                                      void *recvbuf, size_t bytes, int root);
 
 #endif

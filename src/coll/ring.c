@@ -12,7 +12,13 @@
  *    and sends straight from it;
  *  - reduce-scatter mode receives into a few chunk-sized scratch slots
  *    (cache-resident) and reduces buf[b] = src[b] op slot, so the user's
- *    input is read in place and never copied.
+ *    input is read in place and never copied;
+ *  - its one-block variant (gcx_ring_rs_block_create) keeps the partial
+ *    results in a buffer one block long instead of a full-length one: the
+ *    step-k partial of chunk c overwrites chunk c of the step-(k-1) partial
+ *    once that one's send has completed, and the last step leaves the
+ *    rank's reduced block there (reduce-scatter into a block-sized recvbuf,
+ *    and the non-roots of the reduce, need no full-length scratch).
  *
  * Cost per rank: (P-1)/P·n bytes sent and received per mode, i.e. ring
  * allreduce = 2(P-1)/P·n·β + (P-1)/P·n·γ + 2(P-1)·α·chunks — bandwidth-
@@ -39,6 +45,7 @@ typedef struct gcx_ring_task {
     gcx_reduce_fn_t reduce;
     gcx_dtype_t     dtype;
     int             average; /* reduce mode: divide the owned block by P */
+    int             narrow;  /* partials in a one-block buf (see above) */
     int             shift;
     int             left, right;
     size_t          chunk;   /* elements per chunk */
@@ -53,7 +60,8 @@ typedef struct gcx_ring_task {
 
 /* Block and element range of unit u for a send (is_send) or a receive. */
 static void gcx_ring_unit(const gcx_ring_task_t *ring, size_t u, int is_send,
-                          size_t *offset_p, size_t *len_p, uint32_t *step_p)
+                          size_t *offset_p, size_t *len_p, uint32_t *step_p,
+                          size_t *begin_p)
 {
     int    size  = ring->super.comm->size;
     int    rank  = ring->super.comm->rank;
@@ -73,6 +81,17 @@ static void gcx_ring_unit(const gcx_ring_task_t *ring, size_t u, int is_send,
     *offset_p = ring->displs[block] + begin;
     *len_p    = end - begin;
     *step_p   = (uint32_t)step;
+    if (begin_p != NULL) {
+        *begin_p = begin;
+    }
+}
+
+/* Where the partial result of a unit lives: its place in the full-length
+ * buf, or its place in the block (one-block variant). */
+static char *gcx_ring_partial(gcx_ring_task_t *ring, size_t offset,
+                              size_t begin)
+{
+    return ring->buf + (ring->narrow ? begin : offset) * ring->esize;
 }
 
 static char *gcx_ring_recv_target(gcx_ring_task_t *ring, size_t u,
@@ -88,7 +107,7 @@ static char *gcx_ring_recv_target(gcx_ring_task_t *ring, size_t u,
 static void gcx_ring_progress(gcx_task_t *task)
 {
     gcx_ring_task_t *ring = (gcx_ring_task_t *)task;
-    size_t           offset, len;
+    size_t           offset, len, begin;
     uint32_t         step;
     int              busy = 1, state;
 
@@ -99,7 +118,8 @@ static void gcx_ring_progress(gcx_task_t *task)
             gcx_tl_req_t *req = &ring->rreqs[ring->recv_done %
                                              (size_t)ring->recv_window];
 
-            gcx_ring_unit(ring, ring->recv_done, 0, &offset, &len, &step);
+            gcx_ring_unit(ring, ring->recv_done, 0, &offset, &len, &step,
+                          &begin);
             state = gcx_coll_req_state(task, req, ring->left, len * ring->esize);
             if (state < 0) {
                 return;
@@ -107,8 +127,12 @@ static void gcx_ring_progress(gcx_task_t *task)
             if (state == 0) {
                 break;
             }
+            if (ring->narrow && step > 0 &&
+                ring->send_done <= ring->recv_done) {
+                break; /* its chunk of buf is still being sent */
+            }
             if (ring->mode == GCX_RING_REDUCE_SCATTER) {
-                ring->reduce(ring->buf + offset * ring->esize,
+                ring->reduce(gcx_ring_partial(ring, offset, begin),
                              ring->src + offset * ring->esize,
                              gcx_ring_recv_target(ring, ring->recv_done,
                                                   offset),
@@ -137,7 +161,7 @@ static void gcx_ring_progress(gcx_task_t *task)
                    (size_t)ring->recv_window) {
             size_t u = ring->recv_posted;
 
-            gcx_ring_unit(ring, u, 0, &offset, &len, &step);
+            gcx_ring_unit(ring, u, 0, &offset, &len, &step, NULL);
             if (gcx_coll_recv(task, ring->left, step,
                               gcx_ring_recv_target(ring, u, offset),
                               len * ring->esize,
@@ -156,11 +180,11 @@ static void gcx_ring_progress(gcx_task_t *task)
             size_t      u = ring->send_posted;
             const char *from;
 
-            gcx_ring_unit(ring, u, 1, &offset, &len, &step);
+            gcx_ring_unit(ring, u, 1, &offset, &len, &step, &begin);
             from = (ring->mode == GCX_RING_REDUCE_SCATTER && step == 0) ?
-                       ring->src : ring->buf;
-            if (gcx_coll_send(task, ring->right, step,
-                              from + offset * ring->esize, len * ring->esize,
+                       ring->src + offset * ring->esize :
+                       gcx_ring_partial(ring, offset, begin);
+            if (gcx_coll_send(task, ring->right, step, from, len * ring->esize,
                               &ring->sreqs[u % GCX_RING_SEND_WINDOW]) < 0) {
                 return;
             }
@@ -172,7 +196,7 @@ static void gcx_ring_progress(gcx_task_t *task)
         if (ring->average) {
             int owned = gcx_coll_mod(task->comm->rank + ring->shift + 1,
                                      task->comm->size);
-            gcx_reduce_divide(ring->buf + ring->displs[owned] * ring->esize,
+            gcx_reduce_divide(gcx_ring_partial(ring, ring->displs[owned], 0),
                               ring->counts[owned], ring->dtype,
                               task->comm->size);
         }
@@ -206,6 +230,11 @@ static void gcx_ring_post(gcx_task_t *task)
     ring->recv_posted = ring->recv_done = 0;
     ring->send_posted = ring->send_done = 0;
     if (ring->mode == GCX_RING_REDUCE_SCATTER) {
+        if (ring->narrow && comm->size == 1 && ring->counts[0] > 0) {
+            /* no steps: the reduction of one rank is its input */
+            memcpy(ring->buf, ring->src + ring->displs[0] * ring->esize,
+                   ring->counts[0] * ring->esize);
+        }
         ring->recv_window = GCX_RING_REDUCE_SLOTS;
         ring->slots = gcx_comm_scratch(comm, (size_t)ring->recv_window *
                                                  ring->chunk * ring->esize +
@@ -274,4 +303,18 @@ gcx_task_t *gcx_ring_create(gcx_comm_t *comm, gcx_ring_mode_t mode, void *buf,
     ring->average = mode == GCX_RING_REDUCE_SCATTER && op == GCX_OP_AVG;
     ring->shift   = shift;
     return &ring->super;
+}
+
+gcx_task_t *gcx_ring_rs_block_create(gcx_comm_t *comm, void *out,
+                                     const void *src, const size_t *counts,
+                                     const size_t *displs, gcx_dtype_t dtype,
+                                     gcx_op_t op, int shift)
+{
+    gcx_task_t *task = gcx_ring_create(comm, GCX_RING_REDUCE_SCATTER, out,
+                                       src, counts, displs, dtype, op, shift);
+
+    if (task != NULL) {
+        ((gcx_ring_task_t *)task)->narrow = 1;
+    }
+    return task;
 }

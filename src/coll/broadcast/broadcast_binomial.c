@@ -1,5 +1,5 @@
 /*
- * bcast_binomial.c - binomial tree broadcast (small messages).
+ * broadcast_binomial.c - binomial tree broadcast (small messages).
  *
  * Idea: with v = (rank - root) mod P, rank v receives from v minus its
  * lowest set bit and then sends to v + 2^j for every 2^j below that bit.
@@ -10,7 +10,7 @@
 
 #include <stdlib.h>
 
-typedef struct gcx_bcast_binomial_task {
+typedef struct gcx_broadcast_binomial_task {
     gcx_task_t    super;
     char         *buf;
     size_t        bytes;
@@ -21,12 +21,13 @@ typedef struct gcx_bcast_binomial_task {
     int           children[GCX_TL_TAG_SRC_BITS + 1];
     gcx_tl_req_t  rreq;
     gcx_tl_req_t  sreqs[GCX_TL_TAG_SRC_BITS + 1];
-} gcx_bcast_binomial_task_t;
+} gcx_broadcast_binomial_task_t;
 
-static void gcx_bcast_binomial_progress(gcx_task_t *task)
+static void gcx_broadcast_binomial_progress(gcx_task_t *task)
 {
-    gcx_bcast_binomial_task_t *bc = (gcx_bcast_binomial_task_t *)task;
-    int                        i, state, done = 1;
+    gcx_broadcast_binomial_task_t *bc =
+        (gcx_broadcast_binomial_task_t *)task;
+    int i, state, done = 1;
 
     if (!bc->received) {
         state = gcx_coll_req_state(task, &bc->rreq, bc->parent, bc->bytes);
@@ -54,9 +55,10 @@ static void gcx_bcast_binomial_progress(gcx_task_t *task)
     }
 }
 
-static void gcx_bcast_binomial_post(gcx_task_t *task)
+static void gcx_broadcast_binomial_post(gcx_task_t *task)
 {
-    gcx_bcast_binomial_task_t *bc = (gcx_bcast_binomial_task_t *)task;
+    gcx_broadcast_binomial_task_t *bc =
+        (gcx_broadcast_binomial_task_t *)task;
     int size = task->comm->size;
     int v    = gcx_coll_mod(task->comm->rank - bc->root, size);
     int mask = 1;
@@ -80,30 +82,30 @@ static void gcx_bcast_binomial_post(gcx_task_t *task)
                              &bc->rreq) < 0) {
         return;
     }
-    gcx_bcast_binomial_progress(task);
+    gcx_broadcast_binomial_progress(task);
 }
 
-static void gcx_bcast_binomial_finalize(gcx_task_t *task)
+static void gcx_broadcast_binomial_finalize(gcx_task_t *task)
 {
     free(task);
 }
 
-static const gcx_task_ops_t gcx_bcast_binomial_ops = {
+static const gcx_task_ops_t gcx_broadcast_binomial_ops = {
     .name     = "broadcast (binomial)",
-    .post     = gcx_bcast_binomial_post,
-    .progress = gcx_bcast_binomial_progress,
-    .finalize = gcx_bcast_binomial_finalize,
+    .post     = gcx_broadcast_binomial_post,
+    .progress = gcx_broadcast_binomial_progress,
+    .finalize = gcx_broadcast_binomial_finalize,
 };
 
-gcx_task_t *gcx_bcast_binomial_create(gcx_comm_t *comm, void *buf,
-                                      size_t bytes, int root)
+gcx_task_t *gcx_broadcast_binomial_create(gcx_comm_t *comm, void *buf,
+                                          size_t bytes, int root)
 {
-    gcx_bcast_binomial_task_t *bc = calloc(1, sizeof(*bc));
+    gcx_broadcast_binomial_task_t *bc = calloc(1, sizeof(*bc));
 
     if (bc == NULL) {
         return NULL;
     }
-    gcx_task_init(&bc->super, &gcx_bcast_binomial_ops, comm);
+    gcx_task_init(&bc->super, &gcx_broadcast_binomial_ops, comm);
     bc->buf   = buf;
     bc->bytes = bytes;
     bc->root  = root;

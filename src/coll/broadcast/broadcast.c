@@ -1,26 +1,27 @@
 /*
- * bcast.c - broadcast: checks, algorithm table and selection.
+ * broadcast.c - broadcast: checks, algorithm table and selection.
  *
  * auto: binomial tree up to GCX_BCAST_SMALL_MSG bytes (latency), pipelined
  * chain above (bandwidth); GCX_BCAST_ALGO forces one.
  */
 #include "coll/coll.h"
 
-typedef gcx_task_t *(*gcx_bcast_create_fn_t)(gcx_comm_t *comm, void *buf,
-                                             size_t bytes, int root);
+typedef gcx_task_t *(*gcx_broadcast_create_fn_t)(gcx_comm_t *comm,
+                                                 void *buf, size_t bytes,
+                                                 int root);
 
-typedef struct gcx_bcast_algo {
-    int                   id; /* GCX_BCAST_ALGO value */
-    const char           *name;
-    const char           *desc;
-    gcx_bcast_create_fn_t create;
-} gcx_bcast_algo_t;
+typedef struct gcx_broadcast_algo {
+    int                       id; /* GCX_BCAST_ALGO value */
+    const char               *name;
+    const char               *desc;
+    gcx_broadcast_create_fn_t create;
+} gcx_broadcast_algo_t;
 
-static const gcx_bcast_algo_t gcx_bcast_algos[] = {
+static const gcx_broadcast_algo_t gcx_broadcast_algos[] = {
     {GCX_BCAST_ALGO_BINOMIAL, "binomial", "binomial tree; small messages",
-     gcx_bcast_binomial_create},
+     gcx_broadcast_binomial_create},
     {GCX_BCAST_ALGO_CHAIN, "chain", "pipelined chain; large messages",
-     gcx_bcast_chain_create},
+     gcx_broadcast_chain_create},
 };
 
 gcx_status_t gcx_broadcast(gcx_comm_t *comm, void *buf, size_t count,
@@ -44,15 +45,15 @@ gcx_status_t gcx_broadcast(gcx_comm_t *comm, void *buf, size_t count,
         id = bytes <= comm->config.bcast_small_msg ? GCX_BCAST_ALGO_BINOMIAL :
                                                      GCX_BCAST_ALGO_CHAIN;
     }
-    for (i = 0; gcx_bcast_algos[i].id != id; ++i) {
+    for (i = 0; gcx_broadcast_algos[i].id != id; ++i) {
     }
     gcx_debug("broadcast #%u: %zu bytes from %d -> %s", comm->seq, bytes, root,
-              gcx_bcast_algos[i].name);
-    task = gcx_bcast_algos[i].create(comm, buf, bytes, root);
+              gcx_broadcast_algos[i].name);
+    task = gcx_broadcast_algos[i].create(comm, buf, bytes, root);
     if (task == NULL) {
         return GCX_ERR_NOMEM;
     }
-    signature.coll  = GCX_COLL_BCAST;
+    signature.coll  = GCX_COLL_BROADCAST;
     signature.count = count;
     signature.dtype = dtype;
     signature.root  = root;
