@@ -216,4 +216,80 @@ double gcx_sparse_split_cost(const gcx_sparse_task_t *t, const size_t *bounds);
 /** Estimated count of rank r's entries below x, from its quantiles. */
 double gcx_sparse_rank_cdf(const gcx_sparse_task_t *t, int r, double x);
 
+/* ---- the collective's parts (sparse_allreduce.c, calibrate.c, feedback.c,
+ * select.c) ---------------------------------------------------------------- */
+
+#define GCX_SPARSE_NALGOS 4 /* rows of gcx_sparse_algos */
+
+/** The algorithm table (select.c), in GCX_SPARSE_ALGO order. */
+extern const gcx_sparse_algo_t *const gcx_sparse_algos[GCX_SPARSE_NALGOS];
+
+#define GCX_SPARSE_FB_BUCKETS 16     /* factor-of-2 buckets of modelled time */
+#define GCX_SPARSE_FB_BUCKET0 100e-6 /* bucket 0: up to 200 us */
+#define GCX_SPARSE_FB_CLAMP   16.0   /* ratios kept within [1/16, 16] */
+#define GCX_SPARSE_SKETCH_EVERY 16
+#define GCX_SPARSE_FB_EXPIRE  64     /* records of a bucket a ratio lives */
+#define GCX_SPARSE_FB_EXPLORE 1.5    /* measure what models within 1.5x */
+#define GCX_SPARSE_FB_WINDOW  5      /* records a ratio is the median of */
+#define GCX_SPARSE_FB_SAMPLES 2      /* records a contender gets at least */
+
+/* The feedback table; every rank holds the same bits (hashed). */
+typedef struct gcx_sparse_fb {
+    /* the last records of each algorithm and bucket: a ring of count[]
+     * (at most GCX_SPARSE_FB_WINDOW) values, next[] the slot to write */
+    double   ratio[GCX_SPARSE_NALGOS][GCX_SPARSE_FB_BUCKETS]
+                  [GCX_SPARSE_FB_WINDOW];
+    uint8_t  count[GCX_SPARSE_NALGOS][GCX_SPARSE_FB_BUCKETS]; /* 0: unknown */
+    uint8_t  next[GCX_SPARSE_NALGOS][GCX_SPARSE_FB_BUCKETS];
+    uint32_t since[GCX_SPARSE_NALGOS][GCX_SPARSE_FB_BUCKETS]; /* calls[] then */
+    uint32_t calls[GCX_SPARSE_FB_BUCKETS]; /* records folded per bucket */
+} gcx_sparse_fb_t;
+
+/* Per-communicator memory: measured α/β/γ, the feedback table and the last
+ * call's stats (comm->state, released with the communicator). */
+typedef struct gcx_sparse_comm_state {
+    double                       alpha, beta, gamma; /* 0: not measured */
+    int                          have_stats;
+    gcx_sparse_allreduce_stats_t stats;
+    gcx_sparse_fb_t              fb;
+    /* this rank's record of its last auto call, sent with the next one:
+     * algorithm index + 1 (0: none), bucket, modelled ns, measured ns */
+    int64_t                      last[GCX_SPARSE_FB_LEN - 1];
+    /* union sketches: every GCX_SPARSE_SKETCH_EVERY-th auto call (a sketch
+     * hashes every index: ~10% of a call); in between the last one's
+     * union / nnz sum stands in */
+    uint64_t                     calls;
+    double                       union_ratio;
+} gcx_sparse_comm_state_t;
+
+/* The state of @p comm (see comm.h); NULL when never created. */
+static inline gcx_sparse_comm_state_t *gcx_sparse_state(const gcx_comm_t *comm)
+{
+    return comm->state[GCX_COMM_STATE_SPARSE].data;
+}
+
+/* calibrate.c: α (s), β (s/byte) and γ (s/merged pair) into the task from
+ * the variables or the measured cache; 0 when they still have to be
+ * measured. */
+int  gcx_sparse_model_params(gcx_sparse_task_t *t);
+/* Measure them (the task's algo_state holds the calibration meanwhile). */
+void gcx_sparse_cal_start(gcx_sparse_task_t *t);
+/* 1 done (t->alpha, t->beta, t->gamma set), 0 in progress, -1 failed. */
+int  gcx_sparse_cal_progress(gcx_sparse_task_t *t);
+typedef struct gcx_sparse_cal gcx_sparse_cal_t;
+void gcx_sparse_cal_free(gcx_sparse_cal_t *cal);
+
+/* feedback.c */
+int    gcx_sparse_feedback_on(const gcx_sparse_task_t *t);
+int    gcx_sparse_fb_bucket(double model);
+int    gcx_sparse_fb_count(const gcx_sparse_fb_t *fb, size_t a, int b);
+double gcx_sparse_fb_ratio(const gcx_sparse_fb_t *fb, size_t a, int b);
+void   gcx_sparse_fb_pack(gcx_sparse_task_t *t, int64_t *rec);
+void   gcx_sparse_fb_fold(gcx_sparse_task_t *t);
+void   gcx_sparse_fb_record(gcx_sparse_task_t *t);
+
+/* select.c */
+const gcx_sparse_algo_t *gcx_sparse_find(int id);
+const gcx_sparse_algo_t *gcx_sparse_select(gcx_sparse_task_t *t);
+
 #endif
