@@ -38,15 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- feedback ------------------------------------------------------------- */
+/* ---- the table (feedback.h) --------------------------------------------- */
 
-int gcx_sparse_feedback_on(const gcx_sparse_task_t *t)
-{
-    return t->algo_id == GCX_SPARSE_ALGO_AUTO &&
-           t->super.comm->config.sparse_feedback;
-}
-
-/* Bucket of a modelled time: factor-of-2 steps from GCX_SPARSE_FB_BUCKET0. */
 int gcx_sparse_fb_bucket(double model)
 {
     int b = 0;
@@ -58,30 +51,26 @@ int gcx_sparse_fb_bucket(double model)
     return b;
 }
 
-/* FNV-1a over the table (identical bits on every rank, or reset). */
-static int64_t gcx_sparse_fb_hash(const gcx_sparse_comm_state_t *e)
+int64_t gcx_sparse_fb_hash(const gcx_sparse_fb_t *fb)
 {
-    const unsigned char *p = (const unsigned char *)&e->fb;
+    const unsigned char *p = (const unsigned char *)fb;
     uint64_t             h = 1469598103934665603ull;
     size_t               i;
 
-    for (i = 0; i < sizeof(e->fb); ++i) {
+    for (i = 0; i < sizeof(*fb); ++i) {
         h = (h ^ p[i]) * 1099511628211ull;
     }
     return (int64_t)(h >> 1); /* non-negative: the record is int64 */
 }
 
-/* How many live records algorithm @p a has in bucket @p b; 0: none yet,
- * or they expired. */
 int gcx_sparse_fb_count(const gcx_sparse_fb_t *fb, size_t a, int b)
 {
     return fb->calls[b] - fb->since[a][b] < GCX_SPARSE_FB_EXPIRE ?
                fb->count[a][b] : 0;
 }
 
-/* The live ratio of algorithm @p a in bucket @p b, the median of its last
- * records (the lower middle of an even count: of two, the second call on
- * warmer connections); 0: unknown or expired. */
+/* (The lower middle of an even count: of two, the second call on warmer
+ * connections.) */
 double gcx_sparse_fb_ratio(const gcx_sparse_fb_t *fb, size_t a, int b)
 {
     double v[GCX_SPARSE_FB_WINDOW], x;
@@ -100,45 +89,45 @@ double gcx_sparse_fb_ratio(const gcx_sparse_fb_t *fb, size_t a, int b)
     return v[(n - 1) / 2];
 }
 
-/* This rank's record for the info exchange; the last one is then spent. */
-void gcx_sparse_fb_pack(gcx_sparse_task_t *t, int64_t *rec)
+void gcx_sparse_fb_insert(gcx_sparse_fb_t *fb, size_t a, int b, double ratio)
 {
-    gcx_sparse_comm_state_t *e = gcx_sparse_state(t->super.comm);
-
-    memset(rec, 0, GCX_SPARSE_FB_LEN * sizeof(*rec));
-    if (!gcx_sparse_feedback_on(t)) {
-        return;
+    if (ratio > GCX_SPARSE_FB_CLAMP) {
+        ratio = GCX_SPARSE_FB_CLAMP;
+    } else if (ratio < 1.0 / GCX_SPARSE_FB_CLAMP) {
+        ratio = 1.0 / GCX_SPARSE_FB_CLAMP;
     }
-    memcpy(rec, e->last, sizeof(e->last));
-    rec[GCX_SPARSE_FB_LEN - 1] = gcx_sparse_fb_hash(e);
-    memset(e->last, 0, sizeof(e->last));
+    ++fb->calls[b];
+    if (gcx_sparse_fb_count(fb, a, b) == 0) {
+        /* first, or expired: start afresh */
+        fb->since[a][b] = fb->calls[b];
+        fb->count[a][b] = 0;
+        fb->next[a][b]  = 0;
+    }
+    fb->ratio[a][b][fb->next[a][b]] = ratio;
+    fb->next[a][b] = (uint8_t)((fb->next[a][b] + 1) % GCX_SPARSE_FB_WINDOW);
+    if (fb->count[a][b] < GCX_SPARSE_FB_WINDOW) {
+        ++fb->count[a][b];
+    }
 }
 
-/*
- * Fold every rank's record of the previous call into the ratio table: the
- * slowest rank's time over the modelled time. Reads only exchanged data,
- * so every rank's table changes alike.
- */
-void gcx_sparse_fb_fold(gcx_sparse_task_t *t)
+/* The slowest rank's time over the modelled time. Reads only exchanged
+ * data, so every rank's table changes alike. */
+int gcx_sparse_fb_fold(gcx_sparse_fb_t *fb, const int64_t *recs, int P,
+                       size_t stride, int *differ_p)
 {
-    gcx_sparse_comm_state_t *e = gcx_sparse_state(t->super.comm);
-    int                      P = t->super.comm->size, r;
-    const int64_t           *rec0 = t->info + GCX_SPARSE_INFO_FB(P), *rec;
-    int64_t                  algo = rec0[0], bucket = rec0[1];
-    double                   model = 0, measured = 0, ratio;
-    size_t                   a;
+    const int64_t *rec;
+    int64_t        algo = recs[0], bucket = recs[1];
+    double         model = 0, measured = 0;
+    int            r;
 
-    if (!gcx_sparse_feedback_on(t)) {
-        return;
-    }
     for (r = 0; r < P; ++r) {
-        rec = t->info + (size_t)r * t->info_len + GCX_SPARSE_INFO_FB(P);
-        if (rec[GCX_SPARSE_FB_LEN - 1] != rec0[GCX_SPARSE_FB_LEN - 1]) {
-            gcx_info("sparse allreduce #%u: the ranks' feedback tables "
-                     "differ (rank %d vs 0); every rank starts a new one",
-                     t->super.seq, r);
-            memset(&e->fb, 0, sizeof(e->fb));
-            return;
+        rec = recs + (size_t)r * stride;
+        if (rec[GCX_SPARSE_FB_LEN - 1] != recs[GCX_SPARSE_FB_LEN - 1]) {
+            memset(fb, 0, sizeof(*fb));
+            if (differ_p != NULL) {
+                *differ_p = r;
+            }
+            return -1;
         }
         if (rec[0] != algo || rec[1] != bucket) {
             algo = 0; /* no common record: nothing to learn */
@@ -152,27 +141,50 @@ void gcx_sparse_fb_fold(gcx_sparse_task_t *t)
     }
     if (algo < 1 || algo > (int64_t)GCX_SPARSE_NALGOS || bucket < 0 ||
         bucket >= GCX_SPARSE_FB_BUCKETS || model <= 0) {
+        return 0;
+    }
+    gcx_sparse_fb_insert(fb, (size_t)(algo - 1), (int)bucket,
+                         measured / model);
+    return 1;
+}
+
+/* ---- the task's side: pack, fold, record --------------------------------- */
+
+int gcx_sparse_feedback_on(const gcx_sparse_task_t *t)
+{
+    return t->algo_id == GCX_SPARSE_ALGO_AUTO &&
+           t->super.comm->config.sparse_feedback;
+}
+
+/* This rank's record for the info exchange; the last one is then spent. */
+void gcx_sparse_fb_pack(gcx_sparse_task_t *t, int64_t *rec)
+{
+    gcx_sparse_comm_state_t *e = gcx_sparse_state(t->super.comm);
+
+    memset(rec, 0, GCX_SPARSE_FB_LEN * sizeof(*rec));
+    if (!gcx_sparse_feedback_on(t)) {
         return;
     }
-    ratio = measured / model;
-    if (ratio > GCX_SPARSE_FB_CLAMP) {
-        ratio = GCX_SPARSE_FB_CLAMP;
-    } else if (ratio < 1.0 / GCX_SPARSE_FB_CLAMP) {
-        ratio = 1.0 / GCX_SPARSE_FB_CLAMP;
+    memcpy(rec, e->last, sizeof(e->last));
+    rec[GCX_SPARSE_FB_LEN - 1] = gcx_sparse_fb_hash(&e->fb);
+    memset(e->last, 0, sizeof(e->last));
+}
+
+/* Fold every rank's record of the previous call (from the info exchange)
+ * into the communicator's table. */
+void gcx_sparse_fb_fold_info(gcx_sparse_task_t *t)
+{
+    gcx_sparse_comm_state_t *e = gcx_sparse_state(t->super.comm);
+    int                      P = t->super.comm->size, differ = 0;
+
+    if (!gcx_sparse_feedback_on(t)) {
+        return;
     }
-    a = (size_t)(algo - 1);
-    ++e->fb.calls[bucket];
-    if (gcx_sparse_fb_count(&e->fb, a, (int)bucket) == 0) {
-        /* first, or expired: start afresh */
-        e->fb.since[a][bucket] = e->fb.calls[bucket];
-        e->fb.count[a][bucket] = 0;
-        e->fb.next[a][bucket]  = 0;
-    }
-    e->fb.ratio[a][bucket][e->fb.next[a][bucket]] = ratio;
-    e->fb.next[a][bucket] =
-        (uint8_t)((e->fb.next[a][bucket] + 1) % GCX_SPARSE_FB_WINDOW);
-    if (e->fb.count[a][bucket] < GCX_SPARSE_FB_WINDOW) {
-        ++e->fb.count[a][bucket];
+    if (gcx_sparse_fb_fold(&e->fb, t->info + GCX_SPARSE_INFO_FB(P), P,
+                           t->info_len, &differ) < 0) {
+        gcx_info("sparse allreduce #%u: the ranks' feedback tables "
+                 "differ (rank %d vs 0); every rank starts a new one",
+                 t->super.seq, differ);
     }
 }
 

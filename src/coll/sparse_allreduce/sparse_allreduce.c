@@ -217,7 +217,7 @@ static void gcx_sparse_progress(gcx_task_t *task)
                     t->nnz_max = t->nnz[r];
                 }
             }
-            gcx_sparse_fb_fold(t);
+            gcx_sparse_fb_fold_info(t);
             t->union_est = 0; /* sketches are only sent for auto */
             if (t->sketched) {
                 gcx_sparse_comm_state_t *e = gcx_sparse_state(task->comm);
