@@ -3,33 +3,36 @@
  * default): measured/modelled ratios per algorithm that correct the cost
  * model.
  *
- * Idea: the α-β-γ model misses what it does not see (TCP slow start after
- * a merge left the link idle, the receive-side copies of a shared CPU),
- * and it can be off by 1.3-2x in a way that differs between algorithms. So every auto call records, per
- * algorithm and per factor-of-2 bucket of modelled time, the ratio
- * measured/modelled of the algorithm it ran (the slowest rank's time, from
- * the start of the algorithm to its results), and the next selection
- * scales each algorithm's model by its ratio (1 while unmeasured). A ratio
- * is the median of the algorithm's last GCX_SPARSE_FB_WINDOW records in
- * the bucket: what a call typically takes, which is what a training loop
- * pays. (The smallest seen, used before, favoured whichever algorithm
- * varies most: at 0.01% density on the emulated cluster auto left
- * allgather, ~1.35 ms a call, for split or balanced split, ~1.55 ms.) A
- * ratio expires GCX_SPARSE_FB_EXPIRE records of its bucket after it was
- * first set, so every algorithm gets measured afresh now and then and a
- * few unlucky calls cannot ban it for good. The model can also be
- * too pessimistic about an algorithm, which then would never run: so any
- * algorithm modelled within GCX_SPARSE_FB_EXPLORE of the cheapest measured
- * one is run until it has GCX_SPARSE_FB_SAMPLES (2) records of its own
- * (gcx_sparse_select): a first call on connections no algorithm has used
- * for a while runs in TCP slow start and reads 1.5-2x. The
- * measurement rides in the next call's info exchange (4 numbers per rank),
- * so every rank folds in the same numbers and the tables stay identical; a
- * hash of the table travels with them and any disagreement resets every
- * rank's table. Cost: 40 bytes per info record; per expiry period (64 calls
- * of a bucket) two calls of each algorithm that models close to the best. A
- * call of an unusual size lands in its own bucket and does not disturb the
- * others.
+ * Idea: the α-β-γ model misses what it does not see (TCP slow start after a
+ * merge left the link idle, the receive-side copies of a shared CPU), and it
+ * can be off by 1.3-2x in a way that differs between algorithms. So every auto
+ * call records, per algorithm and per factor-of-2 bucket of modelled time, the
+ * ratio measured/modelled of the algorithm it ran (the slowest rank's time,
+ * from the start of the algorithm to its results), and the next selection
+ * scales each algorithm's model by its ratio (1 while unmeasured). A ratio is
+ * the median of the algorithm's last GCX_SPARSE_FB_WINDOW records in the
+ * bucket: what a call typically takes, which is what a training loop pays. (The
+ * smallest seen, used before, favoured whichever algorithm varies most: at
+ * 0.01% density on the emulated cluster auto left allgather, ~1.35 ms a call,
+ * for split or balanced split, ~1.55 ms.) A ratio expires GCX_SPARSE_FB_EXPIRE
+ * records of its bucket after it was first set, so every algorithm gets
+ * measured afresh now and then and a few unlucky calls cannot ban it for good.
+ * The model can also be too pessimistic about an algorithm, which then would
+ * never run: so any algorithm modelled within GCX_SPARSE_FB_EXPLORE of the
+ * cheapest measured one is run until it has GCX_SPARSE_FB_SAMPLES (2) records
+ * of its own (gcx_sparse_choose, select.c): a first call on connections no
+ * algorithm has used for a while runs in TCP slow start and reads 1.5-2x. The
+ * measurement rides in the next call's info exchange (4 numbers per rank), so
+ * every rank folds in the same numbers and the tables stay identical; a hash of
+ * the table travels with them and any disagreement resets every rank's table.
+ * Cost: 40 bytes per info record; per expiry period (64 calls of a bucket) two
+ * calls of each algorithm that models close to the best. A call of an unusual
+ * size lands in its own bucket and does not disturb the others.
+ *
+ * Layout: first the table as a data structure (feedback.h: bucket, count,
+ * ratio, insert, hash, fold of the ranks' records; no communicator), then
+ * the task's side (pack this rank's record into the info exchange, fold
+ * the exchanged ones into the communicator's table, record this call).
  */
 #include "sparse_allreduce.h"
 

@@ -198,7 +198,7 @@ double gcx_sparse_cost_balanced_split(const gcx_sparse_model_t *m)
     return gcx_sparse_cost_split_ranges(m, bounds);
 }
 
-/* ---- the choice ------------------------------------------------------------ */
+/* ---- the choice ---------------------------------------------------------- */
 
 /*
  * Exploring measures an algorithm the model overrates too, once per expiry
@@ -237,7 +237,7 @@ void gcx_sparse_choose(const gcx_sparse_model_t *m, const gcx_sparse_fb_t *fb,
     c->best    = explore >= 0 ? explore : best;
 }
 
-/* ---- the task's side ------------------------------------------------------- */
+/* ---- the task's side ----------------------------------------------------- */
 
 const gcx_sparse_algo_t *gcx_sparse_find(int id)
 {
