@@ -14,8 +14,6 @@
  */
 #include "sparse_allreduce.h"
 
-#include <math.h>
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,21 +26,6 @@ typedef struct gcx_sparse_ag {
     gcx_task_t *ring_idx, *ring_val;
     int         done_idx, done_val;
 } gcx_sparse_ag_t;
-
-static double gcx_sparse_ag_cost(const gcx_sparse_task_t *t)
-{
-    int    P = t->super.comm->size, r;
-    size_t nmin = t->nnz_max;
-
-    for (r = 0; r < P; ++r) {
-        nmin = t->nnz[r] < nmin ? t->nnz[r] : nmin;
-    }
-    /* + the tree merge of the P lists: ceil(log2 P) passes over ~K pairs */
-    return 2.0 * (P - 1) * t->alpha +
-           8.0 * (double)(t->nnz_sum - nmin) * t->beta +
-           t->gamma * gcx_sparse_union_estimate(t, P) *
-               ceil(log2((double)P));
-}
 
 static void gcx_sparse_ag_cleanup(gcx_sparse_task_t *t)
 {
@@ -159,7 +142,7 @@ const gcx_sparse_algo_t gcx_sparse_algo_allgather = {
     .id       = GCX_SPARSE_ALGO_ALLGATHER,
     .name     = "allgather",
     .desc     = "allgatherv of every rank's pairs, local merge (baseline)",
-    .cost     = gcx_sparse_ag_cost,
+    .cost     = gcx_sparse_cost_allgather, /* select.c */
     .start    = gcx_sparse_ag_start,
     .progress = gcx_sparse_ag_progress,
     .cleanup  = gcx_sparse_ag_cleanup,

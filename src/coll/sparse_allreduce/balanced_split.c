@@ -15,48 +15,42 @@
  */
 #include "sparse_allreduce.h"
 
-static void gcx_sparse_balanced_bounds(const gcx_sparse_task_t *t,
-                                       size_t *bounds)
+void gcx_sparse_balanced_bounds(const gcx_sparse_model_t *m, size_t *bounds)
 {
-    int    P = t->super.comm->size, q, r;
+    int    P = m->P, q, r;
     size_t len;
 
     bounds[0] = 0;
-    bounds[P] = t->N;
+    bounds[P] = m->N;
     for (q = 1; q < P; ++q) {
         double b = 0;
 
-        if (t->nnz_sum == 0) {
-            gcx_coll_block(t->N, P, q, &bounds[q], &len);
+        if (m->nnz_sum == 0) {
+            gcx_coll_block(m->N, P, q, &bounds[q], &len);
         } else {
             for (r = 0; r < P; ++r) {
-                b += (double)t->nnz[r] *
-                     (double)t->info[(size_t)r * t->info_len + 1 + (size_t)q];
+                b += (double)m->nnz[r] *
+                     (double)m->quant[(size_t)r * m->quant_stride +
+                                      (size_t)q - 1];
             }
-            bounds[q] = (size_t)(b / (double)t->nnz_sum);
+            bounds[q] = (size_t)(b / (double)m->nnz_sum);
         }
         if (bounds[q] < bounds[q - 1]) {
             bounds[q] = bounds[q - 1];
         }
-        if (bounds[q] > t->N) {
-            bounds[q] = t->N;
+        if (bounds[q] > m->N) {
+            bounds[q] = m->N;
         }
     }
 }
 
-static double gcx_sparse_balanced_cost(const gcx_sparse_task_t *t)
-{
-    size_t bounds[GCX_SPARSE_MAX_RANKS + 1];
-
-    gcx_sparse_balanced_bounds(t, bounds);
-    return gcx_sparse_split_cost(t, bounds);
-}
-
 static void gcx_sparse_balanced_start(gcx_sparse_task_t *t)
 {
-    size_t bounds[GCX_SPARSE_MAX_RANKS + 1];
+    size_t             bounds[GCX_SPARSE_MAX_RANKS + 1];
+    gcx_sparse_model_t m;
 
-    gcx_sparse_balanced_bounds(t, bounds);
+    gcx_sparse_task_model(t, &m);
+    gcx_sparse_balanced_bounds(&m, bounds);
     gcx_sparse_split_start(t, bounds);
 }
 
@@ -64,7 +58,7 @@ const gcx_sparse_algo_t gcx_sparse_algo_balanced_split = {
     .id       = GCX_SPARSE_ALGO_BALANCED_SPLIT,
     .name     = "balanced_split",
     .desc     = "split with ranges from averaged local index quantiles",
-    .cost     = gcx_sparse_balanced_cost,
+    .cost     = gcx_sparse_cost_balanced_split, /* select.c */
     .start    = gcx_sparse_balanced_start,
     .progress = gcx_sparse_split_progress,
     .cleanup  = gcx_sparse_split_cleanup,

@@ -49,35 +49,6 @@ typedef struct gcx_sparse_rd {
     gcx_tl_req_t    sreq, rreq;
 } gcx_sparse_rd_t;
 
-static double gcx_sparse_rd_cost(const gcx_sparse_task_t *t)
-{
-    int    P = t->super.comm->size, p2, rem, vrank, j;
-    double cost = 0, msg, dense = 4.0 * (double)t->N, ranks;
-
-    gcx_coll_rd_layout(P, t->super.comm->rank, &p2, &rem, &vrank);
-    if (rem > 0) {
-        cost += t->alpha + 8.0 * (double)t->nnz_max * t->beta;
-    }
-    for (j = 1; j < p2; j <<= 1) { /* each list covers P·j/p2 ranks */
-        ranks = (double)P * j / p2;
-        msg   = 8.0 * gcx_sparse_union_estimate(t, ranks);
-        if (t->dense_only && msg > dense) {
-            msg = dense;
-        }
-        /* + the merge of the two lists, whose output covers twice the ranks */
-        cost += t->alpha + msg * t->beta +
-                t->gamma * gcx_sparse_union_estimate(t, 2 * ranks);
-    }
-    if (rem > 0) {
-        msg = 8.0 * gcx_sparse_union_estimate(t, P);
-        if (t->dense_only && msg > dense) {
-            msg = dense;
-        }
-        cost += t->alpha + msg * t->beta;
-    }
-    return cost;
-}
-
 static void gcx_sparse_rd_cleanup(gcx_sparse_task_t *t)
 {
     gcx_sparse_rd_t *rd = t->algo_state;
@@ -323,7 +294,7 @@ const gcx_sparse_algo_t gcx_sparse_algo_rd = {
     .id       = GCX_SPARSE_ALGO_RECURSIVE_DOUBLING,
     .name     = "recursive_doubling",
     .desc     = "log2(P) rounds of swap + sorted merge-sum, dense on fill-in",
-    .cost     = gcx_sparse_rd_cost,
+    .cost     = gcx_sparse_cost_rd, /* select.c */
     .start    = gcx_sparse_rd_start,
     .progress = gcx_sparse_rd_progress,
     .cleanup  = gcx_sparse_rd_cleanup,

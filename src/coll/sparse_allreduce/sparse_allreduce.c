@@ -1,6 +1,6 @@
 /*
- * sparse_allreduce.c - sparse allreduce: validation, the info exchange,
- * the algorithm table and selection, and the common epilogue.
+ * sparse_allreduce.c - the sparse allreduce collective: validation, the
+ * info exchange, the task's phases and the common epilogue.
  *
  * Flow of one call: local validation (indices strictly increasing and below
  * N) -> argument check of gcx_coll_submit_checked (N and topk must agree;
@@ -12,41 +12,16 @@
  * algorithm did not select it already), capacity check against every
  * rank's capacity (all ranks fail together), outputs, in_result.
  *
- * Selection (auto): the algorithm with the lowest modelled time
- * (each file's cost()), with α and β from GCX_NET_LATENCY_US and
- * GCX_NET_BANDWIDTH_GBPS, or, where those are 0, measured once per
- * communicator at its first auto sparse allreduce (see calibrate below).
- * GCX_SPARSE_ALGO forces one; GCX_LOG_LEVEL=info prints the choice and
- * every modelled time. A new algorithm = one file + one row.
+ * Selection (auto): the algorithm with the lowest modelled time (select.c),
+ * with α, β and γ from GCX_NET_* or measured once per communicator at its
+ * first auto call (calibrate.c), corrected by the measured ratios of
+ * earlier calls (feedback.c). GCX_SPARSE_ALGO or opts.algo forces one;
+ * GCX_LOG_LEVEL=info prints the choice and every modelled time. A new
+ * algorithm = one file + one row (select.c).
  *
- * Feedback (GCX_SPARSE_FEEDBACK, on by default): the α-β-γ model misses
- * what it does not see (TCP slow start after a merge left the link idle,
- * the receive-side copies of a shared CPU), and it can be off by 1.3-2x in
- * a way that differs between algorithms. So every auto call records, per
- * algorithm and per factor-of-2 bucket of modelled time, the ratio
- * measured/modelled of the algorithm it ran (the slowest rank's time, from
- * the start of the algorithm to its results), and the next selection
- * scales each algorithm's model by its ratio (1 while unmeasured). A ratio
- * is the median of the algorithm's last GCX_SPARSE_FB_WINDOW records in
- * the bucket: what a call typically takes, which is what a training loop
- * pays. (The smallest seen, used before, favoured whichever algorithm
- * varies most: at 0.01% density on the emulated cluster auto left
- * allgather, ~1.35 ms a call, for split or balanced split, ~1.55 ms.) A
- * ratio expires GCX_SPARSE_FB_EXPIRE records of its bucket after it was
- * first set, so every algorithm gets measured afresh now and then and a
- * few unlucky calls cannot ban it for good. The model can also be
- * too pessimistic about an algorithm, which then would never run: so any
- * algorithm modelled within GCX_SPARSE_FB_EXPLORE of the cheapest measured
- * one is run until it has GCX_SPARSE_FB_SAMPLES (2) records of its own
- * (gcx_sparse_select): a first call on connections no algorithm has used
- * for a while runs in TCP slow start and reads 1.5-2x. The
- * measurement rides in the next call's info exchange (4 numbers per rank),
- * so every rank folds in the same numbers and the tables stay identical; a
- * hash of the table travels with them and any disagreement resets every
- * rank's table. Cost: 40 bytes per info record; per expiry period (64 calls
- * of a bucket) two calls of each algorithm that models close to the best. A
- * call of an unusual size lands in its own bucket and does not disturb the
- * others.
+ * Cost: (P-1)·α and ~300 bytes per rank for the info exchange, O(nnz) for
+ * the validation, then the algorithm's and the epilogue's (top-k over the
+ * result, one pass for the outputs and in_result).
  */
 #include "sparse_allreduce.h"
 
@@ -57,15 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const gcx_sparse_algo_t *const gcx_sparse_algos[] = {
-    &gcx_sparse_algo_allgather,
-    &gcx_sparse_algo_rd,
-    &gcx_sparse_algo_split,
-    &gcx_sparse_algo_balanced_split,
-};
-#define GCX_SPARSE_NALGOS \
-    (sizeof(gcx_sparse_algos) / sizeof(gcx_sparse_algos[0]))
-
 enum {
     GCX_SPARSE_PHASE_INFO = 0,
     GCX_SPARSE_PHASE_CALIBRATE,
@@ -73,45 +39,8 @@ enum {
     GCX_SPARSE_PHASE_DONE,
 };
 
-/* ---- per-communicator memory: measured α/β/γ and the last call's stats ---- */
+/* ---- per-communicator state: the last call's stats --------------------- */
 
-#define GCX_SPARSE_FB_BUCKETS 16     /* factor-of-2 buckets of modelled time */
-#define GCX_SPARSE_FB_BUCKET0 100e-6 /* bucket 0: up to 200 us */
-#define GCX_SPARSE_FB_CLAMP   16.0   /* ratios kept within [1/16, 16] */
-#define GCX_SPARSE_SKETCH_EVERY 16
-#define GCX_SPARSE_FB_EXPIRE  64     /* records of a bucket a ratio lives */
-#define GCX_SPARSE_FB_EXPLORE 1.5    /* measure what models within 1.5x */
-#define GCX_SPARSE_FB_WINDOW  5      /* records a ratio is the median of */
-#define GCX_SPARSE_FB_SAMPLES 2      /* records a contender gets at least */
-
-/* The feedback table; every rank holds the same bits (hashed). */
-typedef struct gcx_sparse_fb {
-    /* the last records of each algorithm and bucket: a ring of count[]
-     * (at most GCX_SPARSE_FB_WINDOW) values, next[] the slot to write */
-    double   ratio[GCX_SPARSE_NALGOS][GCX_SPARSE_FB_BUCKETS]
-                  [GCX_SPARSE_FB_WINDOW];
-    uint8_t  count[GCX_SPARSE_NALGOS][GCX_SPARSE_FB_BUCKETS]; /* 0: unknown */
-    uint8_t  next[GCX_SPARSE_NALGOS][GCX_SPARSE_FB_BUCKETS];
-    uint32_t since[GCX_SPARSE_NALGOS][GCX_SPARSE_FB_BUCKETS]; /* calls[] then */
-    uint32_t calls[GCX_SPARSE_FB_BUCKETS]; /* records folded per bucket */
-} gcx_sparse_fb_t;
-
-typedef struct gcx_sparse_comm_state {
-    double                       alpha, beta, gamma; /* 0: not measured */
-    int                          have_stats;
-    gcx_sparse_allreduce_stats_t stats;
-    gcx_sparse_fb_t              fb;
-    /* this rank's record of its last auto call, sent with the next one:
-     * algorithm index + 1 (0: none), bucket, modelled ns, measured ns */
-    int64_t                      last[GCX_SPARSE_FB_LEN - 1];
-    /* union sketches: every GCX_SPARSE_SKETCH_EVERY-th auto call (a sketch
-     * hashes every index: ~10% of a call); in between the last one's
-     * union / nnz sum stands in */
-    uint64_t                     calls;
-    double                       union_ratio;
-} gcx_sparse_comm_state_t;
-
-/* The sparse allreduce's slot in every communicator's state[]. */
 static pthread_once_t gcx_sparse_slot_once = PTHREAD_ONCE_INIT;
 static int            gcx_sparse_slot      = -1;
 
@@ -120,19 +49,17 @@ static void gcx_sparse_slot_take(void)
     gcx_sparse_slot = gcx_comm_state_slot();
 }
 
-/* The state of @p comm (see comm.h); NULL when never created. */
-static gcx_sparse_comm_state_t *gcx_sparse_state(const gcx_comm_t *comm)
+int gcx_sparse_state_slot(void)
 {
     pthread_once(&gcx_sparse_slot_once, gcx_sparse_slot_take);
-    return gcx_sparse_slot < 0 ? NULL : comm->state[gcx_sparse_slot].data;
+    return gcx_sparse_slot;
 }
 
 static gcx_status_t gcx_sparse_state_create(gcx_comm_t *comm)
 {
     gcx_comm_state_t *s;
 
-    pthread_once(&gcx_sparse_slot_once, gcx_sparse_slot_take);
-    if (gcx_sparse_slot < 0) {
+    if (gcx_sparse_state_slot() < 0) {
         return GCX_ERR_NOMEM;
     }
     s = &comm->state[gcx_sparse_slot];
@@ -171,503 +98,6 @@ static void gcx_sparse_save_stats(gcx_sparse_task_t *t)
     e->stats.algo       = t->algo->name;
     e->stats.bytes_sent = t->bytes_sent;
     e->stats.result_nnz = t->union_nnz;
-}
-
-/* α (s), β (s/byte) and γ (s/merged pair) from the variables or the
- * measured cache; 0 when they still have to be measured. */
-static int gcx_sparse_model_params(gcx_sparse_task_t *t)
-{
-    const struct gcx_config       *cfg = &t->super.comm->config;
-    const gcx_sparse_comm_state_t *e   = gcx_sparse_state(t->super.comm);
-    double                         alpha = e->alpha, beta = e->beta;
-    double                         gamma = e->gamma;
-
-    if (cfg->net_latency_us > 0) {
-        alpha = cfg->net_latency_us * 1e-6;
-    }
-    if (cfg->net_bandwidth_gbps > 0) {
-        beta = 8.0 / (cfg->net_bandwidth_gbps * 1e9);
-    }
-    if (gamma == 0 && cfg->net_latency_us > 0 && cfg->net_bandwidth_gbps > 0) {
-        gamma = GCX_SPARSE_DEFAULT_GAMMA; /* no calibration will run */
-    }
-    t->alpha = alpha;
-    t->beta  = beta;
-    t->gamma = gamma;
-    return alpha > 0 && beta > 0 && gamma > 0;
-}
-
-/*
- * ---- calibration: timed ring allgathers, agreed by a MAX allreduce ----
- * First, untimed, 8 bytes to and from every other rank: the first message
- * between two ranks may set up the connection (UCX wires endpoints lazily;
- * milliseconds over TCP). Left to the algorithms, that would be charged to
- * the first one to use a pair (the ring's neighbours are not all of them):
- * as latency to the α measured here, and as a measured/modelled ratio of
- * 3-7 to the first algorithm auto runs (recursive doubling at 0.01% on the
- * emulated cluster), which then would not run again for an expiry period.
- * Then the fastest of 5 small rings (α: one late scheduling of a rank
- * sharing a core would otherwise count as latency), one ring of 4 MB per
- * rank (β) and a local merge (γ). Once per communicator: 2(P-1) small
- * messages and ~4(P-1) MB per rank.
- */
-
-#define GCX_SPARSE_CAL_BYTES (4u << 20) /* per rank: near the streaming rate */
-#define GCX_SPARSE_CAL_SMALL 5          /* small rings; the fastest counts */
-
-typedef struct gcx_sparse_cal {
-    int         stage; /* -1 wiring, 0 small rings, 1 big ring, 2 agree */
-    int         small_done;
-    gcx_tl_req_t *wire; /* stage -1: [0, P) receives, [P, 2P) sends */
-    double      t0, small_s, big_s;
-    gcx_task_t *ring;
-    char       *buf;
-    size_t     *counts;
-    gcx_task_t  rd_task;
-    gcx_rd_t    rd;
-    double      vals[3], tmp[3];
-} gcx_sparse_cal_t;
-
-static const gcx_task_ops_t gcx_sparse_pseudo_ops = {
-    .name = "sparse allreduce (calibration)",
-};
-
-static gcx_task_t *gcx_sparse_cal_ring(gcx_sparse_task_t *t,
-                                       gcx_sparse_cal_t *cal, size_t per_rank)
-{
-    int P = t->super.comm->size, r;
-
-    for (r = 0; r < P; ++r) {
-        cal->counts[r]     = per_rank;
-        cal->counts[P + r] = (size_t)r * per_rank;
-    }
-    return gcx_ring_create(t->super.comm, GCX_RING_ALLGATHER, cal->buf, NULL,
-                           cal->counts, cal->counts + P, GCX_DT_U8,
-                           GCX_OP_SUM, 0);
-}
-
-static void gcx_sparse_cal_free(gcx_sparse_cal_t *cal)
-{
-    if (cal->ring != NULL) {
-        cal->ring->ops->finalize(cal->ring);
-    }
-    free(cal->buf);
-    free(cal->counts);
-    free(cal->wire);
-    free(cal);
-}
-
-/* Stage -1: post 8 bytes to and from every other rank (into and from
- * cal->buf, which the rings overwrite later); < 0 on failure, with
- * t->super.status set. */
-static int gcx_sparse_cal_wire_post(gcx_sparse_task_t *t,
-                                    gcx_sparse_cal_t *cal)
-{
-    int P = t->super.comm->size, rank = t->super.comm->rank, k;
-
-    for (k = 1; k < P; ++k) {
-        int from = gcx_coll_mod(rank - k, P), to = gcx_coll_mod(rank + k, P);
-
-        if (gcx_coll_recv(&t->super, from, GCX_SPARSE_SLOT(9),
-                          cal->buf + 8 * (size_t)from, 8,
-                          &cal->wire[from]) < 0 ||
-            gcx_coll_send(&t->super, to, GCX_SPARSE_SLOT(9),
-                          cal->buf + 8 * (size_t)rank, 8,
-                          &cal->wire[P + to]) < 0) {
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* Stage -1 done: 1, in progress: 0, failed: -1 (t->super.status set). */
-static int gcx_sparse_cal_wire_test(gcx_sparse_task_t *t,
-                                    gcx_sparse_cal_t *cal)
-{
-    int P = t->super.comm->size, rank = t->super.comm->rank, i, state;
-    int done = 1;
-
-    for (i = 0; i < 2 * P; ++i) {
-        if (i % P == rank) {
-            continue;
-        }
-        state = gcx_coll_req_state(&t->super, &cal->wire[i], i % P,
-                                   i < P ? 8 : SIZE_MAX);
-        if (state < 0) {
-            return -1;
-        }
-        done &= state;
-    }
-    return done;
-}
-
-static void gcx_sparse_cal_start(gcx_sparse_task_t *t)
-{
-    int               P   = t->super.comm->size;
-    gcx_sparse_cal_t *cal = calloc(1, sizeof(*cal));
-
-    if (cal == NULL ||
-        (cal->buf = calloc((size_t)P, GCX_SPARSE_CAL_BYTES)) == NULL ||
-        (cal->counts = malloc(2 * (size_t)P * sizeof(size_t))) == NULL ||
-        (cal->wire = calloc(2 * (size_t)P, sizeof(*cal->wire))) == NULL) {
-        if (cal != NULL) {
-            gcx_sparse_cal_free(cal);
-        }
-        t->super.status = GCX_ERR_NOMEM;
-        return;
-    }
-    t->algo_state = cal;
-    cal->stage    = -1;
-    gcx_sparse_cal_wire_post(t, cal); /* sets t->super.status on failure */
-}
-
-/* 1 done (t->alpha, t->beta set), 0 in progress, -1 failed. */
-static int gcx_sparse_cal_progress(gcx_sparse_task_t *t)
-{
-    gcx_sparse_cal_t *cal = t->algo_state;
-    int               P = t->super.comm->size, state;
-
-    for (;;) {
-        switch (cal->stage) {
-        case -1:
-        case 0:
-        case 1:
-            state = cal->stage == -1 ?
-                        gcx_sparse_cal_wire_test(t, cal) :
-                        gcx_coll_subtask_progress(&t->super, cal->ring);
-            if (state <= 0) {
-                return state;
-            }
-            if (cal->ring != NULL) {
-                cal->ring->ops->finalize(cal->ring);
-                cal->ring = NULL;
-            }
-            if (cal->stage == 0) { /* the fastest small ring: latency */
-                double dt = gcx_time_now() - cal->t0;
-
-                if (cal->small_done++ == 0 || dt < cal->small_s) {
-                    cal->small_s = dt;
-                }
-            }
-            if (cal->stage == -1 ||
-                (cal->stage == 0 && cal->small_done < GCX_SPARSE_CAL_SMALL)) {
-                /* connections are up (after -1): time small rings, one tag
-                 * slot each */
-                cal->ring = gcx_sparse_cal_ring(t, cal, 8);
-                if (cal->ring == NULL) {
-                    t->super.status = GCX_ERR_NOMEM;
-                    return -1;
-                }
-                cal->t0 = gcx_time_now();
-                gcx_coll_subtask_post(&t->super, cal->ring,
-                                      GCX_SPARSE_SLOT(10 + cal->small_done));
-                cal->stage = 0;
-                break;
-            }
-            if (cal->stage == 0) {
-                cal->ring    = gcx_sparse_cal_ring(t, cal,
-                                                   GCX_SPARSE_CAL_BYTES);
-                if (cal->ring == NULL) {
-                    t->super.status = GCX_ERR_NOMEM;
-                    return -1;
-                }
-                cal->t0 = gcx_time_now();
-                gcx_coll_subtask_post(&t->super, cal->ring,
-                                      GCX_SPARSE_SLOT(2));
-                cal->stage = 1;
-                break;
-            }
-            cal->big_s   = gcx_time_now() - cal->t0;
-            cal->vals[0] = cal->small_s / (P - 1);
-            cal->vals[1] = (cal->big_s - cal->small_s) /
-                           ((double)(P - 1) * GCX_SPARSE_CAL_BYTES);
-            cal->vals[2] = gcx_sparse_measure_merge();
-            gcx_task_init(&cal->rd_task, &gcx_sparse_pseudo_ops,
-                          t->super.comm);
-            cal->rd_task.seq       = t->super.seq;
-            cal->rd_task.step_base = t->super.step_base + GCX_SPARSE_SLOT(3);
-            gcx_rd_start(&cal->rd, &cal->rd_task, cal->vals, cal->tmp, 3,
-                         GCX_DT_F64, GCX_OP_MAX);
-            cal->stage = 2;
-            break;
-        default:
-            state = gcx_rd_progress(&cal->rd);
-            if (state < 0) {
-                t->super.status = cal->rd_task.status;
-                return -1;
-            }
-            if (state == 0) {
-                return 0;
-            }
-            t->alpha = cal->vals[0] > 1e-7 ? cal->vals[0] : 1e-7;
-            t->beta  = cal->vals[1] > 1e-12 ? cal->vals[1] : 1e-12;
-            t->gamma = cal->vals[2] > 1e-12 ? cal->vals[2] : 1e-12;
-            {
-                gcx_sparse_comm_state_t *e = gcx_sparse_state(t->super.comm);
-
-                e->alpha = t->alpha;
-                e->beta  = t->beta;
-                e->gamma = t->gamma;
-            }
-            gcx_info("sparse allreduce: measured alpha %.1f us, link %.3f "
-                     "Gbit/s, merge %.1f ns/pair (set GCX_NET_LATENCY_US / "
-                     "GCX_NET_BANDWIDTH_GBPS to skip)",
-                     t->alpha * 1e6, 8.0 / t->beta / 1e9, t->gamma * 1e9);
-            gcx_sparse_cal_free(cal);
-            t->algo_state = NULL;
-            return 1;
-        }
-    }
-}
-
-/* ---- feedback ------------------------------------------------------------- */
-
-static int gcx_sparse_feedback_on(const gcx_sparse_task_t *t)
-{
-    return t->algo_id == GCX_SPARSE_ALGO_AUTO &&
-           t->super.comm->config.sparse_feedback;
-}
-
-/* Bucket of a modelled time: factor-of-2 steps from GCX_SPARSE_FB_BUCKET0. */
-static int gcx_sparse_fb_bucket(double model)
-{
-    int b = 0;
-
-    while (b < GCX_SPARSE_FB_BUCKETS - 1 &&
-           model >= GCX_SPARSE_FB_BUCKET0 * (double)(2 << b)) {
-        ++b;
-    }
-    return b;
-}
-
-/* FNV-1a over the table (identical bits on every rank, or reset). */
-static int64_t gcx_sparse_fb_hash(const gcx_sparse_comm_state_t *e)
-{
-    const unsigned char *p = (const unsigned char *)&e->fb;
-    uint64_t             h = 1469598103934665603ull;
-    size_t               i;
-
-    for (i = 0; i < sizeof(e->fb); ++i) {
-        h = (h ^ p[i]) * 1099511628211ull;
-    }
-    return (int64_t)(h >> 1); /* non-negative: the record is int64 */
-}
-
-/* How many live records algorithm @p a has in bucket @p b; 0: none yet,
- * or they expired. */
-static int gcx_sparse_fb_count(const gcx_sparse_fb_t *fb, size_t a, int b)
-{
-    return fb->calls[b] - fb->since[a][b] < GCX_SPARSE_FB_EXPIRE ?
-               fb->count[a][b] : 0;
-}
-
-/* The live ratio of algorithm @p a in bucket @p b, the median of its last
- * records (the lower middle of an even count: of two, the second call on
- * warmer connections); 0: unknown or expired. */
-static double gcx_sparse_fb_ratio(const gcx_sparse_fb_t *fb, size_t a, int b)
-{
-    double v[GCX_SPARSE_FB_WINDOW], x;
-    int    n = gcx_sparse_fb_count(fb, a, b), i, j;
-
-    if (n == 0) {
-        return 0;
-    }
-    for (i = 0; i < n; ++i) { /* insertion sort of at most 5 values */
-        x = fb->ratio[a][b][i];
-        for (j = i; j > 0 && v[j - 1] > x; --j) {
-            v[j] = v[j - 1];
-        }
-        v[j] = x;
-    }
-    return v[(n - 1) / 2];
-}
-
-/* This rank's record for the info exchange; the last one is then spent. */
-static void gcx_sparse_fb_pack(gcx_sparse_task_t *t, int64_t *rec)
-{
-    gcx_sparse_comm_state_t *e = gcx_sparse_state(t->super.comm);
-
-    memset(rec, 0, GCX_SPARSE_FB_LEN * sizeof(*rec));
-    if (!gcx_sparse_feedback_on(t)) {
-        return;
-    }
-    memcpy(rec, e->last, sizeof(e->last));
-    rec[GCX_SPARSE_FB_LEN - 1] = gcx_sparse_fb_hash(e);
-    memset(e->last, 0, sizeof(e->last));
-}
-
-/*
- * Fold every rank's record of the previous call into the ratio table: the
- * slowest rank's time over the modelled time. Reads only exchanged data,
- * so every rank's table changes alike.
- */
-static void gcx_sparse_fb_fold(gcx_sparse_task_t *t)
-{
-    gcx_sparse_comm_state_t *e = gcx_sparse_state(t->super.comm);
-    int                      P = t->super.comm->size, r;
-    const int64_t           *rec0 = t->info + GCX_SPARSE_INFO_FB(P), *rec;
-    int64_t                  algo = rec0[0], bucket = rec0[1];
-    double                   model = 0, measured = 0, ratio;
-    size_t                   a;
-
-    if (!gcx_sparse_feedback_on(t)) {
-        return;
-    }
-    for (r = 0; r < P; ++r) {
-        rec = t->info + (size_t)r * t->info_len + GCX_SPARSE_INFO_FB(P);
-        if (rec[GCX_SPARSE_FB_LEN - 1] != rec0[GCX_SPARSE_FB_LEN - 1]) {
-            gcx_info("sparse allreduce #%u: the ranks' feedback tables "
-                     "differ (rank %d vs 0); every rank starts a new one",
-                     t->super.seq, r);
-            memset(&e->fb, 0, sizeof(e->fb));
-            return;
-        }
-        if (rec[0] != algo || rec[1] != bucket) {
-            algo = 0; /* no common record: nothing to learn */
-        }
-        if ((double)rec[2] > model) {
-            model = (double)rec[2];
-        }
-        if ((double)rec[3] > measured) {
-            measured = (double)rec[3];
-        }
-    }
-    if (algo < 1 || algo > (int64_t)GCX_SPARSE_NALGOS || bucket < 0 ||
-        bucket >= GCX_SPARSE_FB_BUCKETS || model <= 0) {
-        return;
-    }
-    ratio = measured / model;
-    if (ratio > GCX_SPARSE_FB_CLAMP) {
-        ratio = GCX_SPARSE_FB_CLAMP;
-    } else if (ratio < 1.0 / GCX_SPARSE_FB_CLAMP) {
-        ratio = 1.0 / GCX_SPARSE_FB_CLAMP;
-    }
-    a = (size_t)(algo - 1);
-    ++e->fb.calls[bucket];
-    if (gcx_sparse_fb_count(&e->fb, a, (int)bucket) == 0) {
-        /* first, or expired: start afresh */
-        e->fb.since[a][bucket] = e->fb.calls[bucket];
-        e->fb.count[a][bucket] = 0;
-        e->fb.next[a][bucket]  = 0;
-    }
-    e->fb.ratio[a][bucket][e->fb.next[a][bucket]] = ratio;
-    e->fb.next[a][bucket] =
-        (uint8_t)((e->fb.next[a][bucket] + 1) % GCX_SPARSE_FB_WINDOW);
-    if (e->fb.count[a][bucket] < GCX_SPARSE_FB_WINDOW) {
-        ++e->fb.count[a][bucket];
-    }
-}
-
-/* After a successful auto call: what the next call will send. */
-static void gcx_sparse_fb_record(gcx_sparse_task_t *t)
-{
-    gcx_sparse_comm_state_t *e = gcx_sparse_state(t->super.comm);
-
-    if (!gcx_sparse_feedback_on(t) || t->fb_algo == 0) {
-        return;
-    }
-    e->last[0] = t->fb_algo;
-    e->last[1] = t->fb_bucket;
-    e->last[2] = (int64_t)(t->fb_model * 1e9);
-    e->last[3] = (int64_t)((gcx_time_now() - t->fb_t0) * 1e9);
-}
-
-/* ---- selection ------------------------------------------------------------ */
-
-static const gcx_sparse_algo_t *gcx_sparse_find(int id)
-{
-    size_t i;
-
-    for (i = 0; i < GCX_SPARSE_NALGOS; ++i) {
-        if (gcx_sparse_algos[i]->id == id) {
-            return gcx_sparse_algos[i];
-        }
-    }
-    return gcx_sparse_algos[0];
-}
-
-/* The info line of a selection: every algorithm's corrected time. */
-static void gcx_sparse_log_choice(const gcx_sparse_task_t *t, size_t best,
-                                  int explore, const double *cost,
-                                  const double *ratio)
-{
-    char   line[640], note[32];
-    size_t i, used = 0;
-
-    for (i = 0; i < GCX_SPARSE_NALGOS; ++i) {
-        note[0] = '\0';
-        if (ratio[i] > 0) {
-            snprintf(note, sizeof(note), " (x%.2f measured)", ratio[i]);
-        }
-        used += (size_t)snprintf(line + used, sizeof(line) - used,
-                                 "%s%s %.3f ms%s", i ? ", " : "",
-                                 gcx_sparse_algos[i]->name, cost[i] * 1e3,
-                                 note);
-        if (used >= sizeof(line)) {
-            used = sizeof(line) - 1;
-        }
-    }
-    gcx_info("sparse allreduce #%u: N %zu, P %d, nnz sum %zu max %zu, topk "
-             "%zu, alpha %.1f us, beta %.3f Gbit/s, merge %.1f ns/pair -> %s%s "
-             "(model: %s)",
-             t->super.seq, t->N, t->super.comm->size, t->nnz_sum, t->nnz_max,
-             t->topk, t->alpha * 1e6, 8.0 / t->beta / 1e9, t->gamma * 1e9,
-             gcx_sparse_algos[best]->name,
-             explore ? " (to measure it)" : "", line);
-}
-
-/*
- * The cheapest by the corrected model. With feedback, explore first: while
- * the cheapest is measured but an algorithm within GCX_SPARSE_FB_EXPLORE of
- * it has fewer than GCX_SPARSE_FB_SAMPLES records (none: never run, or its
- * ratio expired), run that one (the cheapest such first), so an algorithm
- * the model overrates gets measured too, once per expiry period, and one
- * slow first call does not rule a contender out (at 0.01% on the emulated
- * cluster a single allgather call in slow start left auto on recursive
- * doubling, 1.35-1.44 ms against allgather's 1.13-1.16). Reads only state
- * every rank has alike.
- */
-static const gcx_sparse_algo_t *gcx_sparse_select(gcx_sparse_task_t *t)
-{
-    const gcx_sparse_comm_state_t *e  = gcx_sparse_state(t->super.comm);
-    double model[GCX_SPARSE_NALGOS], ratio[GCX_SPARSE_NALGOS];
-    double cost[GCX_SPARSE_NALGOS];
-    int    bucket[GCX_SPARSE_NALGOS], count[GCX_SPARSE_NALGOS];
-    int    fb = gcx_sparse_feedback_on(t);
-    size_t i, best = 0;
-    int    explore = -1;
-
-    for (i = 0; i < GCX_SPARSE_NALGOS; ++i) {
-        model[i]  = gcx_sparse_algos[i]->cost(t);
-        bucket[i] = gcx_sparse_fb_bucket(model[i]);
-        ratio[i]  = 0;
-        count[i]  = 0;
-        if (fb) {
-            count[i] = gcx_sparse_fb_count(&e->fb, i, bucket[i]);
-            ratio[i] = gcx_sparse_fb_ratio(&e->fb, i, bucket[i]);
-        }
-        cost[i]   = ratio[i] > 0 ? model[i] * ratio[i] : model[i];
-        if (cost[i] < cost[best]) {
-            best = i;
-        }
-    }
-    for (i = 0; fb && ratio[best] > 0 && i < GCX_SPARSE_NALGOS; ++i) {
-        if (i != best && count[i] < GCX_SPARSE_FB_SAMPLES &&
-            cost[i] <= GCX_SPARSE_FB_EXPLORE * cost[best] &&
-            (explore < 0 || cost[i] < cost[explore])) {
-            explore = (int)i;
-        }
-    }
-    if (explore >= 0) {
-        best = (size_t)explore;
-    }
-    t->fb_algo   = (int)best + 1;
-    t->fb_bucket = bucket[best];
-    t->fb_model  = model[best];
-    if (GCX_LOG_INFO <= gcx_log_level_current) { /* not on the hot path */
-        gcx_sparse_log_choice(t, best, explore >= 0, cost, ratio);
-    }
-    return gcx_sparse_algos[best];
 }
 
 /* ---- epilogue ------------------------------------------------------------- */
@@ -807,7 +237,7 @@ static void gcx_sparse_progress(gcx_task_t *task)
                     t->nnz_max = t->nnz[r];
                 }
             }
-            gcx_sparse_fb_fold(t);
+            gcx_sparse_fb_fold_info(t);
             t->union_est = 0; /* sketches are only sent for auto */
             if (t->sketched) {
                 gcx_sparse_comm_state_t *e = gcx_sparse_state(task->comm);

@@ -24,6 +24,8 @@
 #define GCX_SPARSE_ALLREDUCE_H
 
 #include "coll/coll.h"
+#include "feedback.h"
+#include "model.h"
 
 #include <gcx/sparse.h>
 #include <stdint.h>
@@ -39,8 +41,8 @@ typedef struct gcx_sparse_algo {
     int         id; /* GCX_SPARSE_ALGO value */
     const char *name;
     const char *desc;
-    /** Predicted seconds from the exchanged sizes (same on every rank). */
-    double (*cost)(const gcx_sparse_task_t *t);
+    /** Predicted seconds (model.h; the same on every rank). */
+    double (*cost)(const gcx_sparse_model_t *m);
     /** Start (allocate, post); sets t->super.status on failure. */
     void (*start)(gcx_sparse_task_t *t);
     /** Bounded work: 1 done (result set), 0 in progress, -1 failed. */
@@ -164,9 +166,6 @@ void gcx_sparse_topk_local(gcx_sparse_topk_t *sel, size_t k,
                            const float *val, size_t n, int64_t *gt,
                            int64_t *take);
 
-/** Estimated union size of the given ranks, independent supports. */
-double gcx_sparse_union_estimate(const gcx_sparse_task_t *t, double nranks);
-
 /*
  * Union-size sketch (KMV, "k minimum values"): the GCX_SPARSE_SKETCH
  * smallest 64-bit hashes of a rank's indices, ascending, padded with
@@ -182,10 +181,8 @@ void gcx_sparse_sketch(const uint32_t *idx, size_t n, int64_t *sketch);
 /* Union size of P ranks from their sketches at @p stride int64 apart. */
 double gcx_sparse_sketch_union(const int64_t *sketches, int P, size_t stride);
 
-/* Feedback record after the sketch in each info record: the last auto
- * call's algorithm + 1, bucket, modelled ns, measured ns, and a hash of the
- * sender's ratio table (sparse_allreduce.c, "Feedback"). */
-#define GCX_SPARSE_FB_LEN 5
+/* Feedback record after the sketch in each info record (feedback.h:
+ * GCX_SPARSE_FB_LEN int64). */
 #define GCX_SPARSE_INFO_SKETCH(_P) (1 + (size_t)(_P))
 #define GCX_SPARSE_INFO_FB(_P)     (1 + (size_t)(_P) + GCX_SPARSE_SKETCH)
 #define GCX_SPARSE_INFO_LEN(_P)    (GCX_SPARSE_INFO_FB(_P) + GCX_SPARSE_FB_LEN)
@@ -211,9 +208,68 @@ double gcx_sparse_measure_merge(void);
 void gcx_sparse_split_start(gcx_sparse_task_t *t, const size_t *bounds);
 int  gcx_sparse_split_progress(gcx_sparse_task_t *t);
 void gcx_sparse_split_cleanup(gcx_sparse_task_t *t);
-/** Cost of the split engine for the given ranges (model). */
-double gcx_sparse_split_cost(const gcx_sparse_task_t *t, const size_t *bounds);
-/** Estimated count of rank r's entries below x, from its quantiles. */
-double gcx_sparse_rank_cdf(const gcx_sparse_task_t *t, int r, double x);
+
+/* ---- the collective's parts (sparse_allreduce.c, calibrate.c, feedback.c,
+ * select.c) ---------------------------------------------------------------- */
+
+/** The algorithm table (select.c), indexed by GCX_SPARSE_A_* (feedback.h). */
+extern const gcx_sparse_algo_t *const gcx_sparse_algos[GCX_SPARSE_NALGOS];
+
+#define GCX_SPARSE_SKETCH_EVERY 16 /* auto calls per union sketch */
+
+/* Per-communicator memory: measured α/β/γ, the feedback table and the last
+ * call's stats (comm->state, released with the communicator). */
+typedef struct gcx_sparse_comm_state {
+    double                       alpha, beta, gamma; /* 0: not measured */
+    int                          have_stats;
+    gcx_sparse_allreduce_stats_t stats;
+    gcx_sparse_fb_t              fb;
+    /* this rank's record of its last auto call, sent with the next one:
+     * algorithm index + 1 (0: none), bucket, modelled ns, measured ns */
+    int64_t                      last[GCX_SPARSE_FB_LEN - 1];
+    /* union sketches: every GCX_SPARSE_SKETCH_EVERY-th auto call (a sketch
+     * hashes every index: ~10% of a call); in between the last one's
+     * union / nnz sum stands in */
+    uint64_t                     calls;
+    double                       union_ratio;
+} gcx_sparse_comm_state_t;
+
+/* The sparse allreduce's index in every communicator's state[] (taken once
+ * from the core with gcx_comm_state_slot()); -1 when none is free. */
+int gcx_sparse_state_slot(void);
+
+/* The state of @p comm (see comm.h); NULL when never created. */
+static inline gcx_sparse_comm_state_t *gcx_sparse_state(const gcx_comm_t *comm)
+{
+    int slot = gcx_sparse_state_slot();
+
+    return slot < 0 ? NULL : comm->state[slot].data;
+}
+
+/* calibrate.c: α (s), β (s/byte) and γ (s/merged pair) into the task from
+ * the variables or the measured cache; 0 when they still have to be
+ * measured. */
+int  gcx_sparse_model_params(gcx_sparse_task_t *t);
+/* Measure them (the task's algo_state holds the calibration meanwhile). */
+void gcx_sparse_cal_start(gcx_sparse_task_t *t);
+/* 1 done (t->alpha, t->beta, t->gamma set), 0 in progress, -1 failed. */
+int  gcx_sparse_cal_progress(gcx_sparse_task_t *t);
+typedef struct gcx_sparse_cal gcx_sparse_cal_t;
+void gcx_sparse_cal_free(gcx_sparse_cal_t *cal);
+
+/* feedback.c, the task's side of the table (feedback.h): on for auto
+ * calls with GCX_SPARSE_FEEDBACK; pack this rank's record of its last call
+ * into the info record (and spend it); fold every rank's from the
+ * exchanged info; keep this call's for the next. */
+int  gcx_sparse_feedback_on(const gcx_sparse_task_t *t);
+void gcx_sparse_fb_pack(gcx_sparse_task_t *t, int64_t *rec);
+void gcx_sparse_fb_fold_info(gcx_sparse_task_t *t);
+void gcx_sparse_fb_record(gcx_sparse_task_t *t);
+
+/* select.c: the model's inputs from a task's exchanged info; the row of
+ * GCX_SPARSE_ALGO id @p id; auto's choice for a task (sets its fb_*). */
+void gcx_sparse_task_model(const gcx_sparse_task_t *t, gcx_sparse_model_t *m);
+const gcx_sparse_algo_t *gcx_sparse_find(int id);
+const gcx_sparse_algo_t *gcx_sparse_select(gcx_sparse_task_t *t);
 
 #endif

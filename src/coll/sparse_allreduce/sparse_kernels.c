@@ -1,7 +1,7 @@
 /*
  * sparse_kernels.c - local kernels of the sparse allreduce: sorted
  * merge-sum, tree merge of many lists, scatter into dense, message parsing,
- * radix top-k selection and the union-size estimate of the cost model.
+ * radix top-k selection and the union-size sketch of the cost model.
  *
  * Cost: merge2 is one pass over both inputs (O(an + bn)); a tree merge of
  * nl lists of total n pairs is ceil(log2 nl) passes. Top-k selection reads
@@ -16,7 +16,6 @@
 
 #include "core/time.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
@@ -381,33 +380,4 @@ double gcx_sparse_sketch_union(const int64_t *sketches, int P, size_t stride)
     }
     return (double)(GCX_SPARSE_SKETCH - 1) /
            ((double)all[GCX_SPARSE_SKETCH - 1] / 18446744073709551616.0);
-}
-
-/*
- * Union of nranks of the P ranks' supports. With the sketch estimate K of
- * all P: linear in the ranks, k_avg·(1 + (r-1)·u) with u = (K/k_avg - 1) /
- * (P-1), exact for supports that share a fixed part and draw the rest at
- * random (u = the fraction each rank adds). Without it (no sketch): random
- * independent supports, N·(1 - (1-d)^r).
- */
-double gcx_sparse_union_estimate(const gcx_sparse_task_t *t, double nranks)
-{
-    double d, kavg, u, K;
-    int    P = t->super.comm->size;
-
-    if (t->N == 0) {
-        return 0;
-    }
-    if (t->union_est > 0 && P > 1 && t->nnz_sum > 0) {
-        kavg = (double)t->nnz_sum / P;
-        u    = (t->union_est / kavg - 1.0) / (P - 1);
-        u    = u < 0 ? 0 : u > 1 ? 1 : u;
-        K    = kavg * (1.0 + (nranks - 1.0) * u);
-        return K < (double)t->N ? K : (double)t->N;
-    }
-    d = (double)t->nnz_sum / ((double)t->super.comm->size * (double)t->N);
-    if (d >= 1) {
-        return (double)t->N;
-    }
-    return (double)t->N * (1.0 - pow(1.0 - d, nranks));
 }

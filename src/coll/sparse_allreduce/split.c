@@ -25,7 +25,6 @@
  */
 #include "sparse_allreduce.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,63 +66,6 @@ typedef struct gcx_sparse_split {
 static const gcx_task_ops_t gcx_sparse_split_pseudo_ops = {
     .name = "sparse allreduce (split, top-k)",
 };
-
-double gcx_sparse_rank_cdf(const gcx_sparse_task_t *t, int r, double x)
-{
-    int           P = t->super.comm->size, j;
-    const int64_t *q = t->info + (size_t)r * t->info_len + 2;
-    double        n = (double)t->nnz[r], x0 = 0, y0 = 0, x1, y1;
-
-    for (j = 1; j <= P; ++j) {
-        x1 = j < P ? (double)q[j - 1] : (double)t->N;
-        y1 = j < P ? floor((double)j * n / P) : n;
-        if (x < x1) {
-            return x1 > x0 ? y0 + (y1 - y0) * (x - x0) / (x1 - x0) : y0;
-        }
-        x0 = x1;
-        y0 = y1;
-    }
-    return n;
-}
-
-double gcx_sparse_split_cost(const gcx_sparse_task_t *t, const size_t *bounds)
-{
-    int    P = t->super.comm->size, r, j;
-    double load_max = 0, send_max, kj_max = 0, width_max = 0, K, a = t->alpha;
-    double cost;
-
-    K = gcx_sparse_union_estimate(t, P);
-    if (t->topk > 0 && (double)t->topk < K) {
-        K = (double)t->topk;
-    }
-    for (j = 0; j < P; ++j) {
-        double load = 0, w = (double)(bounds[j + 1] - bounds[j]);
-
-        for (r = 0; r < P; ++r) {
-            load += gcx_sparse_rank_cdf(t, r, (double)bounds[j + 1]) -
-                    gcx_sparse_rank_cdf(t, r, (double)bounds[j]);
-        }
-        load_max = load > load_max ? load : load_max;
-        if (t->nnz_sum > 0 && K * load / (double)t->nnz_sum > kj_max) {
-            kj_max = K * load / (double)t->nnz_sum;
-        }
-        width_max = w > width_max ? w : width_max;
-    }
-    send_max = (double)t->nnz_max * (P - 1) / P;
-    cost = (P - 1) * a + 8.0 * t->beta *
-                             fmax(send_max, load_max * (P - 1) / P);
-    /* the owner's tree merge of the P slices of its range */
-    cost += t->gamma * kj_max * ceil(log2((double)P));
-    if (t->dense_only && 8.0 * K >= 4.0 * (double)t->N) {
-        cost += 3 * (P - 1) * a + t->beta * (P - 1) * 4.0 * width_max;
-    } else {
-        cost += 3 * (P - 1) * a + t->beta * (P - 1) * 8.0 * kj_max;
-    }
-    if (t->topk > 0) {
-        cost += 4 * (ceil(log2(P)) + 2) * (a + t->beta * P * 2048.0);
-    }
-    return cost;
-}
 
 void gcx_sparse_split_cleanup(gcx_sparse_task_t *t)
 {
@@ -516,31 +458,24 @@ int gcx_sparse_split_progress(gcx_sparse_task_t *t)
 
 /* ---- split by even index ranges ------------------------------------------ */
 
-static void gcx_sparse_split_even_bounds(const gcx_sparse_task_t *t,
-                                         size_t *bounds)
+void gcx_sparse_even_bounds(const gcx_sparse_model_t *m, size_t *bounds)
 {
-    int    P = t->super.comm->size, j;
+    int    P = m->P, j;
     size_t len;
 
     for (j = 0; j < P; ++j) {
-        gcx_coll_block(t->N, P, j, &bounds[j], &len);
+        gcx_coll_block(m->N, P, j, &bounds[j], &len);
     }
-    bounds[P] = t->N;
-}
-
-static double gcx_sparse_split_even_cost(const gcx_sparse_task_t *t)
-{
-    size_t bounds[GCX_SPARSE_MAX_RANKS + 1];
-
-    gcx_sparse_split_even_bounds(t, bounds);
-    return gcx_sparse_split_cost(t, bounds);
+    bounds[P] = m->N;
 }
 
 static void gcx_sparse_split_even_start(gcx_sparse_task_t *t)
 {
-    size_t bounds[GCX_SPARSE_MAX_RANKS + 1];
+    size_t             bounds[GCX_SPARSE_MAX_RANKS + 1];
+    gcx_sparse_model_t m;
 
-    gcx_sparse_split_even_bounds(t, bounds);
+    gcx_sparse_task_model(t, &m);
+    gcx_sparse_even_bounds(&m, bounds);
     gcx_sparse_split_start(t, bounds);
 }
 
@@ -549,7 +484,7 @@ const gcx_sparse_algo_t gcx_sparse_algo_split = {
     .name     = "split",
     .desc     = "sparse reduce-scatter over N/P index ranges + sparse or "
                 "dense allgather",
-    .cost     = gcx_sparse_split_even_cost,
+    .cost     = gcx_sparse_cost_split, /* select.c */
     .start    = gcx_sparse_split_even_start,
     .progress = gcx_sparse_split_progress,
     .cleanup  = gcx_sparse_split_cleanup,
