@@ -44,7 +44,8 @@ int gcx_coll_req_state(gcx_task_t *task, gcx_tl_req_t *req, int peer,
             gcx_error("%s #%u: rank %d sent %zu bytes, %zu expected",
                       task->name, task->seq, peer, req->length,
                       expected);
-            task->status = GCX_ERR_MISMATCH;
+            task->status                  = GCX_ERR_MISMATCH;
+            task->comm->transfer_mismatch = 1;
             return -1;
         }
         return 1;
@@ -60,6 +61,7 @@ int gcx_coll_req_state(gcx_task_t *task, gcx_tl_req_t *req, int peer,
         if (req->status == GCX_ERR_MISMATCH) {
             gcx_error("%s #%u: rank %d sent more than the %zu bytes "
                       "expected", task->name, task->seq, peer, expected);
+            task->comm->transfer_mismatch = 1;
         }
         task->status = req->status;
         return -1;

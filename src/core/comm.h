@@ -43,6 +43,10 @@ struct gcx_comm {
     gcx_context_t    *ctx;    /* the process's context, shared */
     gcx_comm_t       *ctx_prev, *ctx_next;
     gcx_task_t       *p2p;    /* point-to-point requests in flight */
+    /* a collective's transfer got another size than expected (ranks out of
+     * step without GCX_CHECK_ARGS): its other transfers may still be in
+     * flight, so the mismatch fails the communicator */
+    int               transfer_mismatch;
 };
 
 /**

@@ -102,7 +102,8 @@ int gcx_comm_queue_progress(gcx_comm_t *comm)
             comm->tail = NULL;
         }
         task->next = NULL;
-        if (task->status < 0 && task->status != GCX_ERR_MISMATCH) {
+        if (task->status < 0 && (task->status != GCX_ERR_MISMATCH ||
+                                 comm->transfer_mismatch)) {
             gcx_comm_fail(comm, task->status);
             break;
         }

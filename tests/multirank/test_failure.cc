@@ -82,4 +82,33 @@ TEST(Failure, RankSleepsPastTimeout)
     expect_failed_in_time(status, seconds_since(t0));
 }
 
+TEST(Failure, OutOfStepWithoutChecks)
+{
+    ASSERT_GE(world_size(), 2);
+    // without the argument check, rank 0 sends blocks longer than the others
+    // expect: the ranks that see it fail the communicator at once (the
+    // transfers still in flight are cancelled before the call returns), the
+    // others fail or finish; nobody hangs, nothing touches freed requests
+    gcx_comm_t *comm = make_comm({{"CHECK_ARGS", "n"}});
+    ASSERT_NE(nullptr, comm);
+    const size_t n = 300000, mine = n + (world_rank() == 0 ? 4096 : 0);
+    auto         t0 = std::chrono::steady_clock::now();
+    gcx_status_t status;
+    {
+        std::vector<float> in(mine, 1.0f), out(n * world_size() + 8192);
+        status = gcx_allgather(comm, in.data(), out.data(), mine, GCX_DT_F32,
+                               nullptr);
+    } // the buffers are gone, as in a program that moved on
+    printf("rank %d: out-of-step allgather: '%s' after %.2f s\n",
+           world_rank(), gcx_strerror(status), seconds_since(t0));
+    std::vector<float> in(n, 1.0f), out(n * world_size());
+    gcx_status_t again = gcx_allgather(comm, in.data(), out.data(), n,
+                                       GCX_DT_F32, nullptr);
+    if (status != GCX_OK) {
+        EXPECT_EQ(status, again) << "the communicator must stay failed";
+    }
+    EXPECT_LT(seconds_since(t0), 2 * timeout_s() + 10);
+    gcx_comm_destroy(comm);
+}
+
 } // namespace
