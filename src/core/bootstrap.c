@@ -8,8 +8,8 @@
  * dies during creation gives GCX_ERR_TIMEOUT or GCX_ERR_PEER, not a hang.
  */
 #include "bootstrap.h"
-#include "log.h"
-#include "time.h"
+#include "base/log.h"
+#include "base/time.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

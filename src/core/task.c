@@ -15,8 +15,8 @@
  */
 #include "task.h"
 #include "comm.h"
-#include "log.h"
-#include "time.h"
+#include "base/log.h"
+#include "base/time.h"
 
 #include <sched.h>
 #include <stdlib.h>

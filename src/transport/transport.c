@@ -2,7 +2,7 @@
  * transport.c - maps GCX_TRANSPORT to an ops table.
  */
 #include "transport.h"
-#include "core/config.h"
+#include "base/config.h"
 
 const gcx_tl_ops_t *gcx_tl_ops_find(int transport)
 {

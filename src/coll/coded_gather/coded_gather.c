@@ -62,7 +62,7 @@
  * leave undecodable fail at once.
  */
 #include "coded_int.h"
-#include "core/time.h"
+#include "base/time.h"
 
 #include <math.h>
 #include <stdlib.h>

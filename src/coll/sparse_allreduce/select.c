@@ -16,7 +16,7 @@
  */
 #include "sparse_allreduce.h"
 
-#include "core/config.h"
+#include "base/config.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -25,8 +25,8 @@
  */
 #include "sparse_allreduce.h"
 
-#include "core/config.h"
-#include "core/time.h"
+#include "base/config.h"
+#include "base/time.h"
 
 #include <pthread.h>
 #include <stdlib.h>

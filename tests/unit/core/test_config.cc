@@ -5,7 +5,7 @@
 #include <string>
 
 extern "C" {
-#include "core/config.h"
+#include "base/config.h"
 }
 
 namespace {

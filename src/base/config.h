@@ -8,8 +8,8 @@
  * accepted), by gcx-info to print every variable, and to generate the
  * README's table. Adding a variable = one field below + one row.
  */
-#ifndef GCX_CORE_CONFIG_H
-#define GCX_CORE_CONFIG_H
+#ifndef GCX_BASE_CONFIG_H
+#define GCX_BASE_CONFIG_H
 
 #include <gcx/gcx.h>
 #include <stddef.h>
