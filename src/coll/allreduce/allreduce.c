@@ -10,6 +10,7 @@
  * perf/coll/RESULTS.md);
  * GCX_ALLREDUCE_ALGO forces one. A new algorithm = one file + one row.
  */
+#include "allreduce.h"
 #include "coll/coll.h"
 
 
@@ -25,6 +26,25 @@ typedef struct gcx_allreduce_algo {
     const char               *desc;
     gcx_allreduce_create_fn_t create;
 } gcx_allreduce_algo_t;
+
+/* The algorithms' one table of names (indexed by id): the GCX_ALLREDUCE_ALGO
+ * row's accepted values, the selection's result and the log lines. */
+const gcx_config_value_t gcx_allreduce_algo_names[] = {
+    [GCX_ALLREDUCE_ALGO_AUTO] = {GCX_ALLREDUCE_ALGO_AUTO, "auto",
+                                 "by size and P (GCX_ALLREDUCE_SMALL_MSG, "
+                                 "GCX_ALLREDUCE_LARGE_MSG)"},
+    [GCX_ALLREDUCE_ALGO_RECURSIVE_DOUBLING] =
+        {GCX_ALLREDUCE_ALGO_RECURSIVE_DOUBLING, "recursive_doubling",
+         "log2(P) full-vector exchanges; small messages"},
+    [GCX_ALLREDUCE_ALGO_RING] =
+        {GCX_ALLREDUCE_ALGO_RING, "ring",
+         "pipelined ring reduce-scatter + allgather; large messages"},
+    [GCX_ALLREDUCE_ALGO_RABENSEIFNER] =
+        {GCX_ALLREDUCE_ALGO_RABENSEIFNER, "rabenseifner",
+         "recursive halving reduce-scatter + recursive doubling allgather; "
+         "medium messages"},
+    {0, NULL, NULL},
+};
 
 static const gcx_allreduce_algo_t gcx_allreduce_algos[] = {
     {GCX_ALLREDUCE_ALGO_RECURSIVE_DOUBLING, "recursive_doubling",
@@ -96,3 +116,24 @@ gcx_status_t gcx_allreduce(gcx_comm_t *comm, const void *sendbuf,
     signature.op    = op;
     return gcx_coll_submit_checked(comm, task, &signature, req_p);
 }
+
+/* ---- configuration rows (registered into base's one table) -------------- */
+
+static const gcx_config_entry_t gcx_allreduce_config_rows[] = {
+    {"ALLREDUCE_ALGO", GCX_CONFIG_ENUM, "auto",
+     "Dense allreduce algorithm; auto: recursive doubling up to "
+     "GCX_ALLREDUCE_SMALL_MSG bytes, Rabenseifner (recursive halving + "
+     "doubling) up to GCX_ALLREDUCE_LARGE_MSG with more than 2 ranks, "
+     "pipelined ring above",
+     offsetof(struct gcx_config, allreduce_algo), 0, 0,
+     gcx_allreduce_algo_names},
+    {"ALLREDUCE_SMALL_MSG", GCX_CONFIG_SIZE, "64K",
+     "Largest message (bytes) for which auto picks recursive doubling",
+     offsetof(struct gcx_config, allreduce_small_msg), 0, 1e15, NULL},
+    {"ALLREDUCE_LARGE_MSG", GCX_CONFIG_SIZE, "2M",
+     "Largest message (bytes) for which auto picks Rabenseifner (with more "
+     "than 2 ranks); the pipelined ring above",
+     offsetof(struct gcx_config, allreduce_large_msg), 0, 1e15, NULL},
+};
+GCX_CONFIG_REGISTER(GCX_CONFIG_LAYER_COLL, "coll/allreduce",
+                    gcx_allreduce_config_rows)

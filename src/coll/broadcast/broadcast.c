@@ -4,6 +4,7 @@
  * auto: binomial tree up to GCX_BCAST_SMALL_MSG bytes (latency), pipelined
  * chain above (bandwidth); GCX_BCAST_ALGO forces one.
  */
+#include "broadcast.h"
 #include "coll/coll.h"
 
 typedef gcx_task_t *(*gcx_broadcast_create_fn_t)(gcx_comm_t *comm,
@@ -16,6 +17,18 @@ typedef struct gcx_broadcast_algo {
     const char               *desc;
     gcx_broadcast_create_fn_t create;
 } gcx_broadcast_algo_t;
+
+/* The algorithms' one table of names (indexed by id): the GCX_BCAST_ALGO
+ * row's accepted values, the selection's result and the log lines. */
+const gcx_config_value_t gcx_broadcast_algo_names[] = {
+    [GCX_BCAST_ALGO_AUTO]     = {GCX_BCAST_ALGO_AUTO, "auto",
+                                 "by size (GCX_BCAST_SMALL_MSG)"},
+    [GCX_BCAST_ALGO_BINOMIAL] = {GCX_BCAST_ALGO_BINOMIAL, "binomial",
+                                 "binomial tree; small messages"},
+    [GCX_BCAST_ALGO_CHAIN]    = {GCX_BCAST_ALGO_CHAIN, "chain",
+                                 "pipelined chain; large messages"},
+    {0, NULL, NULL},
+};
 
 static const gcx_broadcast_algo_t gcx_broadcast_algos[] = {
     {GCX_BCAST_ALGO_BINOMIAL, "binomial", "binomial tree; small messages",
@@ -59,3 +72,17 @@ gcx_status_t gcx_broadcast(gcx_comm_t *comm, void *buf, size_t count,
     signature.root  = root;
     return gcx_coll_submit_checked(comm, task, &signature, req_p);
 }
+
+/* ---- configuration rows (registered into base's one table) -------------- */
+
+static const gcx_config_entry_t gcx_broadcast_config_rows[] = {
+    {"BCAST_ALGO", GCX_CONFIG_ENUM, "auto",
+     "Broadcast algorithm; auto: binomial tree up to GCX_BCAST_SMALL_MSG "
+     "bytes, pipelined chain above",
+     offsetof(struct gcx_config, bcast_algo), 0, 0, gcx_broadcast_algo_names},
+    {"BCAST_SMALL_MSG", GCX_CONFIG_SIZE, "256K",
+     "Largest message (bytes) for which auto picks the binomial tree",
+     offsetof(struct gcx_config, bcast_small_msg), 0, 1e15, NULL},
+};
+GCX_CONFIG_REGISTER(GCX_CONFIG_LAYER_COLL, "coll/broadcast",
+                    gcx_broadcast_config_rows)

@@ -382,26 +382,24 @@ static int gcx_sparse_input_ok(const gcx_comm_t *comm,
     return 1;
 }
 
-/* The call's algorithm: opts->algo by name, one of GCX_SPARSE_ALGO's values
- * (their index is the GCX_SPARSE_ALGO_* id), else the communicator's
- * GCX_SPARSE_ALGO; -1 and an error naming the choices for an unknown name. */
+/* The call's algorithm: opts->algo by name, one of gcx_sparse_algo_names,
+ * else the communicator's GCX_SPARSE_ALGO; -1 and an error naming the
+ * choices for an unknown name. */
 static int gcx_sparse_algo_id(const gcx_comm_t *comm,
                               const gcx_sparse_allreduce_opts_t *opts)
 {
-    const gcx_config_entry_t *entry;
-    char                      accepted[256];
-    int                       i;
+    char accepted[256];
+    int  i;
 
     if (opts == NULL || opts->algo == NULL) {
         return comm->config.sparse_algo;
     }
-    entry = gcx_config_find("SPARSE_ALGO");
-    for (i = 0; gcx_config_enum_name(entry, i) != NULL; ++i) {
-        if (!strcmp(opts->algo, gcx_config_enum_name(entry, i))) {
-            return i;
+    for (i = 0; gcx_sparse_algo_names[i].name != NULL; ++i) {
+        if (!strcmp(opts->algo, gcx_sparse_algo_names[i].name)) {
+            return gcx_sparse_algo_names[i].id;
         }
     }
-    gcx_config_accepted(entry, accepted, sizeof(accepted));
+    gcx_config_value_list(gcx_sparse_algo_names, accepted, sizeof(accepted));
     gcx_error("gcx_sparse_allreduce: unknown algorithm '%s' in opts->algo "
               "(accepted: %s)", opts->algo, accepted);
     return -1;
