@@ -80,11 +80,12 @@ gcx_status_t gcx_gravac_params_from_config(const gcx_config_t *config,
         "GRAVAC_THETA_MIN", "GRAVAC_THETA_MAX", "GRAVAC_EPSILON",
         "GRAVAC_OMEGA",     "GRAVAC_WINDOW",    "GRAVAC_SCALE",
         "GRAVAC_RATIO",     "GRAVAC_ALPHA"};
-    double              v[sizeof(names) / sizeof(names[0])];
-    char                policy[32];
-    gcx_gravac_params_t p;
-    gcx_status_t        status;
-    size_t              i;
+    double                    v[sizeof(names) / sizeof(names[0])];
+    char                      policy[32];
+    const gcx_config_value_t *named;
+    gcx_gravac_params_t       p;
+    gcx_status_t              status;
+    size_t                    i;
 
     if (config == NULL || params == NULL) {
         return GCX_ERR_INVALID;
@@ -108,13 +109,11 @@ gcx_status_t gcx_gravac_params_from_config(const gcx_config_t *config,
     p.scale     = v[5];
     p.ratio     = v[6];
     p.alpha     = v[7];
-    if (!strcmp(policy, "exponential")) {
-        p.policy = GCX_GRAVAC_POLICY_EXPONENTIAL;
-    } else if (!strcmp(policy, "geometric")) {
-        p.policy = GCX_GRAVAC_POLICY_GEOMETRIC;
-    } else {
+    named = gcx_config_value_find(gcx_gravac_policy_names, policy);
+    if (named == NULL) {
         return GCX_ERR_INVALID;
     }
+    p.policy = (gcx_gravac_policy_t)named->id;
     status = gcx_gravac_params_check(&p);
     if (status != GCX_OK) {
         return status;

@@ -59,13 +59,7 @@ const gcx_config_value_t gcx_gravac_policy_names[] = {
 
 const char *gcx_gravac_policy_name(gcx_gravac_policy_t policy)
 {
-    switch (policy) {
-    case GCX_GRAVAC_POLICY_EXPONENTIAL:
-        return "exponential";
-    case GCX_GRAVAC_POLICY_GEOMETRIC:
-        return "geometric";
-    }
-    return "?";
+    return gcx_config_value_name(gcx_gravac_policy_names, (int)policy);
 }
 
 gcx_status_t gcx_gravac_candidates(const gcx_gravac_params_t *params,

@@ -11,13 +11,6 @@ typedef gcx_task_t *(*gcx_broadcast_create_fn_t)(gcx_comm_t *comm,
                                                  void *buf, size_t bytes,
                                                  int root);
 
-typedef struct gcx_broadcast_algo {
-    int                       id; /* GCX_BCAST_ALGO value */
-    const char               *name;
-    const char               *desc;
-    gcx_broadcast_create_fn_t create;
-} gcx_broadcast_algo_t;
-
 /* The algorithms' one table of names (indexed by id): the GCX_BCAST_ALGO
  * row's accepted values, the selection's result and the log lines. */
 const gcx_config_value_t gcx_broadcast_algo_names[] = {
@@ -30,11 +23,10 @@ const gcx_config_value_t gcx_broadcast_algo_names[] = {
     {0, NULL, NULL},
 };
 
-static const gcx_broadcast_algo_t gcx_broadcast_algos[] = {
-    {GCX_BCAST_ALGO_BINOMIAL, "binomial", "binomial tree; small messages",
-     gcx_broadcast_binomial_create},
-    {GCX_BCAST_ALGO_CHAIN, "chain", "pipelined chain; large messages",
-     gcx_broadcast_chain_create},
+/* what runs each id but auto */
+static const gcx_broadcast_create_fn_t gcx_broadcast_create[] = {
+    [GCX_BCAST_ALGO_BINOMIAL] = gcx_broadcast_binomial_create,
+    [GCX_BCAST_ALGO_CHAIN]    = gcx_broadcast_chain_create,
 };
 
 gcx_status_t gcx_broadcast(gcx_comm_t *comm, void *buf, size_t count,
@@ -42,7 +34,7 @@ gcx_status_t gcx_broadcast(gcx_comm_t *comm, void *buf, size_t count,
 {
     gcx_coll_signature_t signature = {0};
     gcx_task_t          *task;
-    size_t               bytes, i;
+    size_t               bytes;
     int                  id;
 
     if (comm == NULL || gcx_dtype_size(dtype) == 0 || root < 0 ||
@@ -58,11 +50,9 @@ gcx_status_t gcx_broadcast(gcx_comm_t *comm, void *buf, size_t count,
         id = bytes <= comm->config.bcast_small_msg ? GCX_BCAST_ALGO_BINOMIAL :
                                                      GCX_BCAST_ALGO_CHAIN;
     }
-    for (i = 0; gcx_broadcast_algos[i].id != id; ++i) {
-    }
     gcx_debug("broadcast #%u: %zu bytes from %d -> %s", comm->seq, bytes, root,
-              gcx_broadcast_algos[i].name);
-    task = gcx_broadcast_algos[i].create(comm, buf, bytes, root);
+              gcx_broadcast_algo_names[id].name);
+    task = gcx_broadcast_create[id](comm, buf, bytes, root);
     if (task == NULL) {
         return GCX_ERR_NOMEM;
     }

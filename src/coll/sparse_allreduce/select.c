@@ -286,7 +286,7 @@ static void gcx_sparse_log_choice(const gcx_sparse_task_t *t,
         }
         used += (size_t)snprintf(line + used, sizeof(line) - used,
                                  "%s%s %.3f ms%s", i ? ", " : "",
-                                 gcx_sparse_algos[i]->name, c->cost[i] * 1e3,
+                                 gcx_sparse_algo_names[gcx_sparse_algos[i]->id].name, c->cost[i] * 1e3,
                                  note);
         if (used >= sizeof(line)) {
             used = sizeof(line) - 1;
@@ -297,7 +297,7 @@ static void gcx_sparse_log_choice(const gcx_sparse_task_t *t,
              "(model: %s)",
              t->super.seq, t->N, t->super.comm->size, t->nnz_sum, t->nnz_max,
              t->topk, t->alpha * 1e6, 8.0 / t->beta / 1e9, t->gamma * 1e9,
-             gcx_sparse_algos[c->best]->name,
+             gcx_sparse_algo_names[gcx_sparse_algos[c->best]->id].name,
              c->explore ? " (to measure it)" : "", line);
 }
 

@@ -95,7 +95,7 @@ static void gcx_sparse_save_stats(gcx_sparse_task_t *t)
     gcx_sparse_comm_state_t *e = gcx_sparse_state(t->super.comm);
 
     e->have_stats       = 1;
-    e->stats.algo       = t->algo->name;
+    e->stats.algo       = gcx_sparse_algo_names[t->algo->id].name;
     e->stats.bytes_sent = t->bytes_sent;
     e->stats.result_nnz = t->union_nnz;
 }
@@ -209,7 +209,7 @@ static void gcx_sparse_start_algo(gcx_sparse_task_t *t)
         gcx_info("sparse allreduce #%u: N %zu, P %d, nnz sum %zu max %zu -> "
                  "%s (GCX_SPARSE_ALGO or the call's option)",
                  t->super.seq, t->N, t->super.comm->size, t->nnz_sum,
-                 t->nnz_max, t->algo->name);
+                 t->nnz_max, gcx_sparse_algo_names[t->algo->id].name);
     }
     t->phase = GCX_SPARSE_PHASE_ALGO;
     t->fb_t0 = gcx_time_now();

@@ -51,11 +51,10 @@ extern const gcx_config_value_t gcx_sparse_algo_names[];
 
 typedef struct gcx_sparse_task gcx_sparse_task_t;
 
-/** One row of the algorithm table. */
+/** One row of the algorithm table; its name and description are
+ *  gcx_sparse_algo_names[id]. */
 typedef struct gcx_sparse_algo {
     int         id; /* GCX_SPARSE_ALGO value */
-    const char *name;
-    const char *desc;
     /** Predicted seconds (model.h; the same on every rank). */
     double (*cost)(const gcx_sparse_model_t *m);
     /** Start (allocate, post); sets t->super.status on failure. */
