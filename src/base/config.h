@@ -26,11 +26,15 @@ typedef enum gcx_config_type {
     GCX_CONFIG_DOUBLE, /**< real number in [min, max] */
     GCX_CONFIG_BOOL,   /**< y/n, yes/no, 1/0, true/false, on/off */
     GCX_CONFIG_SIZE,   /**< bytes with optional K/M/G suffix, in [min, max] */
-    GCX_CONFIG_ENUM,   /**< one of the listed names; stored as its index */
+    GCX_CONFIG_ENUM,   /**< one of the listed names; stored as its id */
     GCX_CONFIG_STRING, /**< free text, at most GCX_CONFIG_STRING_MAX - 1 */
 } gcx_config_type_t;
 
 #define GCX_CONFIG_STRING_MAX 256
+
+/* Ids of the transport's ENUM rows, kept here next to their fields of
+ * struct gcx_config (core reads them); their names are the transport's, in
+ * src/transport/transport.c. */
 
 /* GCX_UCX_ERR_MODE values */
 enum {
