@@ -9,7 +9,7 @@
  * A bad GCX_* value in the environment makes it fail (exit 1) with the
  * same error a communicator would give.
  */
-#include "core/config.h"
+#include "base/config.h"
 
 #include <gcx/gcx.h>
 #include <stdio.h>

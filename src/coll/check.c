@@ -147,3 +147,14 @@ gcx_status_t gcx_coll_submit_checked(gcx_comm_t *comm, gcx_task_t *task,
     schedule->super.name = task->name; /* logs name the collective */
     return gcx_task_submit(&schedule->super, req_p);
 }
+
+/* ---- configuration rows (registered into base's one table) -------------- */
+
+static const gcx_config_entry_t gcx_check_config_rows[] = {
+    {"CHECK_ARGS", GCX_CONFIG_BOOL, "y",
+     "Verify before each collective that all ranks passed the same counts, "
+     "types, operation and root (one small exchange); mismatches fail with "
+     "GCX_ERR_MISMATCH on every rank",
+     offsetof(struct gcx_config, check_args), 0, 0, NULL},
+};
+GCX_CONFIG_REGISTER(GCX_CONFIG_LAYER_COLL, "coll/check", gcx_check_config_rows)

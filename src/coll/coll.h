@@ -7,7 +7,7 @@
 #define GCX_COLL_H
 
 #include "core/comm.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/task.h"
 #include "reduce.h"
 

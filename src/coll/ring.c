@@ -318,3 +318,12 @@ gcx_task_t *gcx_ring_rs_block_create(gcx_comm_t *comm, void *out,
     }
     return task;
 }
+
+/* ---- configuration rows (registered into base's one table) -------------- */
+
+static const gcx_config_entry_t gcx_ring_config_rows[] = {
+    {"PIPELINE_CHUNK", GCX_CONFIG_SIZE, "512K",
+     "Chunk size (bytes) of pipelined algorithms (ring, chain)",
+     offsetof(struct gcx_config, pipeline_chunk), 4096, 1 << 30, NULL},
+};
+GCX_CONFIG_REGISTER(GCX_CONFIG_LAYER_COLL, "coll/ring", gcx_ring_config_rows)

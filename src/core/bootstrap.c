@@ -8,12 +8,13 @@
  * dies during creation gives GCX_ERR_TIMEOUT or GCX_ERR_PEER, not a hang.
  */
 #include "bootstrap.h"
-#include "log.h"
-#include "time.h"
+#include "base/log.h"
+#include "base/time.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -535,3 +536,35 @@ void gcx_bootstrap_close(gcx_bootstrap_t *bs)
     free(bs->fds);
     free(bs);
 }
+
+/* ---- configuration rows (registered into base's one table) -------------- */
+
+static const gcx_config_entry_t gcx_bootstrap_config_rows[] = {
+    {"RANK", GCX_CONFIG_INT, "-1",
+     "Rank of this process when bootstrapping from the environment; -1: "
+     "take RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK or SLURM_PROCID",
+     offsetof(struct gcx_config, rank), -1, INT_MAX, NULL},
+    {"WORLD_SIZE", GCX_CONFIG_INT, "-1",
+     "Number of ranks when bootstrapping from the environment; -1: take "
+     "WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE or SLURM_NTASKS",
+     offsetof(struct gcx_config, world_size), -1, 1 << 16, NULL},
+    {"LOCAL_RANK", GCX_CONFIG_INT, "-1",
+     "Rank among the processes of this host (set by gcxrun; informational)",
+     offsetof(struct gcx_config, local_rank), -1, INT_MAX, NULL},
+    {"LOCAL_SIZE", GCX_CONFIG_INT, "-1",
+     "Number of processes on this host (set by gcxrun; informational)",
+     offsetof(struct gcx_config, local_size), -1, INT_MAX, NULL},
+    {"ROOT_ADDR", GCX_CONFIG_STRING, "",
+     "Host name or IPv4 address of rank 0's rendezvous; empty: MASTER_ADDR, "
+     "else the first host of SLURM_STEP_NODELIST, else 127.0.0.1",
+     offsetof(struct gcx_config, root_addr), 0, 0, NULL},
+    {"ROOT_PORT", GCX_CONFIG_INT, "0",
+     "TCP port of rank 0's rendezvous; 0: MASTER_PORT, else a port derived "
+     "from the launcher's job id (Slurm, Open MPI), else 29517",
+     offsetof(struct gcx_config, root_port), 0, 65535, NULL},
+    {"BOOTSTRAP_FD", GCX_CONFIG_INT, "-1",
+     "Listening socket inherited by rank 0 from gcxrun (internal; -1: none)",
+     offsetof(struct gcx_config, bootstrap_fd), -1, INT_MAX, NULL},
+};
+GCX_CONFIG_REGISTER(GCX_CONFIG_LAYER_CORE, "core/bootstrap",
+                    gcx_bootstrap_config_rows)

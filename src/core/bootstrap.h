@@ -10,7 +10,7 @@
 #ifndef GCX_CORE_BOOTSTRAP_H
 #define GCX_CORE_BOOTSTRAP_H
 
-#include "config.h"
+#include "base/config.h"
 
 #include <gcx/gcx.h>
 #include <stddef.h>

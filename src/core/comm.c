@@ -16,9 +16,9 @@
  */
 #include "comm.h"
 #include "bootstrap.h"
-#include "log.h"
+#include "base/log.h"
 #include "service.h"
-#include "time.h"
+#include "base/time.h"
 #include "gcx_build_config.h"
 
 #include <stdlib.h>

@@ -4,7 +4,7 @@
 #ifndef GCX_CORE_COMM_H
 #define GCX_CORE_COMM_H
 
-#include "config.h"
+#include "base/config.h"
 #include "context.h"
 #include "task.h"
 #include "transport/transport.h"

@@ -9,7 +9,7 @@
  */
 #include "context.h"
 #include "comm.h"
-#include "log.h"
+#include "base/log.h"
 
 #include <stdlib.h>
 #include <string.h>

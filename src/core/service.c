@@ -10,7 +10,7 @@
  */
 #include "service.h"
 #include "comm.h"
-#include "log.h"
+#include "base/log.h"
 #include "task.h"
 
 #include <stdlib.h>

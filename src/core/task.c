@@ -15,8 +15,8 @@
  */
 #include "task.h"
 #include "comm.h"
-#include "log.h"
-#include "time.h"
+#include "base/log.h"
+#include "base/time.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -381,3 +381,17 @@ void gcx_schedule_add(gcx_schedule_t *schedule, gcx_task_t *task)
 {
     schedule->tasks[schedule->ntasks++] = task;
 }
+
+/* ---- configuration rows (registered into base's one table) -------------- */
+
+static const gcx_config_entry_t gcx_task_config_rows[] = {
+    {"TIMEOUT", GCX_CONFIG_DOUBLE, "300",
+     "Seconds a collective (or communicator creation) may take before it "
+     "fails with GCX_ERR_TIMEOUT and the communicator is aborted",
+     offsetof(struct gcx_config, timeout), 0.001, 1e6, NULL},
+    {"PROGRESS_YIELD", GCX_CONFIG_BOOL, "y",
+     "Call sched_yield() while waiting when a progress call found nothing "
+     "to do (helps when ranks outnumber cores)",
+     offsetof(struct gcx_config, progress_yield), 0, 0, NULL},
+};
+GCX_CONFIG_REGISTER(GCX_CONFIG_LAYER_CORE, "core/task", gcx_task_config_rows)

@@ -10,7 +10,14 @@
 #ifndef GCX_GRAVAC_INT_H
 #define GCX_GRAVAC_INT_H
 
+#include "base/config.h"
+
 #include <gcx/gravac.h>
+
+/* The policies' one table of names (policy.c), indexed by
+ * gcx_gravac_policy_t, ending with a NULL name: the GCX_GRAVAC_POLICY row's
+ * accepted values, gcx_gravac_policy_name() and reading the row back. */
+extern const gcx_config_value_t gcx_gravac_policy_names[];
 
 /* CFs that can get a throughput entry: the candidates of every theta_min
  * the controller can reach. 128 covers theta_max / theta_min up to 2^64

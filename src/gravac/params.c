@@ -2,14 +2,15 @@
  * params.c - GraVAC parameters: defaults, validation, and reading the
  * GCX_GRAVAC_* variables of a configuration.
  *
- * The variables' defaults, docs and ranges live in the one config table
- * (src/core/config.c); this file reads them back through the public
- * gcx_config_get(), as any layer above the core would, and checks the
+ * The variables' rows (defaults, docs, ranges) are GraVAC's own, at the end
+ * of this file, registered into base's one config table; this file reads
+ * the values back through the public gcx_config_get() and checks the
  * combinations a single row cannot (theta_max >= theta_min). O(1).
  */
 #include "gravac_int.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,11 +80,12 @@ gcx_status_t gcx_gravac_params_from_config(const gcx_config_t *config,
         "GRAVAC_THETA_MIN", "GRAVAC_THETA_MAX", "GRAVAC_EPSILON",
         "GRAVAC_OMEGA",     "GRAVAC_WINDOW",    "GRAVAC_SCALE",
         "GRAVAC_RATIO",     "GRAVAC_ALPHA"};
-    double              v[sizeof(names) / sizeof(names[0])];
-    char                policy[32];
-    gcx_gravac_params_t p;
-    gcx_status_t        status;
-    size_t              i;
+    double                    v[sizeof(names) / sizeof(names[0])];
+    char                      policy[32];
+    const gcx_config_value_t *named;
+    gcx_gravac_params_t       p;
+    gcx_status_t              status;
+    size_t                    i;
 
     if (config == NULL || params == NULL) {
         return GCX_ERR_INVALID;
@@ -107,13 +109,11 @@ gcx_status_t gcx_gravac_params_from_config(const gcx_config_t *config,
     p.scale     = v[5];
     p.ratio     = v[6];
     p.alpha     = v[7];
-    if (!strcmp(policy, "exponential")) {
-        p.policy = GCX_GRAVAC_POLICY_EXPONENTIAL;
-    } else if (!strcmp(policy, "geometric")) {
-        p.policy = GCX_GRAVAC_POLICY_GEOMETRIC;
-    } else {
+    named = gcx_config_value_find(gcx_gravac_policy_names, policy);
+    if (named == NULL) {
         return GCX_ERR_INVALID;
     }
+    p.policy = (gcx_gravac_policy_t)named->id;
     status = gcx_gravac_params_check(&p);
     if (status != GCX_OK) {
         return status;
@@ -121,3 +121,43 @@ gcx_status_t gcx_gravac_params_from_config(const gcx_config_t *config,
     *params = p;
     return GCX_OK;
 }
+
+/* ---- configuration rows (registered into base's one table) -------------- */
+
+static const gcx_config_entry_t gcx_gravac_config_rows[] = {
+    {"GRAVAC_THETA_MIN", GCX_CONFIG_DOUBLE, "10",
+     "GraVAC: initial first-level compression factor theta_min (at most "
+     "GCX_GRAVAC_THETA_MAX)",
+     offsetof(struct gcx_config, gravac_theta_min), 1, 1e9, NULL},
+    {"GRAVAC_THETA_MAX", GCX_CONFIG_DOUBLE, "1000",
+     "GraVAC: largest effective compression factor theta_min * theta_s",
+     offsetof(struct gcx_config, gravac_theta_max), 1, 1e9, NULL},
+    {"GRAVAC_EPSILON", GCX_CONFIG_DOUBLE, "0.7",
+     "GraVAC: smallest compression gain (squared norm kept over squared "
+     "norm before) a compressed level needs to be sent; below it for both "
+     "levels the step is dense",
+     offsetof(struct gcx_config, gravac_epsilon), 1e-6, 1, NULL},
+    {"GRAVAC_OMEGA", GCX_CONFIG_DOUBLE, "0.01",
+     "GraVAC: relative tolerance for raising theta_min (gains agree) and "
+     "for settling (two best compression throughputs agree)",
+     offsetof(struct gcx_config, gravac_omega), 0, 0.999, NULL},
+    {"GRAVAC_WINDOW", GCX_CONFIG_INT, "500",
+     "GraVAC: steps between two scaling decisions",
+     offsetof(struct gcx_config, gravac_window), 1, INT_MAX, NULL},
+    {"GRAVAC_POLICY", GCX_CONFIG_ENUM, "exponential",
+     "GraVAC: how theta_s grows each window; exponential squares it "
+     "(2, 4, 16, 256), geometric multiplies it by GCX_GRAVAC_RATIO",
+     offsetof(struct gcx_config, gravac_policy), 0, 0,
+     gcx_gravac_policy_names},
+    {"GRAVAC_SCALE", GCX_CONFIG_DOUBLE, "2",
+     "GraVAC: initial second-level compression factor theta_s",
+     offsetof(struct gcx_config, gravac_scale), 1.001, 1e9, NULL},
+    {"GRAVAC_RATIO", GCX_CONFIG_DOUBLE, "2",
+     "GraVAC: ratio of the geometric policy",
+     offsetof(struct gcx_config, gravac_ratio), 1.001, 1e9, NULL},
+    {"GRAVAC_ALPHA", GCX_CONFIG_DOUBLE, "0",
+     "GraVAC: EWMA weight of the newest gain; 0: N/100 for N workers "
+     "(at most 1); 1: no smoothing",
+     offsetof(struct gcx_config, gravac_alpha), 0, 1, NULL},
+};
+GCX_CONFIG_REGISTER(GCX_CONFIG_LAYER_GRAVAC, "gravac", gcx_gravac_config_rows)

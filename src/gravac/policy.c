@@ -47,15 +47,19 @@ double gcx_gravac_cf_of(double theta_min, double theta_s, double theta_max)
     return cf >= theta_max * (1.0 - 1e-12) ? theta_max : cf;
 }
 
+const gcx_config_value_t gcx_gravac_policy_names[] = {
+    [GCX_GRAVAC_POLICY_EXPONENTIAL] = {GCX_GRAVAC_POLICY_EXPONENTIAL,
+                                       "exponential",
+                                       "theta_s <- theta_s^2"},
+    [GCX_GRAVAC_POLICY_GEOMETRIC]   = {GCX_GRAVAC_POLICY_GEOMETRIC,
+                                       "geometric",
+                                       "theta_s <- theta_s * ratio"},
+    {0, NULL, NULL},
+};
+
 const char *gcx_gravac_policy_name(gcx_gravac_policy_t policy)
 {
-    switch (policy) {
-    case GCX_GRAVAC_POLICY_EXPONENTIAL:
-        return "exponential";
-    case GCX_GRAVAC_POLICY_GEOMETRIC:
-        return "geometric";
-    }
-    return "?";
+    return gcx_config_value_name(gcx_gravac_policy_names, (int)policy);
 }
 
 gcx_status_t gcx_gravac_candidates(const gcx_gravac_params_t *params,

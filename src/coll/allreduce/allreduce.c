@@ -8,8 +8,10 @@
  * (bandwidth-optimal, chunk-pipelined) above and for 2 ranks, where both
  * have the same schedule but the ring overlaps chunks (measured in
  * perf/coll/RESULTS.md);
- * GCX_ALLREDUCE_ALGO forces one. A new algorithm = one file + one row.
+ * GCX_ALLREDUCE_ALGO forces one. A new algorithm = one file + one id
+ * (allreduce.h) + one row of each table below.
  */
+#include "allreduce.h"
 #include "coll/coll.h"
 
 
@@ -19,31 +21,35 @@ typedef gcx_task_t *(*gcx_allreduce_create_fn_t)(gcx_comm_t *comm,
                                                  gcx_dtype_t dtype,
                                                  gcx_op_t op);
 
-typedef struct gcx_allreduce_algo {
-    int                       id; /* GCX_ALLREDUCE_ALGO value */
-    const char               *name;
-    const char               *desc;
-    gcx_allreduce_create_fn_t create;
-} gcx_allreduce_algo_t;
-
-static const gcx_allreduce_algo_t gcx_allreduce_algos[] = {
-    {GCX_ALLREDUCE_ALGO_RECURSIVE_DOUBLING, "recursive_doubling",
-     "log2(P) full-vector exchanges; small messages",
-     gcx_allreduce_rd_create},
-    {GCX_ALLREDUCE_ALGO_RABENSEIFNER, "rabenseifner",
-     "recursive halving reduce-scatter + recursive doubling allgather; "
-     "medium messages",
-     gcx_allreduce_rabenseifner_create},
-    {GCX_ALLREDUCE_ALGO_RING, "ring",
-     "pipelined ring reduce-scatter + allgather; large messages",
-     gcx_allreduce_ring_create},
+/* The algorithms' one table of names (indexed by id): the GCX_ALLREDUCE_ALGO
+ * row's accepted values, the selection's result and the log lines. */
+const gcx_config_value_t gcx_allreduce_algo_names[] = {
+    [GCX_ALLREDUCE_ALGO_AUTO] = {GCX_ALLREDUCE_ALGO_AUTO, "auto",
+                                 "by size and P (GCX_ALLREDUCE_SMALL_MSG, "
+                                 "GCX_ALLREDUCE_LARGE_MSG)"},
+    [GCX_ALLREDUCE_ALGO_RECURSIVE_DOUBLING] =
+        {GCX_ALLREDUCE_ALGO_RECURSIVE_DOUBLING, "recursive_doubling",
+         "log2(P) full-vector exchanges; small messages"},
+    [GCX_ALLREDUCE_ALGO_RING] =
+        {GCX_ALLREDUCE_ALGO_RING, "ring",
+         "pipelined ring reduce-scatter + allgather; large messages"},
+    [GCX_ALLREDUCE_ALGO_RABENSEIFNER] =
+        {GCX_ALLREDUCE_ALGO_RABENSEIFNER, "rabenseifner",
+         "recursive halving reduce-scatter + recursive doubling allgather; "
+         "medium messages"},
+    {0, NULL, NULL},
 };
 
-static const gcx_allreduce_algo_t *gcx_allreduce_select(const gcx_comm_t *comm,
-                                                        size_t bytes)
+/* what runs each id but auto */
+static const gcx_allreduce_create_fn_t gcx_allreduce_create[] = {
+    [GCX_ALLREDUCE_ALGO_RECURSIVE_DOUBLING] = gcx_allreduce_rd_create,
+    [GCX_ALLREDUCE_ALGO_RING]               = gcx_allreduce_ring_create,
+    [GCX_ALLREDUCE_ALGO_RABENSEIFNER]       = gcx_allreduce_rabenseifner_create,
+};
+
+static int gcx_allreduce_select(const gcx_comm_t *comm, size_t bytes)
 {
     int id = comm->config.allreduce_algo;
-    size_t i;
 
     if (comm->size == 1) {
         id = GCX_ALLREDUCE_ALGO_RECURSIVE_DOUBLING; /* copies, if anything */
@@ -54,23 +60,17 @@ static const gcx_allreduce_algo_t *gcx_allreduce_select(const gcx_comm_t *comm,
                  GCX_ALLREDUCE_ALGO_RABENSEIFNER :
                  GCX_ALLREDUCE_ALGO_RING;
     }
-    for (i = 0; i < sizeof(gcx_allreduce_algos) / sizeof(gcx_allreduce_algos[0]);
-         ++i) {
-        if (gcx_allreduce_algos[i].id == id) {
-            return &gcx_allreduce_algos[i];
-        }
-    }
-    return &gcx_allreduce_algos[0];
+    return id;
 }
 
 gcx_status_t gcx_allreduce(gcx_comm_t *comm, const void *sendbuf,
                            void *recvbuf, size_t count, gcx_dtype_t dtype,
                            gcx_op_t op, gcx_request_t **req_p)
 {
-    const gcx_allreduce_algo_t *algo;
-    gcx_coll_signature_t        signature = {0};
-    gcx_task_t                 *task;
-    size_t                      bytes;
+    gcx_coll_signature_t signature = {0};
+    gcx_task_t          *task;
+    size_t               bytes;
+    int                  id;
 
     if (comm == NULL || gcx_reduce_fn(dtype, op) == NULL ||
         (count > 0 && (recvbuf == NULL || sendbuf == NULL))) {
@@ -83,10 +83,11 @@ gcx_status_t gcx_allreduce(gcx_comm_t *comm, const void *sendbuf,
         sendbuf = recvbuf;
     }
     bytes = count * gcx_dtype_size(dtype);
-    algo = gcx_allreduce_select(comm, bytes);
+    id   = gcx_allreduce_select(comm, bytes);
     gcx_debug("allreduce #%u: %zu x %s %s -> %s", comm->seq, count,
-              gcx_dtype_name(dtype), gcx_op_name(op), algo->name);
-    task = algo->create(comm, sendbuf, recvbuf, count, dtype, op);
+              gcx_dtype_name(dtype), gcx_op_name(op),
+              gcx_allreduce_algo_names[id].name);
+    task = gcx_allreduce_create[id](comm, sendbuf, recvbuf, count, dtype, op);
     if (task == NULL) {
         return GCX_ERR_NOMEM;
     }
@@ -96,3 +97,24 @@ gcx_status_t gcx_allreduce(gcx_comm_t *comm, const void *sendbuf,
     signature.op    = op;
     return gcx_coll_submit_checked(comm, task, &signature, req_p);
 }
+
+/* ---- configuration rows (registered into base's one table) -------------- */
+
+static const gcx_config_entry_t gcx_allreduce_config_rows[] = {
+    {"ALLREDUCE_ALGO", GCX_CONFIG_ENUM, "auto",
+     "Dense allreduce algorithm; auto: recursive doubling up to "
+     "GCX_ALLREDUCE_SMALL_MSG bytes, Rabenseifner (recursive halving + "
+     "doubling) up to GCX_ALLREDUCE_LARGE_MSG with more than 2 ranks, "
+     "pipelined ring above",
+     offsetof(struct gcx_config, allreduce_algo), 0, 0,
+     gcx_allreduce_algo_names},
+    {"ALLREDUCE_SMALL_MSG", GCX_CONFIG_SIZE, "64K",
+     "Largest message (bytes) for which auto picks recursive doubling",
+     offsetof(struct gcx_config, allreduce_small_msg), 0, 1e15, NULL},
+    {"ALLREDUCE_LARGE_MSG", GCX_CONFIG_SIZE, "2M",
+     "Largest message (bytes) for which auto picks Rabenseifner (with more "
+     "than 2 ranks); the pipelined ring above",
+     offsetof(struct gcx_config, allreduce_large_msg), 0, 1e15, NULL},
+};
+GCX_CONFIG_REGISTER(GCX_CONFIG_LAYER_COLL, "coll/allreduce",
+                    gcx_allreduce_config_rows)

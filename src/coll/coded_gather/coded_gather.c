@@ -62,8 +62,9 @@
  * leave undecodable fail at once.
  */
 #include "coded_int.h"
-#include "core/time.h"
+#include "base/time.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,3 +382,35 @@ gcx_status_t gcx_coded_stats(const gcx_coded_t *coded,
     stats_p->gone = coded->gone;
     return GCX_OK;
 }
+
+/* ---- configuration rows (registered into base's one table) -------------- */
+
+static const gcx_config_entry_t gcx_coded_config_rows[] = {
+    {"CODED_MAX_LAG", GCX_CONFIG_INT, "64",
+     "Coded gather: rounds the root keeps decoded sums for a rank that has "
+     "not taken them; a rank lagging further counts as gone (permanent "
+     "straggler)",
+     offsetof(struct gcx_config, coded_max_lag), 1, 1 << 20, NULL},
+    {"STRAGGLER_RANKS", GCX_CONFIG_STRING, "",
+     "Coded gather straggler injection: comma-separated ranks delayed by "
+     "GCX_STRAGGLER_DELAY_MS every round (tests, perf)",
+     offsetof(struct gcx_config, straggler_ranks), 0, 0, NULL},
+    {"STRAGGLER_DELAY_MS", GCX_CONFIG_DOUBLE, "0",
+     "Coded gather: milliseconds each rank of GCX_STRAGGLER_RANKS sleeps "
+     "before it contributes to a round",
+     offsetof(struct gcx_config, straggler_delay_ms), 0, 1e7, NULL},
+    {"STRAGGLER_MEAN_MS", GCX_CONFIG_DOUBLE, "0",
+     "Coded gather: mean (ms) of exponential delays injected each round on "
+     "GCX_STRAGGLER_COUNT ranks chosen at random (same choice on every "
+     "rank); 0: off",
+     offsetof(struct gcx_config, straggler_mean_ms), 0, 1e7, NULL},
+    {"STRAGGLER_COUNT", GCX_CONFIG_INT, "-1",
+     "Coded gather: ranks delayed at random per round with "
+     "GCX_STRAGGLER_MEAN_MS; -1: the code's s",
+     offsetof(struct gcx_config, straggler_count), -1, 1 << 16, NULL},
+    {"STRAGGLER_SEED", GCX_CONFIG_INT, "1",
+     "Coded gather: seed of the random straggler choice and delays",
+     offsetof(struct gcx_config, straggler_seed), 0, INT_MAX, NULL},
+};
+GCX_CONFIG_REGISTER(GCX_CONFIG_LAYER_COLL, "coll/coded_gather",
+                    gcx_coded_config_rows)

@@ -21,7 +21,7 @@
  * Waiting is bounded by GCX_TIMEOUT (the queue).
  */
 #include "coded_int.h"
-#include "core/time.h"
+#include "base/time.h"
 
 #include <string.h>
 

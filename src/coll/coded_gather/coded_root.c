@@ -33,7 +33,7 @@
  * soon as the last needed worker abstains, not after GCX_TIMEOUT.
  */
 #include "coded_int.h"
-#include "core/time.h"
+#include "base/time.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -140,8 +140,6 @@ static int gcx_sparse_ag_progress(gcx_sparse_task_t *t)
 
 const gcx_sparse_algo_t gcx_sparse_algo_allgather = {
     .id       = GCX_SPARSE_ALGO_ALLGATHER,
-    .name     = "allgather",
-    .desc     = "allgatherv of every rank's pairs, local merge (baseline)",
     .cost     = gcx_sparse_cost_allgather, /* select.c */
     .start    = gcx_sparse_ag_start,
     .progress = gcx_sparse_ag_progress,

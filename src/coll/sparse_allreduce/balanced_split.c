@@ -56,8 +56,6 @@ static void gcx_sparse_balanced_start(gcx_sparse_task_t *t)
 
 const gcx_sparse_algo_t gcx_sparse_algo_balanced_split = {
     .id       = GCX_SPARSE_ALGO_BALANCED_SPLIT,
-    .name     = "balanced_split",
-    .desc     = "split with ranges from averaged local index quantiles",
     .cost     = gcx_sparse_cost_balanced_split, /* select.c */
     .start    = gcx_sparse_balanced_start,
     .progress = gcx_sparse_split_progress,

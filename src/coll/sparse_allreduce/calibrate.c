@@ -14,8 +14,8 @@
  */
 #include "sparse_allreduce.h"
 
-#include "core/config.h"
-#include "core/time.h"
+#include "base/config.h"
+#include "base/time.h"
 
 #include <stdlib.h>
 #include <string.h>

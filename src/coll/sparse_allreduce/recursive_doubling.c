@@ -292,8 +292,6 @@ static int gcx_sparse_rd_progress(gcx_sparse_task_t *t)
 
 const gcx_sparse_algo_t gcx_sparse_algo_rd = {
     .id       = GCX_SPARSE_ALGO_RECURSIVE_DOUBLING,
-    .name     = "recursive_doubling",
-    .desc     = "log2(P) rounds of swap + sorted merge-sum, dense on fill-in",
     .cost     = gcx_sparse_cost_rd, /* select.c */
     .start    = gcx_sparse_rd_start,
     .progress = gcx_sparse_rd_progress,

@@ -16,13 +16,33 @@
  */
 #include "sparse_allreduce.h"
 
-#include "core/config.h"
+#include "base/config.h"
 
 #include <math.h>
 #include <stdio.h>
 
-/* The algorithm table: a new algorithm = one file + one row here (and a
- * GCX_SPARSE_A_* index in feedback.h). */
+const gcx_config_value_t gcx_sparse_algo_names[] = {
+    [GCX_SPARSE_ALGO_AUTO] =
+        {GCX_SPARSE_ALGO_AUTO, "auto",
+         "the cheapest by the alpha-beta model, corrected by feedback"},
+    [GCX_SPARSE_ALGO_ALLGATHER] =
+        {GCX_SPARSE_ALGO_ALLGATHER, "allgather",
+         "allgatherv of every rank's pairs, local merge (baseline)"},
+    [GCX_SPARSE_ALGO_RECURSIVE_DOUBLING] =
+        {GCX_SPARSE_ALGO_RECURSIVE_DOUBLING, "recursive_doubling",
+         "log2(P) rounds of swap + sorted merge-sum, dense on fill-in"},
+    [GCX_SPARSE_ALGO_SPLIT] =
+        {GCX_SPARSE_ALGO_SPLIT, "split",
+         "sparse reduce-scatter over N/P index ranges + sparse or dense "
+         "allgather"},
+    [GCX_SPARSE_ALGO_BALANCED_SPLIT] =
+        {GCX_SPARSE_ALGO_BALANCED_SPLIT, "balanced_split",
+         "split with ranges from averaged local index quantiles"},
+    {0, NULL, NULL},
+};
+
+/* The algorithm table: a new algorithm = one file + one row here, one in
+ * gcx_sparse_algo_names (and a GCX_SPARSE_A_* index in feedback.h). */
 const gcx_sparse_algo_t *const gcx_sparse_algos[GCX_SPARSE_NALGOS] = {
     [GCX_SPARSE_A_ALLGATHER]      = &gcx_sparse_algo_allgather,
     [GCX_SPARSE_A_RD]             = &gcx_sparse_algo_rd,
@@ -266,7 +286,7 @@ static void gcx_sparse_log_choice(const gcx_sparse_task_t *t,
         }
         used += (size_t)snprintf(line + used, sizeof(line) - used,
                                  "%s%s %.3f ms%s", i ? ", " : "",
-                                 gcx_sparse_algos[i]->name, c->cost[i] * 1e3,
+                                 gcx_sparse_algo_names[gcx_sparse_algos[i]->id].name, c->cost[i] * 1e3,
                                  note);
         if (used >= sizeof(line)) {
             used = sizeof(line) - 1;
@@ -277,7 +297,7 @@ static void gcx_sparse_log_choice(const gcx_sparse_task_t *t,
              "(model: %s)",
              t->super.seq, t->N, t->super.comm->size, t->nnz_sum, t->nnz_max,
              t->topk, t->alpha * 1e6, 8.0 / t->beta / 1e9, t->gamma * 1e9,
-             gcx_sparse_algos[c->best]->name,
+             gcx_sparse_algo_names[gcx_sparse_algos[c->best]->id].name,
              c->explore ? " (to measure it)" : "", line);
 }
 
@@ -299,3 +319,28 @@ const gcx_sparse_algo_t *gcx_sparse_select(gcx_sparse_task_t *t)
     }
     return gcx_sparse_algos[c.best];
 }
+
+/* ---- configuration rows (registered into base's one table) -------------- */
+
+static const gcx_config_entry_t gcx_sparse_config_rows[] = {
+    {"SPARSE_ALGO", GCX_CONFIG_ENUM, "auto",
+     "Sparse allreduce algorithm; auto: the cheapest by the alpha-beta model "
+     "(GCX_NET_LATENCY_US, GCX_NET_BANDWIDTH_GBPS) for N, P and the ranks' "
+     "nnz",
+     offsetof(struct gcx_config, sparse_algo), 0, 0, gcx_sparse_algo_names},
+    {"SPARSE_FEEDBACK", GCX_CONFIG_BOOL, "y",
+     "Sparse allreduce auto: scale each algorithm's modelled time by "
+     "measured/modelled of its earlier calls of similar cost on the "
+     "communicator (agreed by every rank); n: the model alone",
+     offsetof(struct gcx_config, sparse_feedback), 0, 0, NULL},
+    {"NET_LATENCY_US", GCX_CONFIG_DOUBLE, "0",
+     "Network latency alpha (microseconds) for cost models; 0: measured "
+     "at the first sparse allreduce that needs it",
+     offsetof(struct gcx_config, net_latency_us), 0, 1e7, NULL},
+    {"NET_BANDWIDTH_GBPS", GCX_CONFIG_DOUBLE, "0",
+     "Per-link bandwidth 1/beta (Gbit/s) for cost models; 0: measured at "
+     "the first sparse allreduce that needs it",
+     offsetof(struct gcx_config, net_bandwidth_gbps), 0, 1e6, NULL},
+};
+GCX_CONFIG_REGISTER(GCX_CONFIG_LAYER_COLL, "coll/sparse_allreduce",
+                    gcx_sparse_config_rows)

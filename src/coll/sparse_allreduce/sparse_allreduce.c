@@ -25,8 +25,8 @@
  */
 #include "sparse_allreduce.h"
 
-#include "core/config.h"
-#include "core/time.h"
+#include "base/config.h"
+#include "base/time.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -95,7 +95,7 @@ static void gcx_sparse_save_stats(gcx_sparse_task_t *t)
     gcx_sparse_comm_state_t *e = gcx_sparse_state(t->super.comm);
 
     e->have_stats       = 1;
-    e->stats.algo       = t->algo->name;
+    e->stats.algo       = gcx_sparse_algo_names[t->algo->id].name;
     e->stats.bytes_sent = t->bytes_sent;
     e->stats.result_nnz = t->union_nnz;
 }
@@ -209,7 +209,7 @@ static void gcx_sparse_start_algo(gcx_sparse_task_t *t)
         gcx_info("sparse allreduce #%u: N %zu, P %d, nnz sum %zu max %zu -> "
                  "%s (GCX_SPARSE_ALGO or the call's option)",
                  t->super.seq, t->N, t->super.comm->size, t->nnz_sum,
-                 t->nnz_max, t->algo->name);
+                 t->nnz_max, gcx_sparse_algo_names[t->algo->id].name);
     }
     t->phase = GCX_SPARSE_PHASE_ALGO;
     t->fb_t0 = gcx_time_now();
@@ -382,26 +382,24 @@ static int gcx_sparse_input_ok(const gcx_comm_t *comm,
     return 1;
 }
 
-/* The call's algorithm: opts->algo by name, one of GCX_SPARSE_ALGO's values
- * (their index is the GCX_SPARSE_ALGO_* id), else the communicator's
- * GCX_SPARSE_ALGO; -1 and an error naming the choices for an unknown name. */
+/* The call's algorithm: opts->algo by name, one of gcx_sparse_algo_names,
+ * else the communicator's GCX_SPARSE_ALGO; -1 and an error naming the
+ * choices for an unknown name. */
 static int gcx_sparse_algo_id(const gcx_comm_t *comm,
                               const gcx_sparse_allreduce_opts_t *opts)
 {
-    const gcx_config_entry_t *entry;
-    char                      accepted[256];
-    int                       i;
+    char accepted[256];
+    int  i;
 
     if (opts == NULL || opts->algo == NULL) {
         return comm->config.sparse_algo;
     }
-    entry = gcx_config_find("SPARSE_ALGO");
-    for (i = 0; gcx_config_enum_name(entry, i) != NULL; ++i) {
-        if (!strcmp(opts->algo, gcx_config_enum_name(entry, i))) {
-            return i;
+    for (i = 0; gcx_sparse_algo_names[i].name != NULL; ++i) {
+        if (!strcmp(opts->algo, gcx_sparse_algo_names[i].name)) {
+            return gcx_sparse_algo_names[i].id;
         }
     }
-    gcx_config_accepted(entry, accepted, sizeof(accepted));
+    gcx_config_value_list(gcx_sparse_algo_names, accepted, sizeof(accepted));
     gcx_error("gcx_sparse_allreduce: unknown algorithm '%s' in opts->algo "
               "(accepted: %s)", opts->algo, accepted);
     return -1;

@@ -34,13 +34,27 @@
 #define GCX_SPARSE_SLOT(_i) ((uint32_t)(_i) * 0x400u)
 #define GCX_SPARSE_MAX_RANKS 1000 /* a ring of P ranks uses P-1 steps */
 
+/* GCX_SPARSE_ALGO values (and opts->algo names): ids of
+ * gcx_sparse_algo_names */
+enum {
+    GCX_SPARSE_ALGO_AUTO = 0,
+    GCX_SPARSE_ALGO_ALLGATHER,
+    GCX_SPARSE_ALGO_RECURSIVE_DOUBLING,
+    GCX_SPARSE_ALGO_SPLIT,
+    GCX_SPARSE_ALGO_BALANCED_SPLIT,
+};
+
+/** The algorithms' one table of names (select.c), indexed by id, ending
+ *  with a NULL name: the GCX_SPARSE_ALGO row's accepted values, opts->algo,
+ *  the selection's log lines and gcx_sparse_allreduce_stats_t's algo. */
+extern const gcx_config_value_t gcx_sparse_algo_names[];
+
 typedef struct gcx_sparse_task gcx_sparse_task_t;
 
-/** One row of the algorithm table. */
+/** One row of the algorithm table; its name and description are
+ *  gcx_sparse_algo_names[id]. */
 typedef struct gcx_sparse_algo {
     int         id; /* GCX_SPARSE_ALGO value */
-    const char *name;
-    const char *desc;
     /** Predicted seconds (model.h; the same on every rank). */
     double (*cost)(const gcx_sparse_model_t *m);
     /** Start (allocate, post); sets t->super.status on failure. */

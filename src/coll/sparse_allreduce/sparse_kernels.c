@@ -14,7 +14,7 @@
  */
 #include "sparse_allreduce.h"
 
-#include "core/time.h"
+#include "base/time.h"
 
 #include <stdlib.h>
 #include <stdint.h>

@@ -481,9 +481,6 @@ static void gcx_sparse_split_even_start(gcx_sparse_task_t *t)
 
 const gcx_sparse_algo_t gcx_sparse_algo_split = {
     .id       = GCX_SPARSE_ALGO_SPLIT,
-    .name     = "split",
-    .desc     = "sparse reduce-scatter over N/P index ranges + sparse or "
-                "dense allgather",
     .cost     = gcx_sparse_cost_split, /* select.c */
     .start    = gcx_sparse_split_even_start,
     .progress = gcx_sparse_split_progress,

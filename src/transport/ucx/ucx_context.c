@@ -28,8 +28,8 @@
  * serializes every call with its context lock.
  */
 #include "ucx_int.h"
-#include "core/log.h"
-#include "core/time.h"
+#include "base/log.h"
+#include "base/time.h"
 
 #include <pthread.h>
 #include <stdlib.h>

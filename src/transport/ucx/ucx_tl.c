@@ -34,8 +34,8 @@
  * one pointer per rank; deriving one (split, dup) touches no network.
  */
 #include "ucx_int.h"
-#include "core/log.h"
-#include "core/time.h"
+#include "base/log.h"
+#include "base/time.h"
 
 #include <stdlib.h>
 #include <string.h>

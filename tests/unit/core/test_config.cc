@@ -5,7 +5,8 @@
 #include <string>
 
 extern "C" {
-#include "core/config.h"
+#include "base/config.h"
+#include "coll/allreduce/allreduce.h"
 }
 
 namespace {
@@ -37,14 +38,48 @@ class EnvGuard {
 
 TEST(Config, EveryDefaultParses)
 {
-    for (size_t i = 0; i < gcx_config_table_size; ++i) {
+    ASSERT_GT(gcx_config_count(), 0u);
+    for (size_t i = 0; i < gcx_config_count(); ++i) {
+        const gcx_config_entry_t *e = gcx_config_at(i);
         struct gcx_config c;
         memset(&c, 0, sizeof(c));
-        EXPECT_EQ(GCX_OK, gcx_config_parse_entry(&gcx_config_table[i],
-                                                 gcx_config_table[i].default_value,
-                                                 &c))
-            << gcx_config_table[i].name;
-        EXPECT_NE(nullptr, gcx_config_table[i].doc);
+        ASSERT_NE(nullptr, e);
+        EXPECT_EQ(GCX_OK, gcx_config_parse_entry(e, e->default_value, &c))
+            << e->name;
+        EXPECT_NE(nullptr, e->doc);
+    }
+    EXPECT_EQ(nullptr, gcx_config_at(gcx_config_count()));
+}
+
+// Every area's rows are registered once, and the table lists them bottom up
+// by layer, then by area, whatever order the constructors ran in.
+TEST(Config, AreasRegisteredInLayerOrder)
+{
+    const gcx_config_rows_t *prev = nullptr;
+    size_t                   rows = 0;
+    for (const gcx_config_rows_t *r = gcx_config_areas(); r != nullptr;
+         r = r->next) {
+        if (prev != nullptr) {
+            EXPECT_TRUE(prev->layer < r->layer ||
+                        (prev->layer == r->layer &&
+                         std::string(prev->area) < std::string(r->area)))
+                << prev->area << " before " << r->area;
+        }
+        rows += r->count;
+        prev = r;
+    }
+    EXPECT_EQ(gcx_config_count(), rows);
+    EXPECT_STREQ("base", gcx_config_areas()->area);
+    // one row per name: no area registers a name another one has
+    for (size_t i = 0; i < gcx_config_count(); ++i) {
+        EXPECT_EQ(gcx_config_at(i), gcx_config_find(gcx_config_at(i)->name))
+            << gcx_config_at(i)->name;
+    }
+    // the rows of the areas above base are there
+    for (const char *name : {"TRANSPORT", "TIMEOUT", "RANK", "CHECK_ARGS",
+                             "PIPELINE_CHUNK", "ALLREDUCE_ALGO", "BCAST_ALGO",
+                             "SPARSE_ALGO", "CODED_MAX_LAG", "GRAVAC_POLICY"}) {
+        EXPECT_NE(nullptr, gcx_config_find(name)) << name;
     }
 }
 
@@ -137,9 +172,9 @@ TEST(Config, MarkdownListsEveryVariable)
     fclose(f);
     std::string md(text, len);
     free(text);
-    for (size_t i = 0; i < gcx_config_table_size; ++i) {
+    for (size_t i = 0; i < gcx_config_count(); ++i) {
         EXPECT_NE(std::string::npos,
-                  md.find(std::string("`GCX_") + gcx_config_table[i].name +
+                  md.find(std::string("`GCX_") + gcx_config_at(i)->name +
                           "`"));
     }
 }

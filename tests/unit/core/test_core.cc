@@ -9,7 +9,7 @@
 extern "C" {
 #include "coll/reduce.h"
 #include "core/bootstrap.h"
-#include "core/config.h"
+#include "base/config.h"
 #include "transport/transport.h"
 }
 

@@ -5,8 +5,8 @@
  * inline compare, so disabled levels cost one branch. Per UCX convention,
  * only the function that first detects an error logs it.
  */
-#ifndef GCX_CORE_LOG_H
-#define GCX_CORE_LOG_H
+#ifndef GCX_BASE_LOG_H
+#define GCX_BASE_LOG_H
 
 typedef enum gcx_log_level {
     GCX_LOG_ERROR = 0,

@@ -1,8 +1,8 @@
 /*
  * time.h - monotonic clock in seconds, for deadlines and perf drivers.
  */
-#ifndef GCX_CORE_TIME_H
-#define GCX_CORE_TIME_H
+#ifndef GCX_BASE_TIME_H
+#define GCX_BASE_TIME_H
 
 #include <time.h>
 
