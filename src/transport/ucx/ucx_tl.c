@@ -305,11 +305,11 @@ static gcx_status_t gcx_tl_ucx_recv(gcx_tl_t *tl, int peer, uint64_t tag,
     void               *buffer;
     size_t              count;
 
-    (void)peer; /* the source is part of the tag */
     req->status  = GCX_INPROGRESS;
     req->is_recv = 1;
     req->impl    = NULL;
     req->length  = 0;
+    req->peer    = peer; /* the source is part of the tag; abort needs it */
     if (ucx->aborted) {
         req->status = GCX_ERR_CANCELED;
         return GCX_ERR_CANCELED;
@@ -398,6 +398,7 @@ static gcx_status_t gcx_tl_ucx_am_recv(gcx_tl_t *tl, const gcx_tl_am_msg_t *msg,
     req->impl    = NULL;
     req->length  = 0;
     req->tag     = 0;
+    req->peer    = -1; /* the sender is not known here */
     for (i = 0; i < iovcnt; ++i) {
         total += iov[i].length;
     }
@@ -480,6 +481,37 @@ static int gcx_tl_ucx_peer_failed(gcx_tl_t *tl, int peer)
     return ep == NULL || ep->failed;
 }
 
+/* Closes the endpoint to @p peer (-1: to every rank) if still open. */
+static void gcx_tl_ucx_kill_peer(gcx_tl_ucx_t *ucx, int peer)
+{
+    int i;
+
+    for (i = 0; i < ucx->super.size; ++i) {
+        if ((peer < 0 || i == peer) && ucx->peers[i] != NULL &&
+            ucx->peers[i]->ep != NULL) {
+            gcx_tl_ucx_ep_kill(ucx->super.ctx, ucx->peers[i]);
+        }
+    }
+}
+
+/* An outstanding request whose endpoint (or, for -1, any) is still open. */
+static gcx_tl_req_t *gcx_tl_ucx_open_req(gcx_tl_ucx_t *ucx)
+{
+    gcx_tl_req_t *req;
+    int           i;
+
+    for (req = ucx->outstanding.next; req != &ucx->outstanding;
+         req = req->next) {
+        for (i = 0; i < ucx->super.size; ++i) {
+            if ((req->peer < 0 || i == req->peer) &&
+                ucx->peers[i] != NULL && ucx->peers[i]->ep != NULL) {
+                return req;
+            }
+        }
+    }
+    return NULL;
+}
+
 static void gcx_tl_ucx_abort(gcx_tl_t *tl)
 {
     gcx_tl_ucx_t *ucx      = (gcx_tl_ucx_t *)tl;
@@ -487,21 +519,22 @@ static void gcx_tl_ucx_abort(gcx_tl_t *tl)
     gcx_tl_req_t *req, *next;
 
     ucx->aborted = 1;
-    /* cancelling may complete (and unlink) the request at once; a send is
-     * stopped only by closing its endpoint (a rendezvous peer could still
-     * read the buffer), which the other views sharing it then see failed */
+    /* receives not matched yet are cancelled (which may complete and
+     * unlink them at once) */
     for (req = ucx->outstanding.next; req != &ucx->outstanding; req = next) {
         next = req->next;
         if (req->is_recv && req->impl != NULL) {
             ucp_request_cancel(tl->ctx->worker, req->impl);
         }
     }
-    for (req = ucx->outstanding.next; req != &ucx->outstanding; req = next) {
-        next = req->next;
-        if (!req->is_recv && ucx->peers[req->peer]->ep != NULL) {
-            gcx_tl_ucx_ep_kill(tl->ctx, ucx->peers[req->peer]);
-            next = ucx->outstanding.next; /* the list may have changed */
-        }
+    ucp_worker_progress(tl->ctx->worker);
+    /* what is left is a send, or a receive already matched to a
+     * rendezvous: only closing its endpoint stops the peer from reading the
+     * buffer, or the shared worker (which other communicators keep
+     * progressing) from writing into it after the call returned. The other
+     * views sharing those endpoints then see the peers failed. */
+    while ((req = gcx_tl_ucx_open_req(ucx)) != NULL) {
+        gcx_tl_ucx_kill_peer(ucx, req->peer); /* may unlink any request */
     }
     while (ucx->outstanding.next != &ucx->outstanding &&
            gcx_time_now() < deadline) {
