@@ -181,7 +181,7 @@ double gcx_compress_gain(const gcx_compress_stats_t *stats)
 /* Common path of the four entry points, after the input checks. */
 static gcx_status_t gcx__compress_run(gcx_compressor_t *comp,
                                       const gcx__cvec_t *in, size_t dense_len,
-                                      size_t k, gcx_sparse_t *out,
+                                      size_t k, gcx_sparse_vec_t *out,
                                       gcx_compress_stats_t *stats_p)
 {
     gcx__cres_t res = {0, 0};
@@ -227,7 +227,7 @@ static gcx_status_t gcx__compress_run(gcx_compressor_t *comp,
 }
 
 gcx_status_t gcx_compress_dense_k(gcx_compressor_t *comp, const float *x,
-                                  size_t n, size_t k, gcx_sparse_t *out,
+                                  size_t n, size_t k, gcx_sparse_vec_t *out,
                                   gcx_compress_stats_t *stats_p)
 {
     gcx__cvec_t in = {x, NULL, n};
@@ -245,13 +245,13 @@ gcx_status_t gcx_compress_dense_k(gcx_compressor_t *comp, const float *x,
 }
 
 gcx_status_t gcx_compress_sparse_k(gcx_compressor_t *comp,
-                                   const gcx_sparse_t *in, size_t k,
-                                   gcx_sparse_t *out,
+                                   const gcx_sparse_vec_t *in, size_t k,
+                                   gcx_sparse_vec_t *out,
                                    gcx_compress_stats_t *stats_p)
 {
     gcx__cvec_t view;
 
-    if (comp == NULL || out == NULL || gcx_sparse_check(in) != GCX_OK) {
+    if (comp == NULL || out == NULL || gcx_sparse_vec_check(in) != GCX_OK) {
         return GCX_ERR_INVALID;
     }
     if (out == in ||
@@ -265,7 +265,7 @@ gcx_status_t gcx_compress_sparse_k(gcx_compressor_t *comp,
 }
 
 gcx_status_t gcx_compress_dense(gcx_compressor_t *comp, const float *x,
-                                size_t n, double cf, gcx_sparse_t *out,
+                                size_t n, double cf, gcx_sparse_vec_t *out,
                                 gcx_compress_stats_t *stats_p)
 {
     gcx_status_t status;
@@ -278,8 +278,9 @@ gcx_status_t gcx_compress_dense(gcx_compressor_t *comp, const float *x,
     return gcx_compress_dense_k(comp, x, n, k, out, stats_p);
 }
 
-gcx_status_t gcx_compress_sparse(gcx_compressor_t *comp, const gcx_sparse_t *in,
-                                 double cf, gcx_sparse_t *out,
+gcx_status_t gcx_compress_sparse(gcx_compressor_t *comp,
+                                 const gcx_sparse_vec_t *in,
+                                 double cf, gcx_sparse_vec_t *out,
                                  gcx_compress_stats_t *stats_p)
 {
     gcx_status_t status;

@@ -50,7 +50,8 @@ typedef struct gcx__cres {
  */
 typedef gcx_status_t (*gcx__select_fn_t)(gcx_compressor_t *comp,
                                          const gcx__cvec_t *in, size_t k,
-                                         gcx_sparse_t *out, gcx__cres_t *res);
+                                         gcx_sparse_vec_t *out,
+                                         gcx__cres_t *res);
 
 /** Scratch slots of a compressor; each grows on demand and is reused. */
 enum {
@@ -220,7 +221,8 @@ GCX__INLINE uint64_t gcx__rng_below(gcx__rng_t *rng, uint64_t bound)
  * topk, also the last correction of dgc and redsync.
  */
 gcx_status_t gcx__topk_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
-                              size_t k, gcx_sparse_t *out, gcx__cres_t *res);
+                              size_t k, gcx_sparse_vec_t *out,
+                              gcx__cres_t *res);
 
 /* ---- candidates (cand.c) ------------------------------------------------ */
 
@@ -272,12 +274,15 @@ gcx_status_t gcx__cand_keep_top(gcx_compressor_t *comp, const uint32_t *cidx,
 
 /* none.c: copies every entry whatever k (also used for k >= m). */
 gcx_status_t gcx__none_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
-                              size_t k, gcx_sparse_t *out, gcx__cres_t *res);
+                              size_t k, gcx_sparse_vec_t *out,
+                              gcx__cres_t *res);
 gcx_status_t gcx__dgc_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
-                             size_t k, gcx_sparse_t *out, gcx__cres_t *res);
+                             size_t k, gcx_sparse_vec_t *out, gcx__cres_t *res);
 gcx_status_t gcx__redsync_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
-                                 size_t k, gcx_sparse_t *out, gcx__cres_t *res);
+                                 size_t k, gcx_sparse_vec_t *out,
+                                 gcx__cres_t *res);
 gcx_status_t gcx__randomk_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
-                                 size_t k, gcx_sparse_t *out, gcx__cres_t *res);
+                                 size_t k, gcx_sparse_vec_t *out,
+                                 gcx__cres_t *res);
 
 #endif /* GCX_COMPRESS_INT_H */

@@ -61,7 +61,7 @@ static uint32_t dgc_key_below(const uint32_t *keys, size_t s, uint32_t t)
 }
 
 gcx_status_t gcx__dgc_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
-                             size_t k, gcx_sparse_t *out, gcx__cres_t *res)
+                             size_t k, gcx_sparse_vec_t *out, gcx__cres_t *res)
 {
     const size_t m = in->m;
     const size_t lo = k - (2 * k) / 10, hi = k + (3 * k) / 10;

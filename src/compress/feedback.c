@@ -243,12 +243,13 @@ gcx_status_t gcx_feedback_accumulate(gcx_feedback_t *fb, const float *g)
     return GCX_OK;
 }
 
-gcx_status_t gcx_feedback_commit(gcx_feedback_t *fb, const gcx_sparse_t *sent)
+gcx_status_t gcx_feedback_commit(gcx_feedback_t *fb,
+                                 const gcx_sparse_vec_t *sent)
 {
     uint32_t mk = 0;
     size_t j;
 
-    if (fb == NULL || gcx_sparse_check(sent) != GCX_OK ||
+    if (fb == NULL || gcx_sparse_vec_check(sent) != GCX_OK ||
         sent->dense_len != fb->n) {
         return GCX_ERR_INVALID;
     }
@@ -290,7 +291,7 @@ void gcx_feedback_commit_dense(gcx_feedback_t *fb)
 }
 
 gcx_status_t gcx_feedback_step(gcx_feedback_t *fb, gcx_compressor_t *comp,
-                               const float *g, double cf, gcx_sparse_t *out,
+                               const float *g, double cf, gcx_sparse_vec_t *out,
                                gcx_compress_stats_t *stats_p)
 {
     gcx_status_t status;

@@ -8,7 +8,7 @@
 #include "compress_int.h"
 
 gcx_status_t gcx__none_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
-                              size_t k, gcx_sparse_t *out, gcx__cres_t *res)
+                              size_t k, gcx_sparse_vec_t *out, gcx__cres_t *res)
 {
     size_t i, m = in->m;
     double sq;

@@ -19,7 +19,8 @@
 #define RK_BATCH 64u /* draws whose bitmap words are prefetched together */
 
 gcx_status_t gcx__randomk_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
-                                 size_t k, gcx_sparse_t *out, gcx__cres_t *res)
+                                 size_t k, gcx_sparse_vec_t *out,
+                                 gcx__cres_t *res)
 {
     const size_t m = in->m, words = (m + 63) / 64;
     const size_t bw = GCX__SQ_BLOCK / 64; /* bitmap words per block */

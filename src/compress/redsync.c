@@ -145,7 +145,8 @@ static int32_t rs_thr(double mean, double max, double r)
 }
 
 gcx_status_t gcx__redsync_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
-                                 size_t k, gcx_sparse_t *out, gcx__cres_t *res)
+                                 size_t k, gcx_sparse_vec_t *out,
+                                 gcx__cres_t *res)
 {
     const size_t m = in->m, lo = (k + 1) / 2, hi = 2 * k < m ? 2 * k : m;
     double sum, mean, max, l = 0, h = 1, sq;

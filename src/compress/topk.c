@@ -211,7 +211,8 @@ static void topk_merge(uint32_t *oidx, float *oval, size_t na,
 
 /* The radix select proper: every pass over the whole input. */
 static gcx_status_t topk_radix(gcx_compressor_t *comp, const gcx__cvec_t *in,
-                               size_t k, gcx_sparse_t *out, gcx__cres_t *res)
+                               size_t k, gcx_sparse_vec_t *out,
+                               gcx__cres_t *res)
 {
     uint32_t hist[1u << TOPK_D0_BITS];
     const float *v = in->val;
@@ -293,7 +294,7 @@ static gcx_status_t topk_radix(gcx_compressor_t *comp, const gcx__cvec_t *in,
  * Returns 1 when it produced out, 0 to fall back, < 0 on error.
  */
 static int topk_sampled(gcx_compressor_t *comp, const gcx__cvec_t *in, size_t k,
-                        gcx_sparse_t *out, gcx__cres_t *res)
+                        gcx_sparse_vec_t *out, gcx__cres_t *res)
 {
     const size_t m = in->m;
     size_t s = m / TOPK_SAMPLE_DIV, rl, cap, c;
@@ -344,7 +345,7 @@ static int topk_sampled(gcx_compressor_t *comp, const gcx__cvec_t *in, size_t k,
 }
 
 gcx_status_t gcx__topk_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
-                              size_t k, gcx_sparse_t *out, gcx__cres_t *res)
+                              size_t k, gcx_sparse_vec_t *out, gcx__cres_t *res)
 {
     gcx__cres_t first = {0, 0};
     gcx_status_t status;
