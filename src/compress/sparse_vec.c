@@ -1,5 +1,5 @@
 /*
- * sparse.c - the sparse vector type gcx_sparse_vec_t (include/gcx/
+ * sparse_vec.c - the sparse vector type gcx_sparse_vec_t (include/gcx/
  * sparse_vec.h): sorted uint32 indices + float values (structure of arrays)
  * of a dense length N.
  *

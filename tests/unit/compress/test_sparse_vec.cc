@@ -1,5 +1,5 @@
 /*
- * test_sparse.cc - the sparse vector type, k from the compression factor,
+ * test_sparse_vec.cc - the sparse vector type, k from the compression factor,
  * the capacity rule and the table of compressor names.
  */
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 
 using namespace gcxtest;
 
-TEST(Sparse, InitWrapsCallerArrays)
+TEST(SparseVec, InitWrapsCallerArrays)
 {
     uint32_t idx[4];
     float val[4];
@@ -36,7 +36,7 @@ TEST(Sparse, InitWrapsCallerArrays)
     }
 }
 
-TEST(Sparse, AllocOwnsAndFrees)
+TEST(SparseVec, AllocOwnsAndFrees)
 {
     gcx_sparse_vec_t sp;
 
@@ -60,7 +60,7 @@ TEST(Sparse, AllocOwnsAndFrees)
     EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_vec_alloc(1, 1, nullptr));
 }
 
-TEST(Sparse, CheckFindsBrokenInvariants)
+TEST(SparseVec, CheckFindsBrokenInvariants)
 {
     SparseBuf b(4, 10);
     uint32_t good[] = {0, 3, 7, 9};
@@ -84,7 +84,7 @@ TEST(Sparse, CheckFindsBrokenInvariants)
     EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_vec_check(nullptr));
 }
 
-TEST(Sparse, ScatterToDenseAndNorms)
+TEST(SparseVec, ScatterToDenseAndNorms)
 {
     SparseBuf b(3, 6);
     b.idx[0] = 1;
