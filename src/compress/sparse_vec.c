@@ -21,7 +21,7 @@ gcx_status_t gcx_sparse_vec_init(gcx_sparse_vec_t *sp, uint32_t *idx,
     if (sp == NULL || (capacity > 0 && (idx == NULL || val == NULL))) {
         return GCX_ERR_INVALID;
     }
-    if (dense_len > GCX__MAX_LEN) {
+    if (dense_len > GCX_COMPRESS_MAX_LEN) {
         return GCX_ERR_RANGE;
     }
     sp->idx = idx;
@@ -42,7 +42,8 @@ gcx_status_t gcx_sparse_vec_alloc(size_t capacity, size_t dense_len,
     if (sp_p == NULL) {
         return GCX_ERR_INVALID;
     }
-    if (dense_len > GCX__MAX_LEN || capacity > SIZE_MAX / sizeof(*idx)) {
+    if (dense_len > GCX_COMPRESS_MAX_LEN ||
+        capacity > SIZE_MAX / sizeof(*idx)) {
         return GCX_ERR_RANGE;
     }
     /* malloc(0) may return NULL: allocate at least one entry. */
@@ -85,7 +86,8 @@ gcx_status_t gcx_sparse_vec_check(const gcx_sparse_vec_t *sp)
     size_t j;
     int bad = 0;
 
-    if (sp == NULL || sp->nnz > sp->capacity || sp->dense_len > GCX__MAX_LEN ||
+    if (sp == NULL || sp->nnz > sp->capacity ||
+        sp->dense_len > GCX_COMPRESS_MAX_LEN ||
         (sp->nnz > 0 && (sp->idx == NULL || sp->val == NULL))) {
         return GCX_ERR_INVALID;
     }
@@ -146,7 +148,7 @@ double gcx_sparse_vec_sqnorm(const gcx_sparse_vec_t *sp)
     if (sp == NULL || sp->val == NULL) {
         return 0;
     }
-    return gcx__sqnorm(sp->val, sp->nnz);
+    return gcx_compress_sqnorm(sp->val, sp->nnz);
 }
 
 double gcx_dense_sqnorm(const float *x, size_t n)
@@ -154,5 +156,5 @@ double gcx_dense_sqnorm(const float *x, size_t n)
     if (x == NULL) {
         return 0;
     }
-    return gcx__sqnorm(x, n);
+    return gcx_compress_sqnorm(x, n);
 }
