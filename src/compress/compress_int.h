@@ -72,7 +72,7 @@ struct gcx_compressor {
     size_t scr_size[GCX_COMPRESS_SCR_COUNT];
 };
 
-/* ---- helpers (select.c) ------------------------------------------------ */
+/* ---- helpers (helpers.c) ----------------------------------------------- */
 
 GCX_COMPRESS_INLINE uint32_t gcx_compress_key(float v)
 {

@@ -1,5 +1,5 @@
 /*
- * select.c - small engines shared by the compressors: scratch memory, the
+ * helpers.c - small engines shared by the compressors: scratch memory, the
  * sum of squares, a quickselect over distinct 64-bit composites and the
  * seeding of the splitmix64 generator.
  *
