@@ -1,7 +1,7 @@
 /**
  * @file compress.h
- * @brief Gradient compression: sparse vectors, magnitude compressors
- *        (topk, dgc, redsync, randomk, none), multi-level compression,
+ * @brief Gradient compression: magnitude compressors (topk, dgc, redsync,
+ *        randomk, none) producing sparse vectors, multi-level compression,
  *        error feedback and the gain statistics GraVAC needs.
  *
  * Everything here is pure computation on host memory: no network, no
@@ -9,10 +9,11 @@
  * time; different objects may be used concurrently.
  *
  * Model:
- * - A sparse vector (gcx_sparse_t) is a structure of arrays: strictly
- *   increasing uint32_t indices and float values, plus the dense length N.
- *   Its arrays belong either to the caller (gcx_sparse_init()) or to the
- *   library (gcx_sparse_alloc() / gcx_sparse_free()).
+ * - The output is a sparse vector (gcx_sparse_vec_t, sparse_vec.h): a
+ *   structure of arrays of strictly increasing uint32_t indices and float
+ *   values, plus the dense length N. Its arrays belong either to the caller
+ *   (gcx_sparse_vec_init()) or to the library (gcx_sparse_vec_alloc() /
+ *   gcx_sparse_vec_free()).
  * - A compressor selects entries by magnitude |x|. The compression factor
  *   CF = N / k is the parameter: k = ceil(N / CF) (gcx_compress_k()).
  *   Every compressor accepts a dense vector or an already-sparse vector
@@ -45,6 +46,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <gcx/sparse_vec.h>
 #include <gcx/status.h>
 
 #ifdef __cplusplus
@@ -52,91 +54,8 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------------ */
-/* Sparse vectors                                                           */
+/* Norms                                                                    */
 /* ------------------------------------------------------------------------ */
-
-/**
- * A sparse float vector of dense length dense_len, as a structure of arrays.
- *
- * Invariants (checked by gcx_sparse_check(), relied upon by every consumer):
- * nnz <= capacity, idx[0] < idx[1] < ... < idx[nnz-1] < dense_len.
- *
- * The fields are public so that other layers (sparse allreduce, the GraVAC
- * controller) can read them without calls; write them only through the
- * functions below or as documented.
- */
-typedef struct gcx_sparse {
-    uint32_t *idx;    /**< capacity indices, strictly increasing. */
-    float *val;       /**< capacity values, val[j] belongs to idx[j]. */
-    size_t nnz;       /**< Number of stored entries. */
-    size_t capacity;  /**< Entries the arrays can hold. */
-    size_t dense_len; /**< Length N of the dense vector (< 2^32). */
-    int owned;        /**< Non-zero when the library owns idx and val. */
-} gcx_sparse_t;
-
-/**
- * Wrap caller-owned arrays as an empty sparse vector. The library never
- * frees them; gcx_sparse_free() only clears the struct.
- *
- * @param[out] sp        Vector to initialize.
- * @param idx, val       Arrays of capacity entries each (may be NULL when
- *                       capacity is 0).
- * @param capacity       Entries each array holds.
- * @param dense_len      Dense length N (< 2^32).
- * @return GCX_OK; GCX_ERR_INVALID for NULL arrays with capacity > 0;
- *         GCX_ERR_RANGE for dense_len >= 2^32.
- */
-GCX_API
-gcx_status_t gcx_sparse_init(gcx_sparse_t *sp, uint32_t *idx, float *val,
-                             size_t capacity, size_t dense_len);
-
-/**
- * Allocate an empty sparse vector whose arrays the library owns.
- *
- * @param capacity   Entries to allocate (0 is allowed).
- * @param dense_len  Dense length N (< 2^32).
- * @param[out] sp_p  Filled on success; release with gcx_sparse_free().
- * @return GCX_OK, GCX_ERR_NOMEM, GCX_ERR_RANGE (dense_len >= 2^32),
- *         GCX_ERR_INVALID (NULL sp_p).
- */
-GCX_API
-gcx_status_t gcx_sparse_alloc(size_t capacity, size_t dense_len,
-                              gcx_sparse_t *sp_p);
-
-/**
- * Free library-owned arrays (nothing for caller-owned ones) and reset the
- * struct to an empty vector of capacity 0. NULL is allowed.
- */
-GCX_API
-void gcx_sparse_free(gcx_sparse_t *sp);
-
-/**
- * Check the invariants of a sparse vector in O(nnz).
- * @return GCX_OK, or GCX_ERR_INVALID (NULL, nnz > capacity, indices not
- *         strictly increasing or not below dense_len, dense_len >= 2^32).
- */
-GCX_API
-gcx_status_t gcx_sparse_check(const gcx_sparse_t *sp);
-
-/**
- * dense[idx[j]] = val[j] for every entry; other entries of dense are left
- * as they are. dense holds sp->dense_len floats.
- */
-GCX_API
-gcx_status_t gcx_sparse_scatter(const gcx_sparse_t *sp, float *dense);
-
-/** dense[idx[j]] += alpha * val[j] for every entry. */
-GCX_API
-gcx_status_t gcx_sparse_scatter_add(const gcx_sparse_t *sp, float alpha,
-                                    float *dense);
-
-/** Zero dense (sp->dense_len floats), then scatter sp into it. */
-GCX_API
-gcx_status_t gcx_sparse_to_dense(const gcx_sparse_t *sp, float *dense);
-
-/** Squared Euclidean norm sum(val[j]^2), accumulated in double. */
-GCX_API
-double gcx_sparse_sqnorm(const gcx_sparse_t *sp);
 
 /** Squared Euclidean norm of n dense floats, accumulated in double. */
 GCX_API
@@ -285,7 +204,7 @@ gcx_status_t gcx_compress_capacity(gcx_compress_kind_t kind, size_t n,
  */
 GCX_API
 gcx_status_t gcx_compress_dense(gcx_compressor_t *comp, const float *x,
-                                size_t n, double cf, gcx_sparse_t *out,
+                                size_t n, double cf, gcx_sparse_vec_t *out,
                                 gcx_compress_stats_t *stats_p);
 
 /**
@@ -295,21 +214,22 @@ gcx_status_t gcx_compress_dense(gcx_compressor_t *comp, const float *x,
  * top-k of x with the same final k. out must not be in.
  */
 GCX_API
-gcx_status_t gcx_compress_sparse(gcx_compressor_t *comp, const gcx_sparse_t *in,
-                                 double cf, gcx_sparse_t *out,
+gcx_status_t gcx_compress_sparse(gcx_compressor_t *comp,
+                                 const gcx_sparse_vec_t *in,
+                                 double cf, gcx_sparse_vec_t *out,
                                  gcx_compress_stats_t *stats_p);
 
 /** gcx_compress_dense() with an explicit target count k (k >= n: all). */
 GCX_API
 gcx_status_t gcx_compress_dense_k(gcx_compressor_t *comp, const float *x,
-                                  size_t n, size_t k, gcx_sparse_t *out,
+                                  size_t n, size_t k, gcx_sparse_vec_t *out,
                                   gcx_compress_stats_t *stats_p);
 
 /** gcx_compress_sparse() with an explicit target count k. */
 GCX_API
 gcx_status_t gcx_compress_sparse_k(gcx_compressor_t *comp,
-                                   const gcx_sparse_t *in, size_t k,
-                                   gcx_sparse_t *out,
+                                   const gcx_sparse_vec_t *in, size_t k,
+                                   gcx_sparse_vec_t *out,
                                    gcx_compress_stats_t *stats_p);
 
 /** GraVAC's gain ||C(x)||^2 / ||x||^2 of one compression (1 when x = 0). */
@@ -402,7 +322,8 @@ gcx_status_t gcx_feedback_accumulate(gcx_feedback_t *fb, const float *g);
  * @return GCX_OK, GCX_ERR_INVALID (bad sparse vector or length).
  */
 GCX_API
-gcx_status_t gcx_feedback_commit(gcx_feedback_t *fb, const gcx_sparse_t *sent);
+gcx_status_t gcx_feedback_commit(gcx_feedback_t *fb,
+                                 const gcx_sparse_vec_t *sent);
 
 /** The whole e was sent densely: e = 0 (and with masking u = 0). */
 GCX_API
@@ -419,7 +340,7 @@ void gcx_feedback_commit_dense(gcx_feedback_t *fb);
  */
 GCX_API
 gcx_status_t gcx_feedback_step(gcx_feedback_t *fb, gcx_compressor_t *comp,
-                               const float *g, double cf, gcx_sparse_t *out,
+                               const float *g, double cf, gcx_sparse_vec_t *out,
                                gcx_compress_stats_t *stats_p);
 
 #ifdef __cplusplus

@@ -321,7 +321,7 @@ gcx_status_t gcx_reduce_scatter(gcx_comm_t *comm, const void *sendbuf,
  * number of ranks; f16/bf16 are reduced in float32.
  *
  * Algorithm: binomial tree up to 64 KiB, ring reduce-scatter + gather to the
- * root (Rabenseifner) above.
+ * root above.
  *
  * @return GCX_OK (or the request); GCX_ERR_INVALID for a bad root, a
  *         type/operation that is not a reduction, NULL buffers with

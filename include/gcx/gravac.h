@@ -53,7 +53,7 @@
  *       gcx_gravac_allreduce_norms(comm, &norms);     // 4 doubles, SUM
  *       gcx_gravac_record_t rec;
  *       gcx_gravac_decide(ctl, &norms, &rec);         // same on all ranks
- *       const gcx_sparse_t *s = gcx_gravac_selected(work, &rec);
+ *       const gcx_sparse_vec_t *s = gcx_gravac_selected(work, &rec);
  *       if (s != NULL) sparse_allreduce(s ...);       // rec.level MIN or C
  *       else dense_allreduce(gcx_feedback_residual(fb) ...);
  *       gcx_gravac_commit(work, &rec);                // e = g_ef - sent
@@ -353,8 +353,8 @@ gcx_status_t gcx_gravac_compress(gcx_gravac_t *ctl, gcx_gravac_work_t *work,
  * valid until the next gcx_gravac_compress().
  */
 GCX_API
-const gcx_sparse_t *gcx_gravac_selected(const gcx_gravac_work_t *work,
-                                        const gcx_gravac_record_t *rec);
+const gcx_sparse_vec_t *gcx_gravac_selected(const gcx_gravac_work_t *work,
+                                            const gcx_gravac_record_t *rec);
 
 /**
  * Commit the decision to the residual: e -= sent (sparse levels), or e = 0

@@ -4,13 +4,13 @@
  *        chosen by an alpha-beta cost model).
  *
  * Every rank contributes a sparse float vector of the same dense length N
- * (gcx_sparse_t of compress.h: strictly increasing uint32 indices and float
- * values as a structure of arrays; nnz may differ between ranks). The result
- * is the element-wise sum over ranks, delivered as
+ * (gcx_sparse_vec_t of sparse_vec.h: strictly increasing uint32 indices and
+ * float values as a structure of arrays; nnz may differ between ranks). The
+ * result is the element-wise sum over ranks, delivered as
  * - a dense vector of N floats in a caller buffer, and/or
  * - the sparse union of all ranks' indices with the summed values, in a
- *   caller-owned gcx_sparse_t (an index is in the union even when its sum is
- *   exactly 0),
+ *   caller-owned gcx_sparse_vec_t (an index is in the union even when its
+ *   sum is exactly 0),
  * optionally re-sparsified to the global top-k of the sum by magnitude
  * before it is spread (Ok-Topk semantics: ties go to the lower index), and
  * optionally with, for each of the caller's indices, a flag saying whether
@@ -39,8 +39,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <gcx/compress.h>
 #include <gcx/gcx.h>
+#include <gcx/sparse_vec.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -105,8 +105,10 @@ typedef struct gcx_sparse_allreduce_opts {
  *         unspecified).
  */
 GCX_API
-gcx_status_t gcx_sparse_allreduce(gcx_comm_t *comm, const gcx_sparse_t *input,
-                                  float *dense_out, gcx_sparse_t *sparse_out,
+gcx_status_t gcx_sparse_allreduce(gcx_comm_t *comm,
+                                  const gcx_sparse_vec_t *input,
+                                  float *dense_out,
+                                  gcx_sparse_vec_t *sparse_out,
                                   const gcx_sparse_allreduce_opts_t *opts,
                                   gcx_request_t **req_p);
 

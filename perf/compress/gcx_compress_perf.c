@@ -122,8 +122,8 @@ static uint32_t key_of(float v)
  * magnitude, every unselected index above every selected one.
  */
 static long check_topset(const float *x, const uint32_t *map, size_t n,
-                         const gcx_sparse_t *s, size_t k, int exact, size_t lo,
-                         size_t hi)
+                         const gcx_sparse_vec_t *s, size_t k, int exact,
+                         size_t lo, size_t hi)
 {
     long wrong = 0;
     uint32_t tmin = UINT32_MAX;
@@ -163,7 +163,7 @@ static long check_topset(const float *x, const uint32_t *map, size_t n,
 }
 
 static long check_randomk(const float *x, const uint32_t *map, size_t n,
-                          const gcx_sparse_t *s, size_t k)
+                          const gcx_sparse_vec_t *s, size_t k)
 {
     long wrong = s->nnz != k;
     size_t j, i = 0;
@@ -256,7 +256,7 @@ typedef struct bench_arg {
     size_t n;
     double cf, cf2;
     gcx_compressor_t *comp;
-    gcx_sparse_t *out, *mid;
+    gcx_sparse_vec_t *out, *mid;
     gcx_feedback_t *fb;
     volatile double sink;
 } bench_arg_t;
@@ -319,7 +319,7 @@ static int run_size(const perf_opts_t *o, size_t n)
     float *x = malloc(n * sizeof(float));
     perf_row_t row;
     bench_arg_t arg;
-    gcx_sparse_t out, mid;
+    gcx_sparse_vec_t out, mid;
     double stream_ms, min_ms;
     int c, kind, rc = 0;
 
@@ -354,8 +354,8 @@ static int run_size(const perf_opts_t *o, size_t n)
     if (kind_wanted(o, "none") || cap > n) {
         cap = n;
     }
-    if (gcx_sparse_alloc(cap, n, &out) != GCX_OK ||
-        gcx_sparse_alloc(cap, n, &mid) != GCX_OK) {
+    if (gcx_sparse_vec_alloc(cap, n, &out) != GCX_OK ||
+        gcx_sparse_vec_alloc(cap, n, &mid) != GCX_OK) {
         fprintf(stderr, "cannot allocate outputs\n");
         free(x);
         return 1;
@@ -492,8 +492,8 @@ static int run_size(const perf_opts_t *o, size_t n)
             arg.comp = NULL;
         }
     }
-    gcx_sparse_free(&mid);
-    gcx_sparse_free(&out);
+    gcx_sparse_vec_free(&mid);
+    gcx_sparse_vec_free(&out);
     free(x);
     return rc;
 }

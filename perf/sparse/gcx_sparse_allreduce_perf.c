@@ -112,7 +112,7 @@ static double perf_median_of_max(double *t, int n)
  * from the reference sum ref: a value off by more than float rounding of a
  * P-term sum, or a nonzero of ref missing from the sparse result.
  */
-static double perf_count_wrong(const gcx_sparse_t *out, const float *dense,
+static double perf_count_wrong(const gcx_sparse_vec_t *out, const float *dense,
                                const float *ref, size_t N)
 {
     size_t j, listed = 0, nonzero = 0;
@@ -413,8 +413,8 @@ int main(int argc, char **argv)
                 for (turn = 0; turn < nrows; ++turn) {
                     /* the turn starts one row later each iteration */
                     perf_row_t  *row = &rows[(turn + it) % nrows];
-                    gcx_sparse_t in  = {idx, val, nnz, nnz, N, 0};
-                    gcx_sparse_t out = {oi, ov, 0, cap, N, 0};
+                    gcx_sparse_vec_t in  = {idx, val, nnz, nnz, N, 0};
+                    gcx_sparse_vec_t out = {oi, ov, 0, cap, N, 0};
                     gcx_sparse_allreduce_opts_t opts = {topk_on ? k : 0, NULL,
                                                         row->name};
                     gcx_sparse_allreduce_stats_t stats;

@@ -220,10 +220,10 @@ gcx_task_t *gcx_reduce_binomial_create(gcx_comm_t *comm, const void *src,
                                        void *recvbuf, size_t count,
                                        gcx_dtype_t dtype, gcx_op_t op,
                                        int root);
-gcx_task_t *gcx_reduce_rabenseifner_create(gcx_comm_t *comm, const void *src,
-                                           void *recvbuf, size_t count,
-                                           gcx_dtype_t dtype, gcx_op_t op,
-                                           int root);
+gcx_task_t *gcx_reduce_ring_gather_create(gcx_comm_t *comm, const void *src,
+                                          void *recvbuf, size_t count,
+                                          gcx_dtype_t dtype, gcx_op_t op,
+                                          int root);
 /* gather/scatter: sendbuf (gather) or recvbuf (scatter) NULL = in place at
  * the root; bytes per rank */
 gcx_task_t *gcx_gather_binomial_create(gcx_comm_t *comm, const void *sendbuf,

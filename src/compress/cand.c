@@ -18,11 +18,12 @@
  */
 #include "compress_int.h"
 
-#define CAND_BLOCK   GCX__SQ_BLOCK
+#define CAND_BLOCK   GCX_COMPRESS_SQ_BLOCK
 #define CAND_D0_BITS 11u
 
-void gcx__sample_keys(const gcx__cvec_t *in, size_t s, size_t chunk,
-                      gcx__rng_t *rng, uint32_t *keys, uint32_t *tmp)
+void gcx_cand_sample_keys(const gcx_compress_cvec_t *in, size_t s, size_t chunk,
+                          gcx_compress_rng_t *rng, uint32_t *keys,
+                          uint32_t *tmp)
 {
     const float *v = in->val;
     const size_t units = in->m / chunk, strata = s / chunk, ahead = 32;
@@ -40,7 +41,8 @@ void gcx__sample_keys(const gcx__cvec_t *in, size_t s, size_t chunk,
             acc -= strata;
             w++;
         }
-        tmp[j] = (uint32_t)((a + (size_t)gcx__rng_below(rng, w)) * chunk);
+        tmp[j] = (uint32_t)((a + (size_t)gcx_compress_rng_below(rng, w)) *
+                            chunk);
         a += w;
     }
     for (j = 0; j < strata; j++) {
@@ -49,7 +51,7 @@ void gcx__sample_keys(const gcx__cvec_t *in, size_t s, size_t chunk,
             __builtin_prefetch(v + tmp[j + ahead]);
         }
         for (c = 0; c < chunk; c++) {
-            keys[j * chunk + c] = gcx__key(p[c]);
+            keys[j * chunk + c] = gcx_compress_key(p[c]);
         }
     }
 }
@@ -76,7 +78,8 @@ static size_t rank_hist(const uint32_t *src, size_t n, unsigned pshift,
     return w;
 }
 
-uint32_t gcx__keys_rank(const uint32_t *keys, size_t s, size_t r, uint32_t *tmp)
+uint32_t gcx_cand_keys_rank(const uint32_t *keys, size_t s, size_t r,
+                            uint32_t *tmp)
 {
     uint32_t hist[1u << CAND_D0_BITS], b, b2, b3;
     size_t above = 0, nb;
@@ -85,13 +88,13 @@ uint32_t gcx__keys_rank(const uint32_t *keys, size_t s, size_t r, uint32_t *tmp)
      * over the boundary bucket only (copied to tmp). */
     memset(hist, 0, sizeof(hist));
     rank_hist(keys, s, 32, 0, 20, 0x7ff, hist, NULL);
-    b = gcx__hist_find(hist, 1u << 11, r, &above);
+    b = gcx_cand_hist_find(hist, 1u << 11, r, &above);
     memset(hist, 0, sizeof(hist));
     nb = rank_hist(keys, s, 20, b, 10, 0x3ff, hist, tmp);
-    b2 = gcx__hist_find(hist, 1u << 10, r - above, &above);
+    b2 = gcx_cand_hist_find(hist, 1u << 10, r - above, &above);
     memset(hist, 0, sizeof(hist));
     rank_hist(tmp, nb, 10, (b << 10) | b2, 0, 0x3ff, hist, NULL);
-    b3 = gcx__hist_find(hist, 1u << 10, r - above, &above);
+    b3 = gcx_cand_hist_find(hist, 1u << 10, r - above, &above);
     return (b << 20) | (b2 << 10) | b3;
 }
 
@@ -99,20 +102,21 @@ uint32_t gcx__keys_rank(const uint32_t *keys, size_t s, size_t r, uint32_t *tmp)
  * into the candidates. While 16 more fit, the stores are unconditional and
  * only the count moves (no branch to mispredict at CF 10); near the end of
  * the buffer a checked loop takes over and counts past cap. */
-GCX__INLINE size_t cand_take(const float *v, const uint32_t *map, size_t base,
-                             size_t i, size_t j, uint32_t t, size_t n,
-                             size_t cap, uint32_t *cidx, float *cval)
+GCX_COMPRESS_INLINE size_t cand_take(const float *v, const uint32_t *map,
+                                     size_t base, size_t i, size_t j,
+                                     uint32_t t, size_t n, size_t cap,
+                                     uint32_t *cidx, float *cval)
 {
-    if (GCX__LIKELY(n + 16 <= cap)) {
+    if (GCX_COMPRESS_LIKELY(n + 16 <= cap)) {
         for (; i < j; i++) {
             cidx[n] = map != NULL ? map[i] : (uint32_t)(base + i);
             cval[n] = v[i];
-            n += gcx__key(v[i]) >= t;
+            n += gcx_compress_key(v[i]) >= t;
         }
         return n;
     }
     for (; i < j; i++) {
-        if (gcx__key(v[i]) >= t) {
+        if (gcx_compress_key(v[i]) >= t) {
             if (n < cap) {
                 cidx[n] = map != NULL ? map[i] : (uint32_t)(base + i);
                 cval[n] = v[i];
@@ -123,34 +127,36 @@ GCX__INLINE size_t cand_take(const float *v, const uint32_t *map, size_t base,
     return n;
 }
 
-/* One block (len <= GCX__SQ_BLOCK): the candidates and, in the same loop
- * over groups of 16 held in registers, the block's sum of squares with the
- * accumulation order of gcx__sqnorm_block (so the bits are the same). */
-GCX__INLINE size_t cand_block(const float *v, const uint32_t *map, size_t base,
-                              size_t len, uint32_t t, size_t n, size_t cap,
-                              uint32_t *cidx, float *cval, double *sq_p)
+/* One block (len <= GCX_COMPRESS_SQ_BLOCK): the candidates and, in the same
+ * loop over groups of 16 held in registers, the block's sum of squares with
+ * the accumulation order of gcx_compress_sqnorm_block (so the bits are the
+ * same). */
+GCX_COMPRESS_INLINE size_t cand_block(const float *v, const uint32_t *map,
+                                      size_t base, size_t len, uint32_t t,
+                                      size_t n, size_t cap, uint32_t *cidx,
+                                      float *cval, double *sq_p)
 {
-    gcx__sqacc_t acc;
+    gcx_compress_sqacc_t acc;
     size_t i = 0, j;
 
-    gcx__sqacc_init(&acc);
+    gcx_compress_sqacc_init(&acc);
     for (; i + 16 <= len; i += 16) {
-        gcx__sqacc_add8(&acc, v + i);
-        gcx__sqacc_add8(&acc, v + i + 8);
-        if (GCX__UNLIKELY(gcx__any16_ge(v + i, t))) {
+        gcx_compress_sqacc_add8(&acc, v + i);
+        gcx_compress_sqacc_add8(&acc, v + i + 8);
+        if (GCX_COMPRESS_UNLIKELY(gcx_compress_any16_ge(v + i, t))) {
             n = cand_take(v, map, base, i, i + 16, t, n, cap, cidx, cval);
         }
     }
     for (j = i; j + 8 <= len; j += 8) {
-        gcx__sqacc_add8(&acc, v + j);
+        gcx_compress_sqacc_add8(&acc, v + j);
     }
-    *sq_p += gcx__sqacc_sum(&acc, v + j, len - j);
+    *sq_p += gcx_compress_sqacc_sum(&acc, v + j, len - j);
     return cand_take(v, map, base, i, len, t, n, cap, cidx, cval);
 }
 
-GCX__INLINE size_t cand_pass(const float *v, const uint32_t *map, size_t m,
-                             uint32_t t, size_t cap, uint32_t *cidx,
-                             float *cval, double *sq_p)
+GCX_COMPRESS_INLINE size_t cand_pass(const float *v, const uint32_t *map,
+                                     size_t m, uint32_t t, size_t cap,
+                                     uint32_t *cidx, float *cval, double *sq_p)
 {
     size_t b, n = 0;
     double sq = 0;
@@ -179,8 +185,9 @@ static size_t cand_pass_map(const float *v, const uint32_t *map, size_t m,
     return cand_pass(v, map, m, t, cap, cidx, cval, sq_p);
 }
 
-size_t gcx__thr_collect(const gcx__cvec_t *in, uint32_t t, size_t cap,
-                        uint32_t *cidx, float *cval, double *sq_p)
+size_t gcx_cand_thr_collect(const gcx_compress_cvec_t *in, uint32_t t,
+                            size_t cap, uint32_t *cidx, float *cval,
+                            double *sq_p)
 {
     if (in->map != NULL) {
         return cand_pass_map(in->val, in->map, in->m, t, cap, cidx, cval, sq_p);
@@ -188,8 +195,8 @@ size_t gcx__thr_collect(const gcx__cvec_t *in, uint32_t t, size_t cap,
     return cand_pass_dense(in->val, in->m, t, cap, cidx, cval, sq_p);
 }
 
-uint32_t gcx__hist_find(const uint32_t *hist, uint32_t nb, size_t need,
-                        size_t *above_p)
+uint32_t gcx_cand_hist_find(const uint32_t *hist, uint32_t nb, size_t need,
+                            size_t *above_p)
 {
     size_t acc = 0;
     uint32_t j = nb;
@@ -207,12 +214,12 @@ uint32_t gcx__hist_find(const uint32_t *hist, uint32_t nb, size_t need,
 /* Composite of candidate j: magnitude first, then the earlier candidate. */
 static inline uint64_t cand_composite(float v, size_t j)
 {
-    return ((uint64_t)gcx__key(v) << 32) | (uint32_t) ~(uint32_t)j;
+    return ((uint64_t)gcx_compress_key(v) << 32) | (uint32_t) ~(uint32_t)j;
 }
 
-gcx_status_t gcx__cand_keep_top(gcx_compressor_t *comp, const uint32_t *cidx,
-                                const float *cval, size_t nc, size_t r,
-                                uint32_t *oidx, float *oval)
+gcx_status_t gcx_cand_keep_top(gcx_compressor_t *comp, const uint32_t *cidx,
+                               const float *cval, size_t nc, size_t r,
+                               uint32_t *oidx, float *oval)
 {
     const unsigned shift = 31u - CAND_D0_BITS;
     uint32_t hist[1u << CAND_D0_BITS], b;
@@ -229,24 +236,25 @@ gcx_status_t gcx__cand_keep_top(gcx_compressor_t *comp, const uint32_t *cidx,
     }
     memset(hist, 0, sizeof(hist));
     for (j = 0; j < nc; j++) {
-        hist[gcx__key(cval[j]) >> shift]++;
+        hist[gcx_compress_key(cval[j]) >> shift]++;
     }
-    b = gcx__hist_find(hist, 1u << CAND_D0_BITS, r, &above);
-    c64 = gcx__scratch(comp, GCX__SCR_AUX, hist[b] * sizeof(*c64));
+    b = gcx_cand_hist_find(hist, 1u << CAND_D0_BITS, r, &above);
+    c64 = gcx_compress_scratch(comp, GCX_COMPRESS_SCR_AUX,
+                               hist[b] * sizeof(*c64));
     if (c64 == NULL) {
         return GCX_ERR_NOMEM;
     }
     for (j = 0; j < nc; j++) {
-        if (gcx__key(cval[j]) >> shift == b) {
+        if (gcx_compress_key(cval[j]) >> shift == b) {
             c64[nb++] = cand_composite(cval[j], j);
         }
     }
     /* 1 <= r - above <= nb: the boundary inside bucket b */
-    thr = gcx__select_u64_desc(c64, nb, r - above);
+    thr = gcx_compress_select_u64_desc(c64, nb, r - above);
     /* Branch-free compaction (w <= j, so in place is safe); the loop ends
      * when r are kept, so a separate output needs only r entries. */
     for (j = 0; j < nc && w < r; j++) {
-        uint32_t bk = gcx__key(cval[j]) >> shift;
+        uint32_t bk = gcx_compress_key(cval[j]) >> shift;
         size_t keep =
             (size_t)(bk > b) |
             ((size_t)(bk == b) & (size_t)(cand_composite(cval[j], j) >= thr));

@@ -14,26 +14,26 @@
 #include <math.h>
 #include <stdlib.h>
 
-typedef struct gcx__compress_row {
+typedef struct gcx_compress_row {
     gcx_compress_kind_t kind;
     const char *name;
     const char *desc;
-    gcx__select_fn_t select;
-} gcx__compress_row_t;
+    gcx_compress_select_fn_t select;
+} gcx_compress_row_t;
 
-static const gcx__compress_row_t gcx__compress_table[GCX_COMPRESS_KIND_COUNT] =
+static const gcx_compress_row_t gcx_compress_table[GCX_COMPRESS_KIND_COUNT] =
     {
-        {GCX_COMPRESS_NONE, "none", "send every entry", gcx__none_select},
+        {GCX_COMPRESS_NONE, "none", "send every entry", gcx_none_select},
         {GCX_COMPRESS_TOPK, "topk", "exact top-k by magnitude (radix select)",
-         gcx__topk_select},
+         gcx_topk_select},
         {GCX_COMPRESS_DGC, "dgc",
-         "DGC sampled threshold, count within [0.8k, 1.3k]", gcx__dgc_select},
+         "DGC sampled threshold, count within [0.8k, 1.3k]", gcx_dgc_select},
         {GCX_COMPRESS_REDSYNC, "redsync",
          "RedSync threshold search between mean and max of |x|",
-         gcx__redsync_select},
+         gcx_redsync_select},
         {GCX_COMPRESS_RANDOMK, "randomk",
          "k indices drawn from a seed shared by all ranks",
-         gcx__randomk_select},
+         gcx_randomk_select},
 };
 
 const char *gcx_compress_kind_name(gcx_compress_kind_t kind)
@@ -41,7 +41,7 @@ const char *gcx_compress_kind_name(gcx_compress_kind_t kind)
     if ((unsigned)kind >= GCX_COMPRESS_KIND_COUNT) {
         return "?";
     }
-    return gcx__compress_table[kind].name;
+    return gcx_compress_table[kind].name;
 }
 
 gcx_status_t gcx_compress_kind_parse(const char *name,
@@ -53,8 +53,8 @@ gcx_status_t gcx_compress_kind_parse(const char *name,
         return GCX_ERR_INVALID;
     }
     for (i = 0; i < GCX_COMPRESS_KIND_COUNT; i++) {
-        if (strcmp(name, gcx__compress_table[i].name) == 0) {
-            *kind_p = gcx__compress_table[i].kind;
+        if (strcmp(name, gcx_compress_table[i].name) == 0) {
+            *kind_p = gcx_compress_table[i].kind;
             return GCX_OK;
         }
     }
@@ -74,7 +74,7 @@ gcx_status_t gcx_compressor_create(gcx_compress_kind_t kind, uint64_t seed,
         return GCX_ERR_NOMEM;
     }
     comp->kind = kind;
-    comp->select = gcx__compress_table[kind].select;
+    comp->select = gcx_compress_table[kind].select;
     comp->seed = seed;
     *comp_p = comp;
     return GCX_OK;
@@ -87,7 +87,7 @@ void gcx_compressor_destroy(gcx_compressor_t *comp)
     if (comp == NULL) {
         return;
     }
-    for (i = 0; i < GCX__SCR_COUNT; i++) {
+    for (i = 0; i < GCX_COMPRESS_SCR_COUNT; i++) {
         free(comp->scr[i]);
     }
     free(comp);
@@ -179,12 +179,13 @@ double gcx_compress_gain(const gcx_compress_stats_t *stats)
 }
 
 /* Common path of the four entry points, after the input checks. */
-static gcx_status_t gcx__compress_run(gcx_compressor_t *comp,
-                                      const gcx__cvec_t *in, size_t dense_len,
-                                      size_t k, gcx_sparse_t *out,
-                                      gcx_compress_stats_t *stats_p)
+static gcx_status_t gcx_compress_run(gcx_compressor_t *comp,
+                                     const gcx_compress_cvec_t *in,
+                                     size_t dense_len, size_t k,
+                                     gcx_sparse_vec_t *out,
+                                     gcx_compress_stats_t *stats_p)
 {
-    gcx__cres_t res = {0, 0};
+    gcx_compress_cres_t res = {0, 0};
     gcx_status_t status = GCX_OK;
     size_t m = in->m, cap;
 
@@ -201,14 +202,14 @@ static gcx_status_t gcx__compress_run(gcx_compressor_t *comp,
     if (m == 0) {
         out->nnz = 0;
     } else if (k == 0) {
-        res.in_sqnorm = gcx__sqnorm(in->val, m);
+        res.in_sqnorm = gcx_compress_sqnorm(in->val, m);
         res.passes = 1;
         if (!(res.in_sqnorm <= __DBL_MAX__)) {
             return GCX_ERR_RANGE;
         }
         out->nnz = 0;
     } else if (k == m) {
-        status = gcx__none_select(comp, in, k, out, &res);
+        status = gcx_none_select(comp, in, k, out, &res);
     } else {
         status = comp->select(comp, in, k, out, &res);
     }
@@ -218,7 +219,7 @@ static gcx_status_t gcx__compress_run(gcx_compressor_t *comp,
     out->dense_len = dense_len;
     if (stats_p != NULL) {
         stats_p->in_sqnorm = res.in_sqnorm;
-        stats_p->out_sqnorm = gcx__sqnorm(out->val, out->nnz);
+        stats_p->out_sqnorm = gcx_compress_sqnorm(out->val, out->nnz);
         stats_p->k = k;
         stats_p->nnz = out->nnz;
         stats_p->passes = res.passes;
@@ -227,31 +228,31 @@ static gcx_status_t gcx__compress_run(gcx_compressor_t *comp,
 }
 
 gcx_status_t gcx_compress_dense_k(gcx_compressor_t *comp, const float *x,
-                                  size_t n, size_t k, gcx_sparse_t *out,
+                                  size_t n, size_t k, gcx_sparse_vec_t *out,
                                   gcx_compress_stats_t *stats_p)
 {
-    gcx__cvec_t in = {x, NULL, n};
+    gcx_compress_cvec_t in = {x, NULL, n};
 
     if (comp == NULL || out == NULL || (x == NULL && n > 0)) {
         return GCX_ERR_INVALID;
     }
-    if (n > GCX__MAX_LEN) {
+    if (n > GCX_COMPRESS_MAX_LEN) {
         return GCX_ERR_RANGE;
     }
     if (n > 0 && out->val == x) {
         return GCX_ERR_INVALID;
     }
-    return gcx__compress_run(comp, &in, n, k, out, stats_p);
+    return gcx_compress_run(comp, &in, n, k, out, stats_p);
 }
 
 gcx_status_t gcx_compress_sparse_k(gcx_compressor_t *comp,
-                                   const gcx_sparse_t *in, size_t k,
-                                   gcx_sparse_t *out,
+                                   const gcx_sparse_vec_t *in, size_t k,
+                                   gcx_sparse_vec_t *out,
                                    gcx_compress_stats_t *stats_p)
 {
-    gcx__cvec_t view;
+    gcx_compress_cvec_t view;
 
-    if (comp == NULL || out == NULL || gcx_sparse_check(in) != GCX_OK) {
+    if (comp == NULL || out == NULL || gcx_sparse_vec_check(in) != GCX_OK) {
         return GCX_ERR_INVALID;
     }
     if (out == in ||
@@ -261,11 +262,11 @@ gcx_status_t gcx_compress_sparse_k(gcx_compressor_t *comp,
     view.val = in->val;
     view.map = in->idx;
     view.m = in->nnz;
-    return gcx__compress_run(comp, &view, in->dense_len, k, out, stats_p);
+    return gcx_compress_run(comp, &view, in->dense_len, k, out, stats_p);
 }
 
 gcx_status_t gcx_compress_dense(gcx_compressor_t *comp, const float *x,
-                                size_t n, double cf, gcx_sparse_t *out,
+                                size_t n, double cf, gcx_sparse_vec_t *out,
                                 gcx_compress_stats_t *stats_p)
 {
     gcx_status_t status;
@@ -278,8 +279,9 @@ gcx_status_t gcx_compress_dense(gcx_compressor_t *comp, const float *x,
     return gcx_compress_dense_k(comp, x, n, k, out, stats_p);
 }
 
-gcx_status_t gcx_compress_sparse(gcx_compressor_t *comp, const gcx_sparse_t *in,
-                                 double cf, gcx_sparse_t *out,
+gcx_status_t gcx_compress_sparse(gcx_compressor_t *comp,
+                                 const gcx_sparse_vec_t *in,
+                                 double cf, gcx_sparse_vec_t *out,
                                  gcx_compress_stats_t *stats_p)
 {
     gcx_status_t status;

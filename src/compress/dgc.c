@@ -60,8 +60,9 @@ static uint32_t dgc_key_below(const uint32_t *keys, size_t s, uint32_t t)
     return found ? best : t;
 }
 
-gcx_status_t gcx__dgc_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
-                             size_t k, gcx_sparse_t *out, gcx__cres_t *res)
+gcx_status_t gcx_dgc_select(gcx_compressor_t *comp,
+                            const gcx_compress_cvec_t *in, size_t k,
+                            gcx_sparse_vec_t *out, gcx_compress_cres_t *res)
 {
     const size_t m = in->m;
     const size_t lo = k - (2 * k) / 10, hi = k + (3 * k) / 10;
@@ -72,8 +73,8 @@ gcx_status_t gcx__dgc_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
     uint32_t *keys, *tmp, *cidx, t, t2;
     float *cval;
     double sq = 0;
-    gcx__rng_t rng;
-    gcx__cres_t sub;
+    gcx_compress_rng_t rng;
+    gcx_compress_cres_t sub;
     gcx_status_t status;
 
     if (s < DGC_SAMPLE_MIN) {
@@ -82,21 +83,22 @@ gcx_status_t gcx__dgc_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
     /* whole cache lines when the strata are at least a chunk wide */
     chunk = s >= DGC_CHUNK && m / (s / DGC_CHUNK) >= DGC_CHUNK ? DGC_CHUNK : 1;
     s -= s % chunk;
-    keys = gcx__scratch(comp, GCX__SCR_AUX, s * 4);
-    tmp = gcx__scratch(comp, GCX__SCR_TMP, s * 4);
-    cidx = gcx__scratch(comp, GCX__SCR_CIDX, cap * 4);
-    cval = gcx__scratch(comp, GCX__SCR_CVAL, cap * 4);
+    keys = gcx_compress_scratch(comp, GCX_COMPRESS_SCR_AUX, s * 4);
+    tmp = gcx_compress_scratch(comp, GCX_COMPRESS_SCR_TMP, s * 4);
+    cidx = gcx_compress_scratch(comp, GCX_COMPRESS_SCR_CIDX, cap * 4);
+    cval = gcx_compress_scratch(comp, GCX_COMPRESS_SCR_CVAL, cap * 4);
     if (keys == NULL || tmp == NULL || cidx == NULL || cval == NULL) {
         return GCX_ERR_NOMEM;
     }
 
-    gcx__rng_seed(&rng, comp->seed, comp->step, m, k);
-    gcx__sample_keys(in, s, chunk, &rng, keys, tmp);
+    gcx_compress_rng_seed(&rng, comp->seed, comp->step, m, k);
+    gcx_cand_sample_keys(in, s, chunk, &rng, keys, tmp);
     r = (size_t)(((unsigned __int128)s * k + m - 1) / m); /* >= 1 */
-    t = gcx__keys_rank(keys, s, r, tmp);
+    t = gcx_cand_keys_rank(keys, s, r, tmp);
 
     for (pass = 0; pass < DGC_PASSES; pass++) {
-        c = gcx__thr_collect(in, t, cap, cidx, cval, pass == 0 ? &sq : NULL);
+        c = gcx_cand_thr_collect(in, t, cap, cidx, cval,
+                                 pass == 0 ? &sq : NULL);
         npass++;
         if (pass == 0 && !(sq <= __DBL_MAX__)) {
             return GCX_ERR_RANGE; /* NaN or Inf in the input */
@@ -107,7 +109,7 @@ gcx_status_t gcx__dgc_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
         }
         if (c > hi && c <= cap) {
             /* Every entry >= t is a candidate: their top k is exact. */
-            status = gcx__cand_keep_top(comp, cidx, cval, c, k, cidx, cval);
+            status = gcx_cand_keep_top(comp, cidx, cval, c, k, cidx, cval);
             if (status != GCX_OK) {
                 return status;
             }
@@ -119,7 +121,7 @@ gcx_status_t gcx__dgc_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
             /* too many: a higher rank of the sample, strictly above t */
             r = (size_t)(((unsigned __int128)r * k) / c);
             r = r < 1 ? 1 : r;
-            t2 = gcx__keys_rank(keys, s, r, tmp);
+            t2 = gcx_cand_keys_rank(keys, s, r, tmp);
             t2 = t2 > t ? t2 : dgc_key_above(keys, s, t);
             if (t2 <= t) {
                 break; /* no sample key above t */
@@ -129,7 +131,7 @@ gcx_status_t gcx__dgc_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
             r = c > 0 ? (size_t)(((unsigned __int128)r * k + c - 1) / c)
                       : 4 * r;
             r = r > s ? s : r;
-            t2 = gcx__keys_rank(keys, s, r, tmp);
+            t2 = gcx_cand_keys_rank(keys, s, r, tmp);
             t2 = t2 < t ? t2 : dgc_key_below(keys, s, t);
             if (t2 >= t) {
                 break; /* no sample key below t */
@@ -141,7 +143,7 @@ gcx_status_t gcx__dgc_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
     res->in_sqnorm = sq;
     if (!done) {
         /* Last correction: the exact selection always lands in range. */
-        status = gcx__topk_select(comp, in, k, out, &sub);
+        status = gcx_topk_select(comp, in, k, out, &sub);
         if (status != GCX_OK) {
             return status;
         }

@@ -49,7 +49,7 @@ static uint32_t fb_maxkey(const float *v, size_t n)
     size_t i;
 
     for (i = 0; i < n; i++) {
-        int32_t key = (int32_t)gcx__key(v[i]);
+        int32_t key = (int32_t)gcx_compress_key(v[i]);
         mk = key > mk ? key : mk;
     }
     return (uint32_t)mk;
@@ -77,7 +77,7 @@ gcx_status_t gcx_feedback_create(size_t n, const gcx_feedback_params_t *params,
         !(params->momentum < 1.0f)) {
         return GCX_ERR_INVALID;
     }
-    if (n > GCX__MAX_LEN) {
+    if (n > GCX_COMPRESS_MAX_LEN) {
         return GCX_ERR_RANGE;
     }
     fb = calloc(1, sizeof(*fb));
@@ -181,7 +181,7 @@ static int fb_dry_run(const gcx_feedback_t *fb, const float *g, double *max_e_p,
     for (i = 0; i < fb->n; i++) {
         float du = fb->u != NULL ? m * fb->u[i] + g[i] : g[i];
         float ne = fb->e[i] + du;
-        uint32_t ke = gcx__key(ne), ku = gcx__key(du);
+        uint32_t ke = gcx_compress_key(ne), ku = gcx_compress_key(du);
         mk_e = ke > mk_e ? ke : mk_e;
         mk_u = ku > mk_u ? ku : mk_u;
     }
@@ -243,19 +243,20 @@ gcx_status_t gcx_feedback_accumulate(gcx_feedback_t *fb, const float *g)
     return GCX_OK;
 }
 
-gcx_status_t gcx_feedback_commit(gcx_feedback_t *fb, const gcx_sparse_t *sent)
+gcx_status_t gcx_feedback_commit(gcx_feedback_t *fb,
+                                 const gcx_sparse_vec_t *sent)
 {
     uint32_t mk = 0;
     size_t j;
 
-    if (fb == NULL || gcx_sparse_check(sent) != GCX_OK ||
+    if (fb == NULL || gcx_sparse_vec_check(sent) != GCX_OK ||
         sent->dense_len != fb->n) {
         return GCX_ERR_INVALID;
     }
     /* Check first, write after: a non-finite result leaves e unchanged.
      * Normally every new value is exactly 0 (s holds copies of e). */
     for (j = 0; j < sent->nnz; j++) {
-        uint32_t key = gcx__key(fb->e[sent->idx[j]] - sent->val[j]);
+        uint32_t key = gcx_compress_key(fb->e[sent->idx[j]] - sent->val[j]);
         mk = key > mk ? key : mk;
     }
     if (mk >= 0x7f800000u) {
@@ -290,7 +291,7 @@ void gcx_feedback_commit_dense(gcx_feedback_t *fb)
 }
 
 gcx_status_t gcx_feedback_step(gcx_feedback_t *fb, gcx_compressor_t *comp,
-                               const float *g, double cf, gcx_sparse_t *out,
+                               const float *g, double cf, gcx_sparse_vec_t *out,
                                gcx_compress_stats_t *stats_p)
 {
     gcx_status_t status;

@@ -7,15 +7,16 @@
  */
 #include "compress_int.h"
 
-gcx_status_t gcx__none_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
-                              size_t k, gcx_sparse_t *out, gcx__cres_t *res)
+gcx_status_t gcx_none_select(gcx_compressor_t *comp,
+                             const gcx_compress_cvec_t *in, size_t k,
+                             gcx_sparse_vec_t *out, gcx_compress_cres_t *res)
 {
     size_t i, m = in->m;
     double sq;
 
     (void)comp;
     (void)k;
-    sq = gcx__sqnorm(in->val, m);
+    sq = gcx_compress_sqnorm(in->val, m);
     if (!(sq <= __DBL_MAX__)) {
         return GCX_ERR_RANGE;
     }

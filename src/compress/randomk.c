@@ -18,29 +18,31 @@
 
 #define RK_BATCH 64u /* draws whose bitmap words are prefetched together */
 
-gcx_status_t gcx__randomk_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
-                                 size_t k, gcx_sparse_t *out, gcx__cres_t *res)
+gcx_status_t gcx_randomk_select(gcx_compressor_t *comp,
+                                const gcx_compress_cvec_t *in, size_t k,
+                                gcx_sparse_vec_t *out, gcx_compress_cres_t *res)
 {
     const size_t m = in->m, words = (m + 63) / 64;
-    const size_t bw = GCX__SQ_BLOCK / 64; /* bitmap words per block */
+    const size_t bw = GCX_COMPRESS_SQ_BLOCK / 64; /* bitmap words per block */
     const int invert = k > m / 2;
     const size_t draws = invert ? m - k : k;
     const uint64_t flip = invert ? ~0ull : 0;
     uint64_t *bits;
     uint32_t *cidx;
     float *cval;
-    gcx__rng_t rng;
+    gcx_compress_rng_t rng;
     size_t w, j, n = 0;
     double sq = 0;
 
-    bits = gcx__scratch(comp, GCX__SCR_AUX, words * sizeof(*bits));
-    cidx = gcx__scratch(comp, GCX__SCR_CIDX, k * sizeof(*cidx));
-    cval = gcx__scratch(comp, GCX__SCR_CVAL, k * sizeof(*cval));
+    bits = gcx_compress_scratch(comp, GCX_COMPRESS_SCR_AUX,
+                                words * sizeof(*bits));
+    cidx = gcx_compress_scratch(comp, GCX_COMPRESS_SCR_CIDX, k * sizeof(*cidx));
+    cval = gcx_compress_scratch(comp, GCX_COMPRESS_SCR_CVAL, k * sizeof(*cval));
     if (bits == NULL || cidx == NULL || cval == NULL) {
         return GCX_ERR_NOMEM;
     }
     memset(bits, 0, words * sizeof(*bits));
-    gcx__rng_seed(&rng, comp->seed, comp->step, m, k);
+    gcx_compress_rng_seed(&rng, comp->seed, comp->step, m, k);
     /* Floyd: for j = m - draws .. m - 1, take t uniform in [0, j]; if t is
      * taken already, take j (which cannot be taken yet). The draws do not
      * depend on the bitmap, so a batch is drawn first and its bitmap words
@@ -48,7 +50,7 @@ gcx_status_t gcx__randomk_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
     for (j = m - draws; j < m; j += RK_BATCH) {
         size_t t[RK_BATCH], b, nb = m - j < RK_BATCH ? m - j : RK_BATCH;
         for (b = 0; b < nb; b++) {
-            t[b] = (size_t)gcx__rng_below(&rng, (uint64_t)(j + b) + 1);
+            t[b] = (size_t)gcx_compress_rng_below(&rng, (uint64_t)(j + b) + 1);
             __builtin_prefetch(&bits[t[b] / 64], 1);
         }
         for (b = 0; b < nb; b++) {
@@ -70,12 +72,14 @@ gcx_status_t gcx__randomk_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
         uint64_t b = bits[w] ^ flip;
         if (w % bw == 0) {
             size_t at = w * 64;
-            sq += gcx__sqnorm_block(
-                in->val + at, m - at < GCX__SQ_BLOCK ? m - at : GCX__SQ_BLOCK);
+            sq += gcx_compress_sqnorm_block(in->val + at,
+                                            m - at < GCX_COMPRESS_SQ_BLOCK
+                                                ? m - at
+                                                : GCX_COMPRESS_SQ_BLOCK);
         }
         while (b != 0) {
             size_t pos = w * 64 + (size_t)__builtin_ctzll(b);
-            cidx[n] = gcx__cvec_index(in, pos);
+            cidx[n] = gcx_compress_cvec_index(in, pos);
             cval[n++] = in->val[pos];
             b &= b - 1;
         }

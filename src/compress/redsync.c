@@ -24,7 +24,7 @@
 
 #define RS_WAYS   8u /* thresholds per search pass */
 #define RS_PASSES 8u /* search passes before exact topk */
-#define RS_BLOCK  GCX__SQ_BLOCK
+#define RS_BLOCK  GCX_COMPRESS_SQ_BLOCK
 
 /* Sum of |x|, largest key and sum of squares, in one read. */
 static double rs_first(const float *v, size_t m, double *sum_p,
@@ -39,7 +39,7 @@ static double rs_first(const float *v, size_t m, double *sum_p,
         const float *p = v + b;
         int32_t bm = 0;
 
-        sq += gcx__sqnorm_block(p, len);
+        sq += gcx_compress_sqnorm_block(p, len);
         for (i = 0; i + 4 <= len; i += 4) {
             s0 += fabsf(p[i]);
             s1 += fabsf(p[i + 1]);
@@ -50,7 +50,7 @@ static double rs_first(const float *v, size_t m, double *sum_p,
             s0 += fabsf(p[i]);
         }
         for (i = 0; i < len; i++) {
-            int32_t key = (int32_t)gcx__key(p[i]);
+            int32_t key = (int32_t)gcx_compress_key(p[i]);
             bm = key > bm ? key : bm;
         }
         mk = (uint32_t)bm > mk ? (uint32_t)bm : mk;
@@ -65,27 +65,28 @@ static double rs_first(const float *v, size_t m, double *sum_p,
  * each comparison (-1 or 0 per lane) subtracted from a lane counter. */
 static void rs_count(const float *v, size_t m, const int32_t *t, size_t *cnt)
 {
-    const gcx__v4i mask = {0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff};
-    gcx__v4i tv[RS_WAYS], acc[RS_WAYS];
+    const gcx_compress_v4i mask = {0x7fffffff, 0x7fffffff, 0x7fffffff,
+                                   0x7fffffff};
+    gcx_compress_v4i tv[RS_WAYS], acc[RS_WAYS];
     size_t i;
     unsigned j;
 
     for (j = 0; j < RS_WAYS; j++) {
-        gcx__v4i z = {0, 0, 0, 0}, b = {t[j], t[j], t[j], t[j]};
+        gcx_compress_v4i z = {0, 0, 0, 0}, b = {t[j], t[j], t[j], t[j]};
         tv[j] = b;
         acc[j] = z;
     }
     for (i = 0; i + 4 <= m; i += 4) {
-        gcx__v4i k;
+        gcx_compress_v4i k;
         memcpy(&k, v + i, sizeof(k));
         k &= mask;
         for (j = 0; j < RS_WAYS; j++) {
             acc[j] -= k > tv[j];
         }
-        if (GCX__UNLIKELY((i & ((1u << 30) - 4)) == (1u << 30) - 4)) {
+        if (GCX_COMPRESS_UNLIKELY((i & ((1u << 30) - 4)) == (1u << 30) - 4)) {
             /* flush before a lane counter could reach 2^31 */
             for (j = 0; j < RS_WAYS; j++) {
-                gcx__v4i z = {0, 0, 0, 0};
+                gcx_compress_v4i z = {0, 0, 0, 0};
                 cnt[j] += (size_t)(uint32_t)acc[j][0] + (uint32_t)acc[j][1] +
                           (uint32_t)acc[j][2] + (uint32_t)acc[j][3];
                 acc[j] = z;
@@ -97,27 +98,28 @@ static void rs_count(const float *v, size_t m, const int32_t *t, size_t *cnt)
                   (uint32_t)acc[j][2] + (uint32_t)acc[j][3];
     }
     for (; i < m; i++) {
-        int32_t key = (int32_t)gcx__key(v[i]);
+        int32_t key = (int32_t)gcx_compress_key(v[i]);
         for (j = 0; j < RS_WAYS; j++) {
             cnt[j] += key > t[j];
         }
     }
 }
 
-GCX__INLINE size_t rs_emit(const float *v, const uint32_t *map, size_t m,
-                           uint32_t t, uint32_t *oidx, float *oval)
+GCX_COMPRESS_INLINE size_t rs_emit(const float *v, const uint32_t *map,
+                                   size_t m, uint32_t t, uint32_t *oidx,
+                                   float *oval)
 {
     size_t i = 0, j, n = 0;
 
     for (;;) {
-        for (; i + 16 <= m && !gcx__any16_ge(v + i, t + 1); i += 16) {
+        for (; i + 16 <= m && !gcx_compress_any16_ge(v + i, t + 1); i += 16) {
         }
         j = i + 16 <= m ? i + 16 : m;
         if (i >= j) {
             break;
         }
         for (; i < j; i++) {
-            if (gcx__key(v[i]) > t) {
+            if (gcx_compress_key(v[i]) > t) {
                 oidx[n] = map != NULL ? map[i] : (uint32_t)i;
                 oval[n++] = v[i];
             }
@@ -141,11 +143,12 @@ static size_t rs_emit_map(const float *v, const uint32_t *map, size_t m,
 /* Threshold key of mean + r (max - mean), rounded to float. */
 static int32_t rs_thr(double mean, double max, double r)
 {
-    return (int32_t)gcx__key((float)(mean + r * (max - mean)));
+    return (int32_t)gcx_compress_key((float)(mean + r * (max - mean)));
 }
 
-gcx_status_t gcx__redsync_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
-                                 size_t k, gcx_sparse_t *out, gcx__cres_t *res)
+gcx_status_t gcx_redsync_select(gcx_compressor_t *comp,
+                                const gcx_compress_cvec_t *in, size_t k,
+                                gcx_sparse_vec_t *out, gcx_compress_cres_t *res)
 {
     const size_t m = in->m, lo = (k + 1) / 2, hi = 2 * k < m ? 2 * k : m;
     double sum, mean, max, l = 0, h = 1, sq;
@@ -153,7 +156,7 @@ gcx_status_t gcx__redsync_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
     float fmax;
     int32_t t[RS_WAYS], thr = -1;
     unsigned pass, passes = 1, j;
-    gcx__cres_t sub;
+    gcx_compress_cres_t sub;
     gcx_status_t status;
 
     sq = rs_first(in->val, m, &sum, &maxkey);
@@ -206,7 +209,7 @@ gcx_status_t gcx__redsync_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
     }
     res->in_sqnorm = sq;
     if (thr < 0) {
-        status = gcx__topk_select(comp, in, k, out, &sub);
+        status = gcx_topk_select(comp, in, k, out, &sub);
         if (status != GCX_OK) {
             return status;
         }

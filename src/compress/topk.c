@@ -41,7 +41,7 @@
 
 #define TOPK_D0_BITS 11u /* first digit: exponent + 3 mantissa bits */
 #define TOPK_DN_BITS 10u /* next digits: 10 + 10 = the remaining 20 bits */
-#define TOPK_BLOCK   GCX__SQ_BLOCK
+#define TOPK_BLOCK   GCX_COMPRESS_SQ_BLOCK
 
 #define TOPK_SAMPLE_MIN_M 65536u /* below: radix select directly */
 #define TOPK_SAMPLE_DIV   1024u  /* sample ~0.1% ... */
@@ -70,13 +70,13 @@ static double topk_hist_first(const float *v, size_t m, uint32_t *hist)
         size_t len = m - b < TOPK_BLOCK ? m - b : TOPK_BLOCK;
         const float *p = v + b;
 
-        sq += gcx__sqnorm_block(p, len);
+        sq += gcx_compress_sqnorm_block(p, len);
         for (i = 0; i + 2 <= len; i += 2) {
-            hist[gcx__key(p[i]) >> shift]++;
-            h2[gcx__key(p[i + 1]) >> shift]++;
+            hist[gcx_compress_key(p[i]) >> shift]++;
+            h2[gcx_compress_key(p[i + 1]) >> shift]++;
         }
         if (i < len) {
-            hist[gcx__key(p[i]) >> shift]++;
+            hist[gcx_compress_key(p[i]) >> shift]++;
         }
     }
     for (i = 0; i < (1u << TOPK_D0_BITS); i++) {
@@ -94,7 +94,7 @@ static void topk_hist_next(const float *v, size_t m, uint32_t prefix,
     size_t i;
 
     for (i = 0; i < m; i++) {
-        uint32_t key = gcx__key(v[i]);
+        uint32_t key = gcx_compress_key(v[i]);
         if ((key >> pshift) == prefix) {
             hist[(key >> dshift) & mask]++;
         }
@@ -105,21 +105,22 @@ static void topk_hist_next(const float *v, size_t m, uint32_t prefix,
  * Emitting pass with candidates: keys >= hi go to out, keys in [lo, hi) go
  * to the candidate arrays. Inlined twice (dense: map == NULL, sparse).
  */
-GCX__INLINE void topk_emit_split(const float *v, const uint32_t *map, size_t m,
-                                 uint32_t lo, uint32_t hi, uint32_t *oidx,
-                                 float *oval, uint32_t *cidx, float *cval)
+GCX_COMPRESS_INLINE void topk_emit_split(const float *v, const uint32_t *map,
+                                         size_t m, uint32_t lo, uint32_t hi,
+                                         uint32_t *oidx, float *oval,
+                                         uint32_t *cidx, float *cval)
 {
     size_t i = 0, j, no = 0, nc = 0;
 
     for (;;) {
-        for (; i + 16 <= m && !gcx__any16_ge(v + i, lo); i += 16) {
+        for (; i + 16 <= m && !gcx_compress_any16_ge(v + i, lo); i += 16) {
         }
         j = i + 16 <= m ? i + 16 : m;
         if (i >= j) {
             break;
         }
         for (; i < j; i++) {
-            uint32_t key = gcx__key(v[i]);
+            uint32_t key = gcx_compress_key(v[i]);
             if (key >= lo) {
                 uint32_t ix = map != NULL ? map[i] : (uint32_t)i;
                 if (key >= hi) {
@@ -136,21 +137,21 @@ GCX__INLINE void topk_emit_split(const float *v, const uint32_t *map, size_t m,
 
 /* Emitting pass for an exact threshold key t: key > t, then the first
  * `ties` entries with key == t. */
-GCX__INLINE void topk_emit_exact(const float *v, const uint32_t *map, size_t m,
-                                 uint32_t t, size_t ties, uint32_t *oidx,
-                                 float *oval)
+GCX_COMPRESS_INLINE void topk_emit_exact(const float *v, const uint32_t *map,
+                                         size_t m, uint32_t t, size_t ties,
+                                         uint32_t *oidx, float *oval)
 {
     size_t i = 0, j, no = 0;
 
     for (;;) {
-        for (; i + 16 <= m && !gcx__any16_ge(v + i, t); i += 16) {
+        for (; i + 16 <= m && !gcx_compress_any16_ge(v + i, t); i += 16) {
         }
         j = i + 16 <= m ? i + 16 : m;
         if (i >= j) {
             break;
         }
         for (; i < j; i++) {
-            uint32_t key = gcx__key(v[i]);
+            uint32_t key = gcx_compress_key(v[i]);
             if (key > t || (key == t && ties > 0)) {
                 ties -= key == t;
                 oidx[no] = map != NULL ? map[i] : (uint32_t)i;
@@ -210,8 +211,9 @@ static void topk_merge(uint32_t *oidx, float *oval, size_t na,
 }
 
 /* The radix select proper: every pass over the whole input. */
-static gcx_status_t topk_radix(gcx_compressor_t *comp, const gcx__cvec_t *in,
-                               size_t k, gcx_sparse_t *out, gcx__cres_t *res)
+static gcx_status_t topk_radix(gcx_compressor_t *comp,
+                               const gcx_compress_cvec_t *in, size_t k,
+                               gcx_sparse_vec_t *out, gcx_compress_cres_t *res)
 {
     uint32_t hist[1u << TOPK_D0_BITS];
     const float *v = in->val;
@@ -225,7 +227,7 @@ static gcx_status_t topk_radix(gcx_compressor_t *comp, const gcx__cvec_t *in,
     if (!(sq <= __DBL_MAX__)) {
         return GCX_ERR_RANGE; /* NaN or Inf in the input */
     }
-    prefix = gcx__hist_find(hist, 1u << TOPK_D0_BITS, k, &above);
+    prefix = gcx_cand_hist_find(hist, 1u << TOPK_D0_BITS, k, &above);
     count = hist[prefix];
 
     while (count > topk_cand_cap(m) && bits < 31) {
@@ -235,7 +237,7 @@ static gcx_status_t topk_radix(gcx_compressor_t *comp, const gcx__cvec_t *in,
         memset(hist, 0, sizeof(uint32_t) << TOPK_DN_BITS);
         topk_hist_next(v, m, prefix, pshift, dshift, hist);
         passes++;
-        j = gcx__hist_find(hist, 1u << TOPK_DN_BITS, k - above, &above);
+        j = gcx_cand_hist_find(hist, 1u << TOPK_DN_BITS, k - above, &above);
         count = hist[j];
         prefix = (prefix << TOPK_DN_BITS) | j;
         bits += TOPK_DN_BITS;
@@ -252,14 +254,17 @@ static gcx_status_t topk_radix(gcx_compressor_t *comp, const gcx__cvec_t *in,
     } else {
         unsigned pshift = 31u - bits;
         uint32_t lo = prefix << pshift, hi = (prefix + 1) << pshift;
-        uint32_t *cidx = gcx__scratch(comp, GCX__SCR_CIDX, count * 4 + 4);
-        float *cval = gcx__scratch(comp, GCX__SCR_CVAL, count * 4 + 4);
+        uint32_t *cidx = gcx_compress_scratch(comp, GCX_COMPRESS_SCR_CIDX,
+                                              count * 4 + 4);
+        float *cval = gcx_compress_scratch(comp, GCX_COMPRESS_SCR_CVAL,
+                                           count * 4 + 4);
         gcx_status_t status;
 
         /* Reserve the selection's scratch too, so that nothing can fail
          * once out is being written. */
         if (cidx == NULL || cval == NULL ||
-            gcx__scratch(comp, GCX__SCR_AUX, count * 8 + 8) == NULL) {
+            gcx_compress_scratch(comp, GCX_COMPRESS_SCR_AUX,
+                                 count * 8 + 8) == NULL) {
             return GCX_ERR_NOMEM;
         }
         /* The outputs of "above" and the candidates are written here; out
@@ -271,7 +276,7 @@ static gcx_status_t topk_radix(gcx_compressor_t *comp, const gcx__cvec_t *in,
             topk_emit_split_dense(v, m, lo, hi, out->idx, out->val, cidx, cval);
         }
         status =
-            gcx__cand_keep_top(comp, cidx, cval, count, k - above, cidx, cval);
+            gcx_cand_keep_top(comp, cidx, cval, count, k - above, cidx, cval);
         if (status != GCX_OK) {
             return status;
         }
@@ -292,15 +297,16 @@ static gcx_status_t topk_radix(gcx_compressor_t *comp, const gcx__cvec_t *in,
  * more than the buffer's entries reach L, the radix select runs instead.
  * Returns 1 when it produced out, 0 to fall back, < 0 on error.
  */
-static int topk_sampled(gcx_compressor_t *comp, const gcx__cvec_t *in, size_t k,
-                        gcx_sparse_t *out, gcx__cres_t *res)
+static int topk_sampled(gcx_compressor_t *comp, const gcx_compress_cvec_t *in,
+                        size_t k, gcx_sparse_vec_t *out,
+                        gcx_compress_cres_t *res)
 {
     const size_t m = in->m;
     size_t s = m / TOPK_SAMPLE_DIV, rl, cap, c;
     uint32_t *keys, *tmp, *cidx, l;
     float *cval;
     double rk, sq;
-    gcx__rng_t rng;
+    gcx_compress_rng_t rng;
 
     s = s < TOPK_SAMPLE_MIN ? TOPK_SAMPLE_MIN : s;
     rk = (double)s * (double)k / (double)m; /* expected rank of the k-th */
@@ -308,25 +314,25 @@ static int topk_sampled(gcx_compressor_t *comp, const gcx__cvec_t *in, size_t k,
     if (rl >= s) {
         return 0; /* no useful bound */
     }
-    keys = gcx__scratch(comp, GCX__SCR_AUX, s * 4);
-    tmp = gcx__scratch(comp, GCX__SCR_TMP, s * 4);
+    keys = gcx_compress_scratch(comp, GCX_COMPRESS_SCR_AUX, s * 4);
+    tmp = gcx_compress_scratch(comp, GCX_COMPRESS_SCR_TMP, s * 4);
     if (keys == NULL || tmp == NULL) {
         return GCX_ERR_NOMEM;
     }
-    gcx__rng_seed(&rng, comp->seed, comp->step, m, k);
-    gcx__sample_keys(in, s, 1, &rng, keys, tmp);
-    l = gcx__keys_rank(keys, s, rl, tmp);
+    gcx_compress_rng_seed(&rng, comp->seed, comp->step, m, k);
+    gcx_cand_sample_keys(in, s, 1, &rng, keys, tmp);
+    l = gcx_cand_keys_rank(keys, s, rl, tmp);
     if (l == 0) {
         return 0; /* zeros (or nothing) to skip: no gain */
     }
     cap = 2 * (size_t)ceil((double)m * (double)rl / (double)s) + 4096;
     cap = cap < m ? cap : m;
-    cidx = gcx__scratch(comp, GCX__SCR_CIDX, cap * 4);
-    cval = gcx__scratch(comp, GCX__SCR_CVAL, cap * 4);
+    cidx = gcx_compress_scratch(comp, GCX_COMPRESS_SCR_CIDX, cap * 4);
+    cval = gcx_compress_scratch(comp, GCX_COMPRESS_SCR_CVAL, cap * 4);
     if (cidx == NULL || cval == NULL) {
         return GCX_ERR_NOMEM;
     }
-    c = gcx__thr_collect(in, l, cap, cidx, cval, &sq);
+    c = gcx_cand_thr_collect(in, l, cap, cidx, cval, &sq);
     res->in_sqnorm = sq;
     res->passes = 1;
     if (!(sq <= __DBL_MAX__)) {
@@ -335,7 +341,7 @@ static int topk_sampled(gcx_compressor_t *comp, const gcx__cvec_t *in, size_t k,
     if (c < k || c > cap) {
         return 0;
     }
-    if (gcx__cand_keep_top(comp, cidx, cval, c, k, out->idx, out->val) !=
+    if (gcx_cand_keep_top(comp, cidx, cval, c, k, out->idx, out->val) !=
         GCX_OK) {
         return GCX_ERR_NOMEM;
     }
@@ -343,10 +349,11 @@ static int topk_sampled(gcx_compressor_t *comp, const gcx__cvec_t *in, size_t k,
     return 1;
 }
 
-gcx_status_t gcx__topk_select(gcx_compressor_t *comp, const gcx__cvec_t *in,
-                              size_t k, gcx_sparse_t *out, gcx__cres_t *res)
+gcx_status_t gcx_topk_select(gcx_compressor_t *comp,
+                             const gcx_compress_cvec_t *in, size_t k,
+                             gcx_sparse_vec_t *out, gcx_compress_cres_t *res)
 {
-    gcx__cres_t first = {0, 0};
+    gcx_compress_cres_t first = {0, 0};
     gcx_status_t status;
     int done = 0;
 

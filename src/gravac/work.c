@@ -20,8 +20,8 @@ struct gcx_gravac_work {
     gcx_feedback_t   *fb;       /* borrowed */
     gcx_compressor_t *comp_min; /* borrowed */
     gcx_compressor_t *comp_c;   /* borrowed, may equal comp_min */
-    gcx_sparse_t      g_min;
-    gcx_sparse_t      g_c;
+    gcx_sparse_vec_t  g_min;
+    gcx_sparse_vec_t  g_c;
     int               compressed; /* a compress awaits its commit */
     int               has_c;      /* g_c was computed (theta_s > 1) */
     uint64_t          step;       /* controller step of that compress */
@@ -51,13 +51,13 @@ gcx_status_t gcx_gravac_work_create(const gcx_gravac_t *ctl,
     if (work == NULL) {
         return GCX_ERR_NOMEM;
     }
-    status = gcx_sparse_alloc(capacity, n, &work->g_min);
+    status = gcx_sparse_vec_alloc(capacity, n, &work->g_min);
     if (status != GCX_OK) {
         goto err_free_work;
     }
     /* the second level reads at most capacity entries and returns at most
      * as many as it reads */
-    status = gcx_sparse_alloc(capacity, n, &work->g_c);
+    status = gcx_sparse_vec_alloc(capacity, n, &work->g_c);
     if (status != GCX_OK) {
         goto err_free_min;
     }
@@ -68,7 +68,7 @@ gcx_status_t gcx_gravac_work_create(const gcx_gravac_t *ctl,
     return GCX_OK;
 
 err_free_min:
-    gcx_sparse_free(&work->g_min);
+    gcx_sparse_vec_free(&work->g_min);
 err_free_work:
     free(work);
     return status;
@@ -79,8 +79,8 @@ void gcx_gravac_work_destroy(gcx_gravac_work_t *work)
     if (work == NULL) {
         return;
     }
-    gcx_sparse_free(&work->g_c);
-    gcx_sparse_free(&work->g_min);
+    gcx_sparse_vec_free(&work->g_c);
+    gcx_sparse_vec_free(&work->g_min);
     free(work);
 }
 
@@ -129,8 +129,8 @@ gcx_status_t gcx_gravac_compress(gcx_gravac_t *ctl, gcx_gravac_work_t *work,
     return GCX_OK;
 }
 
-const gcx_sparse_t *gcx_gravac_selected(const gcx_gravac_work_t *work,
-                                        const gcx_gravac_record_t *rec)
+const gcx_sparse_vec_t *gcx_gravac_selected(const gcx_gravac_work_t *work,
+                                            const gcx_gravac_record_t *rec)
 {
     if (work == NULL || rec == NULL) {
         return NULL;
@@ -149,7 +149,7 @@ const gcx_sparse_t *gcx_gravac_selected(const gcx_gravac_work_t *work,
 gcx_status_t gcx_gravac_commit(gcx_gravac_work_t *work,
                                const gcx_gravac_record_t *rec)
 {
-    const gcx_sparse_t *sent;
+    const gcx_sparse_vec_t *sent;
     gcx_status_t        status;
 
     if (work == NULL || rec == NULL || !work->compressed ||

@@ -104,7 +104,8 @@ gcx_status_t train_comm_broadcast(train_comm_t *tc, void *buf, size_t count,
     return status;
 }
 
-gcx_status_t train_comm_sparse_average(train_comm_t *tc, const gcx_sparse_t *in,
+gcx_status_t train_comm_sparse_average(train_comm_t *tc,
+                                       const gcx_sparse_vec_t *in,
                                        float *out, double *bytes_p)
 {
     gcx_sparse_allreduce_stats_t stats;
@@ -113,7 +114,7 @@ gcx_status_t train_comm_sparse_average(train_comm_t *tc, const gcx_sparse_t *in,
 
     if (tc->comm == NULL) {
         *bytes_p = 0;
-        return gcx_sparse_to_dense(in, out);
+        return gcx_sparse_vec_to_dense(in, out);
     }
     status = gcx_sparse_allreduce(tc->comm, in, out, NULL, NULL, NULL);
     if (status != GCX_OK) {

@@ -46,7 +46,8 @@ gcx_status_t train_comm_broadcast(train_comm_t *tc, void *buf, size_t count,
  * overwritten) by gcx's sparse allreduce; *bytes_p gets the bytes this rank
  * sent. One process: @p out is the input scattered.
  */
-gcx_status_t train_comm_sparse_average(train_comm_t *tc, const gcx_sparse_t *in,
+gcx_status_t train_comm_sparse_average(train_comm_t *tc,
+                                       const gcx_sparse_vec_t *in,
                                        float *out, double *bytes_p);
 
 #ifdef __cplusplus

@@ -26,7 +26,7 @@ typedef struct sync_compress {
     double              cf;
     gcx_compressor_t   *comp;
     gcx_feedback_t     *fb;
-    gcx_sparse_t        sent; /* library-owned arrays */
+    gcx_sparse_vec_t    sent; /* library-owned arrays */
 } sync_compress_t;
 
 static void compress_fini(train_sync_t *sync)
@@ -34,7 +34,7 @@ static void compress_fini(train_sync_t *sync)
     sync_compress_t *sc = sync->priv;
 
     if (sc != NULL) {
-        gcx_sparse_free(&sc->sent);
+        gcx_sparse_vec_free(&sc->sent);
         gcx_feedback_destroy(sc->fb);
         gcx_compressor_destroy(sc->comp);
         free(sc);
@@ -68,7 +68,7 @@ static gcx_status_t compress_init(train_sync_t *sync, train_kv_t *args)
         status = gcx_compress_capacity(sc->kind, sync->n, sc->cf, &capacity);
     }
     if (status == GCX_OK) {
-        status = gcx_sparse_alloc(capacity, sync->n, &sc->sent);
+        status = gcx_sparse_vec_alloc(capacity, sync->n, &sc->sent);
     }
     if (status != GCX_OK) {
         train_error("sync %s: setup failed: %s", sync->ops->name,
@@ -101,7 +101,7 @@ static gcx_status_t compress_exchange(train_sync_t *sync, float *grad,
                                       GCX_DT_F32, GCX_OP_AVG);
         memset(grad, 0, sync->n * sizeof(float));
         if (status == GCX_OK) {
-            status = gcx_sparse_scatter(&sc->sent, grad);
+            status = gcx_sparse_vec_scatter(&sc->sent, grad);
         }
         bytes = train_sync_ring_bytes(sc->sent.nnz, sync->comm->size);
     } else {

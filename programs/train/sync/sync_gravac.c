@@ -138,7 +138,7 @@ static gcx_status_t gravac_exchange(train_sync_t *sync, float *grad,
     sync_gravac_t      *sg = sync->priv;
     gcx_gravac_norms_t  norms;
     gcx_gravac_record_t rec;
-    const gcx_sparse_t *sel;
+    const gcx_sparse_vec_t *sel;
     gcx_status_t        status;
     double              bytes, now;
 

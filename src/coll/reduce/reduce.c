@@ -3,7 +3,7 @@
  *
  * Binomial tree (reduce_binomial.c, latency log2 P·α) up to
  * GCX_REDUCE_SMALL_MSG bytes and for one rank; above, ring reduce-scatter +
- * gather (reduce_rabenseifner.c, bandwidth-optimal). The threshold is a
+ * gather (reduce_ring_gather.c, bandwidth-optimal). The threshold is a
  * constant: the reduce has no GCX_* variable of its own yet.
  */
 #include "coll/coll.h"
@@ -55,8 +55,8 @@ gcx_status_t gcx_reduce(gcx_comm_t *comm, const void *sendbuf, void *recvbuf,
         task = gcx_reduce_binomial_create(comm, sendbuf, recvbuf, count, dtype,
                                           op, root);
     } else {
-        task = gcx_reduce_rabenseifner_create(comm, sendbuf, recvbuf, count,
-                                              dtype, op, root);
+        task = gcx_reduce_ring_gather_create(comm, sendbuf, recvbuf, count,
+                                             dtype, op, root);
     }
     if (task == NULL) {
         return GCX_ERR_NOMEM;

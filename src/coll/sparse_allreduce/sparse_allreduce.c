@@ -354,7 +354,7 @@ static const gcx_task_ops_t gcx_sparse_ops = {
 
 /* Index strictly increasing and < N? Logs the first bad position. */
 static int gcx_sparse_input_ok(const gcx_comm_t *comm,
-                               const gcx_sparse_t *in)
+                               const gcx_sparse_vec_t *in)
 {
     size_t j;
 
@@ -405,8 +405,10 @@ static int gcx_sparse_algo_id(const gcx_comm_t *comm,
     return -1;
 }
 
-gcx_status_t gcx_sparse_allreduce(gcx_comm_t *comm, const gcx_sparse_t *input,
-                                  float *dense_out, gcx_sparse_t *sparse_out,
+gcx_status_t gcx_sparse_allreduce(gcx_comm_t *comm,
+                                  const gcx_sparse_vec_t *input,
+                                  float *dense_out,
+                                  gcx_sparse_vec_t *sparse_out,
                                   const gcx_sparse_allreduce_opts_t *opts,
                                   gcx_request_t **req_p)
 {

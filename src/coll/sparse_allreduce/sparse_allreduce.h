@@ -88,7 +88,7 @@ struct gcx_sparse_task {
     size_t          in_nnz;
     size_t          N;
     float          *dense_out;
-    gcx_sparse_t   *sparse_out;
+    gcx_sparse_vec_t *sparse_out;
     uint8_t        *in_result;
     size_t          topk;
     int             dense_only; /* result may be delivered dense */

@@ -157,8 +157,8 @@ void gcx_sparse_add_to_dense(const uint32_t *idx, const float *val, size_t n,
 {
     size_t j;
 
-    /* not gcx_sparse_scatter_add(): that re-checks the order (one more pass)
-     * and refuses concatenated lists; these indices were validated */
+    /* not gcx_sparse_vec_scatter_add(): that re-checks the order (one more
+     * pass) and refuses concatenated lists; these indices were validated */
     (void)N;
     for (j = 0; j < n; ++j) {
         dense[idx[j]] += val[j];

@@ -135,16 +135,17 @@ class Sparse : public ::testing::TestWithParam<const char *> {
         if (topk > 0) {
             ref = topk_of(ref, topk);
         }
-        gcx_sparse_t input;
-        ASSERT_EQ(GCX_OK, gcx_sparse_init(&input, in.idx.data(), in.val.data(),
-                                          in.idx.size(), N));
+        gcx_sparse_vec_t input;
+        ASSERT_EQ(GCX_OK, gcx_sparse_vec_init(&input, in.idx.data(),
+                                              in.val.data(), in.idx.size(), N));
         input.nnz = in.idx.size();
         std::vector<float>    dense(N + 8, 12345.0f);
         size_t                cap = ref.idx.size() + 3;
         std::vector<uint32_t> oi(cap + 8, 0xdeadbeefu);
         std::vector<float>    ov(cap + 8, 777.0f);
-        gcx_sparse_t          out;
-        ASSERT_EQ(GCX_OK, gcx_sparse_init(&out, oi.data(), ov.data(), cap, 0));
+        gcx_sparse_vec_t      out;
+        ASSERT_EQ(GCX_OK, gcx_sparse_vec_init(&out, oi.data(), ov.data(), cap,
+                                              0));
         std::vector<uint8_t>        flags(in.idx.size() + 1, 7);
         gcx_sparse_allreduce_opts_t opts = {topk, flags.data(), nullptr};
         gcx_request_t              *req  = nullptr;
@@ -237,8 +238,8 @@ class SparseErrors : public Sparse {
     void expect_fail(const char *what, Vec in, size_t N)
     {
         SCOPED_TRACE(what);
-        gcx_sparse_t input = {in.idx.data(), in.val.data(), in.idx.size(),
-                              in.idx.size(), N, 0};
+        gcx_sparse_vec_t input = {in.idx.data(), in.val.data(),
+                                  in.idx.size(), in.idx.size(), N, 0};
         std::vector<float> dense(N + 1, 5.0f);
         gcx_status_t st = gcx_sparse_allreduce(comm_, &input, dense.data(),
                                                nullptr, nullptr, nullptr);
@@ -282,8 +283,8 @@ TEST_P(SparseErrors, DenseLengthDiffers)
     }
     Vec    in = make_input("overlap", rank_, size_, 1000);
     size_t N  = rank_ == 0 ? 1001 : 1000;
-    gcx_sparse_t input = {in.idx.data(), in.val.data(), in.idx.size(),
-                          in.idx.size(), N, 0};
+    gcx_sparse_vec_t input = {in.idx.data(), in.val.data(),
+                              in.idx.size(), in.idx.size(), N, 0};
     std::vector<float> dense(1001, 5.0f);
     EXPECT_EQ(GCX_ERR_MISMATCH, gcx_sparse_allreduce(comm_, &input, dense.data(),
                                                      nullptr, nullptr, nullptr));
@@ -301,9 +302,9 @@ TEST_P(SparseErrors, CapacityTooSmallFailsEveryRank)
     size_t       cap = rank_ == 0 ? ref.idx.size() - 1 : ref.idx.size();
     std::vector<uint32_t> oi(cap + 1);
     std::vector<float>    ov(cap + 1);
-    gcx_sparse_t input = {in.idx.data(), in.val.data(), in.idx.size(),
-                          in.idx.size(), N, 0};
-    gcx_sparse_t out   = {oi.data(), ov.data(), 0, cap, 0, 0};
+    gcx_sparse_vec_t input = {in.idx.data(), in.val.data(),
+                              in.idx.size(), in.idx.size(), N, 0};
+    gcx_sparse_vec_t out   = {oi.data(), ov.data(), 0, cap, 0, 0};
     EXPECT_EQ(GCX_ERR_MISMATCH, gcx_sparse_allreduce(comm_, &input, nullptr, &out,
                                                      nullptr, nullptr));
     EXPECT_EQ(0u, out.nnz);
@@ -312,7 +313,7 @@ TEST_P(SparseErrors, CapacityTooSmallFailsEveryRank)
 
 TEST(SparseArgs, InvalidArgumentsAreLocal)
 {
-    gcx_sparse_t input = {nullptr, nullptr, 0, 0, 10, 0};
+    gcx_sparse_vec_t input = {nullptr, nullptr, 0, 0, 10, 0};
     EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_allreduce(g_world, &input, nullptr, nullptr,
                                                     nullptr, nullptr));
     EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_allreduce(nullptr, &input, nullptr, nullptr,
@@ -326,7 +327,7 @@ TEST(SparseStats, ReportsAlgorithmAndBytes)
     int                   P = gcx_comm_size(comm), r = gcx_comm_rank(comm);
     std::vector<uint32_t> idx = {(uint32_t)r, 100u + (uint32_t)r};
     std::vector<float>    val = {1.0f, 2.0f};
-    gcx_sparse_t input = {idx.data(), val.data(), 2, 2, 1000, 0};
+    gcx_sparse_vec_t input = {idx.data(), val.data(), 2, 2, 1000, 0};
     std::vector<float> dense(1000);
     ASSERT_EQ(GCX_OK, gcx_sparse_allreduce(comm, &input, dense.data(), nullptr,
                                            nullptr, nullptr));
@@ -347,7 +348,7 @@ TEST(SparseAlgoOption, EachCallRunsTheNamedAlgorithm)
     int                   P = gcx_comm_size(comm), r = gcx_comm_rank(comm);
     std::vector<uint32_t> idx = {(uint32_t)r, 40u + (uint32_t)r, 90u};
     std::vector<float>    val = {1.0f, 2.0f, 3.0f};
-    gcx_sparse_t          input = {idx.data(), val.data(), 3, 3, 100, 0};
+    gcx_sparse_vec_t      input = {idx.data(), val.data(), 3, 3, 100, 0};
     for (int pass = 0; pass < 2; ++pass) {
         for (const char *name : kAlgos) {
             SCOPED_TRACE(name);
@@ -381,7 +382,7 @@ TEST(SparseAlgoOption, UnknownOrDifferingNameFails)
     int                   P = gcx_comm_size(comm), r = gcx_comm_rank(comm);
     std::vector<uint32_t> idx = {(uint32_t)r};
     std::vector<float>    val = {1.0f};
-    gcx_sparse_t          input = {idx.data(), val.data(), 1, 1, 16, 0};
+    gcx_sparse_vec_t      input = {idx.data(), val.data(), 1, 1, 16, 0};
     std::vector<float>    dense(16, 5.0f);
     gcx_sparse_allreduce_opts_t bogus = {0, nullptr, "ring"};
     EXPECT_EQ(GCX_ERR_INVALID,
@@ -410,7 +411,7 @@ TEST(SparseAuto, MeasuresAndAgrees)
     int                   r = gcx_comm_rank(comm);
     std::vector<uint32_t> idx = {(uint32_t)r, 5u};
     std::vector<float>    val = {1.0f, 2.0f};
-    gcx_sparse_t input = {idx.data(), val.data(), 2, 2, 64, 0};
+    gcx_sparse_vec_t input = {idx.data(), val.data(), 2, 2, 64, 0};
     for (int it = 0; it < 2; ++it) {
         std::vector<float> dense(64);
         ASSERT_EQ(GCX_OK, gcx_sparse_allreduce(comm, &input, dense.data(), nullptr,
@@ -452,7 +453,7 @@ int distinct_algos_on_optimistic_model(const char *feedback)
     int                   P = gcx_comm_size(comm), r = gcx_comm_rank(comm);
     std::vector<uint32_t> idx = {(uint32_t)r, 7u};
     std::vector<float>    val = {1.0f, 3.0f};
-    gcx_sparse_t input = {idx.data(), val.data(), 2, 2, 64, 0};
+    gcx_sparse_vec_t input = {idx.data(), val.data(), 2, 2, 64, 0};
     std::vector<int> seen;
     for (int it = 0; it < 8; ++it) {
         std::vector<float> dense(64);

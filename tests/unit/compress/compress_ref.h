@@ -93,12 +93,12 @@ inline std::vector<uint32_t> ref_topk(const std::vector<uint32_t> &order,
 struct SparseBuf {
     std::vector<uint32_t> idx;
     std::vector<float> val;
-    gcx_sparse_t sp;
+    gcx_sparse_vec_t sp;
 
     explicit SparseBuf(size_t capacity, size_t dense_len = 0)
         : idx(capacity + 1), val(capacity + 1)
     {
-        gcx_sparse_init(&sp, idx.data(), val.data(), capacity, dense_len);
+        gcx_sparse_vec_init(&sp, idx.data(), val.data(), capacity, dense_len);
     }
     SparseBuf(const SparseBuf &) = delete;
     SparseBuf &operator=(const SparseBuf &) = delete;

@@ -165,9 +165,10 @@ TEST_P(BadInput, NanAndInfAreRefused)
                 for (size_t i = 0; i < n; i++) {
                     idx[i] = (uint32_t)(2 * i);
                 }
-                gcx_sparse_t in;
+                gcx_sparse_vec_t in;
                 ASSERT_EQ(GCX_OK,
-                          gcx_sparse_init(&in, idx.data(), y.data(), n, 2 * n));
+                          gcx_sparse_vec_init(&in, idx.data(), y.data(), n,
+                                              2 * n));
                 in.nnz = n;
                 poison(out);
                 EXPECT_EQ(GCX_ERR_RANGE,
@@ -220,8 +221,9 @@ TEST_P(BadInput, InvalidArguments)
                                        1, &out.sp, &st));
     }
     /* output aliasing the input */
-    gcx_sparse_t alias;
-    ASSERT_EQ(GCX_OK, gcx_sparse_init(&alias, in.idx.data(), x.data(), 4, 4));
+    gcx_sparse_vec_t alias;
+    ASSERT_EQ(GCX_OK, gcx_sparse_vec_init(&alias, in.idx.data(), x.data(), 4,
+                                          4));
     EXPECT_EQ(GCX_ERR_INVALID,
               gcx_compress_dense(comp_, x.data(), 4, 1, &alias, &st));
 

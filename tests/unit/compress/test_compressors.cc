@@ -48,7 +48,7 @@ struct View {
 /* Compare out with the reference; returns a failure description or "". */
 std::string check_output(gcx_compress_kind_t kind, const View &in,
                          const std::vector<uint32_t> &rank, size_t k,
-                         const gcx_sparse_t &out,
+                         const gcx_sparse_vec_t &out,
                          const gcx_compress_stats_t &st)
 {
     std::ostringstream err;
@@ -225,9 +225,10 @@ TEST_P(CompressorVsRef, Sparse)
         std::vector<float> val = rc.sval;
         const std::vector<uint32_t> &rank = rc.srank;
         View in{val, &idx, n};
-        gcx_sparse_t sp;
+        gcx_sparse_vec_t sp;
         ASSERT_EQ(GCX_OK,
-                  gcx_sparse_init(&sp, idx.data(), val.data(), idx.size(), n));
+                  gcx_sparse_vec_init(&sp, idx.data(), val.data(), idx.size(),
+                                      n));
         sp.nnz = idx.size();
         SparseBuf out(idx.size());
 
@@ -311,12 +312,12 @@ TEST(MultiLevel, EveryKindOnItsOwnOutput)
                                              &mid.sp, &st1));
         ASSERT_EQ(GCX_OK,
                   gcx_compress_sparse(comp, &mid.sp, 10, &two.sp, &st2));
-        EXPECT_EQ(GCX_OK, gcx_sparse_check(&two.sp));
+        EXPECT_EQ(GCX_OK, gcx_sparse_vec_check(&two.sp));
         EXPECT_EQ(x.size(), two.sp.dense_len);
         /* the second level reads the first's output: its input norm */
         EXPECT_EQ(st1.out_sqnorm, st2.in_sqnorm);
         EXPECT_EQ(gcx_dense_sqnorm(x.data(), x.size()), st1.in_sqnorm);
-        EXPECT_EQ(gcx_sparse_sqnorm(&two.sp), st2.out_sqnorm);
+        EXPECT_EQ(gcx_sparse_vec_sqnorm(&two.sp), st2.out_sqnorm);
         EXPECT_LE(st2.out_sqnorm, st2.in_sqnorm);
         EXPECT_GT(gcx_compress_gain(&st1), 0.0);
         EXPECT_LE(gcx_compress_gain(&st1), 1.0);

@@ -48,7 +48,7 @@ TEST_P(Feedback, ResidualPlusSentIsResidualPlusGradient)
             gcx_compressor_set_step(comp_, step);
             ASSERT_EQ(GCX_OK, gcx_feedback_step(fb, comp_, g.data(), 10,
                                                 &out.sp, nullptr));
-            ASSERT_EQ(GCX_OK, gcx_sparse_to_dense(&out.sp, sent.data()));
+            ASSERT_EQ(GCX_OK, gcx_sparse_vec_to_dense(&out.sp, sent.data()));
             for (size_t i = 0; i < n; i++) {
                 ASSERT_TRUE(same_bits(expect[i], e[i] + sent[i]) ||
                             expect[i] == e[i] + sent[i])
@@ -80,7 +80,7 @@ TEST_P(Feedback, MultiLevelCommit)
     ASSERT_EQ(GCX_OK,
               gcx_compress_sparse(comp_, &mid.sp, 10, &two.sp, nullptr));
     ASSERT_EQ(GCX_OK, gcx_feedback_commit(fb, &two.sp));
-    ASSERT_EQ(GCX_OK, gcx_sparse_to_dense(&two.sp, sent.data()));
+    ASSERT_EQ(GCX_OK, gcx_sparse_vec_to_dense(&two.sp, sent.data()));
     const float *e = gcx_feedback_residual(fb);
     for (size_t i = 0; i < n; i++) {
         ASSERT_EQ(before[i], e[i] + sent[i]) << i;

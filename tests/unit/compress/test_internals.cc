@@ -25,7 +25,8 @@ TEST(Internals, SelectU64Descending)
         std::sort(sorted.rbegin(), sorted.rend());
         for (size_t r : {(size_t)1, n / 3 + 1, n}) {
             std::vector<uint64_t> b = a;
-            EXPECT_EQ(sorted[r - 1], gcx__select_u64_desc(b.data(), n, r))
+            EXPECT_EQ(sorted[r - 1],
+                      gcx_compress_select_u64_desc(b.data(), n, r))
                 << n << " " << r;
         }
     }
@@ -43,7 +44,7 @@ TEST(Internals, KeysRankWithDuplicates)
         std::sort(sorted.rbegin(), sorted.rend());
         for (size_t r = 1; r <= s; r += 1 + s / 50) {
             EXPECT_EQ(sorted[r - 1],
-                      gcx__keys_rank(keys.data(), s, r, tmp.data()))
+                      gcx_cand_keys_rank(keys.data(), s, r, tmp.data()))
                 << s << " " << r;
         }
     }
@@ -63,8 +64,8 @@ TEST(Internals, CandKeepTopKeepsOrderAndTies)
         std::vector<uint32_t> ci = idx, oi(v.size());
         std::vector<float> cv = v, ov(v.size());
         ASSERT_EQ(GCX_OK,
-                  gcx__cand_keep_top(comp, ci.data(), cv.data(), v.size(), r,
-                                     oi.data(), ov.data()));
+                  gcx_cand_keep_top(comp, ci.data(), cv.data(), v.size(), r,
+                                    oi.data(), ov.data()));
         std::vector<uint32_t> want = ref_topk(order, r);
         for (size_t j = 0; j < r; j++) {
             ASSERT_EQ(3 * want[j], oi[j]) << r << " " << j;
@@ -72,8 +73,8 @@ TEST(Internals, CandKeepTopKeepsOrderAndTies)
         }
         /* in place */
         ASSERT_EQ(GCX_OK,
-                  gcx__cand_keep_top(comp, ci.data(), cv.data(), v.size(), r,
-                                     ci.data(), cv.data()));
+                  gcx_cand_keep_top(comp, ci.data(), cv.data(), v.size(), r,
+                                    ci.data(), cv.data()));
         EXPECT_TRUE(std::equal(oi.begin(), oi.begin() + r, ci.begin()));
     }
     gcx_compressor_destroy(comp);
@@ -81,16 +82,16 @@ TEST(Internals, CandKeepTopKeepsOrderAndTies)
 
 TEST(Internals, RngBelowIsInRangeAndDeterministic)
 {
-    gcx__rng_t a, b;
-    gcx__rng_seed(&a, 1, 2, 3, 4);
-    gcx__rng_seed(&b, 1, 2, 3, 4);
+    gcx_compress_rng_t a, b;
+    gcx_compress_rng_seed(&a, 1, 2, 3, 4);
+    gcx_compress_rng_seed(&b, 1, 2, 3, 4);
     for (uint64_t bound : {1ull, 2ull, 3ull, 1000ull, 1ull << 40}) {
         for (int i = 0; i < 1000; i++) {
-            uint64_t x = gcx__rng_below(&a, bound);
+            uint64_t x = gcx_compress_rng_below(&a, bound);
             ASSERT_LT(x, bound);
-            ASSERT_EQ(x, gcx__rng_below(&b, bound));
+            ASSERT_EQ(x, gcx_compress_rng_below(&b, bound));
         }
     }
-    gcx__rng_seed(&b, 1, 2, 3, 5);
-    EXPECT_NE(gcx__rng_next(&a), gcx__rng_next(&b));
+    gcx_compress_rng_seed(&b, 1, 2, 3, 5);
+    EXPECT_NE(gcx_compress_rng_next(&a), gcx_compress_rng_next(&b));
 }

@@ -61,8 +61,9 @@ struct Rank {
     Rank &operator=(const Rank &) = delete;
 };
 
-const gcx_sparse_t *level(const gcx_gravac_work_t *work,
-                          const gcx_gravac_record_t &rec, gcx_gravac_level_t lv)
+const gcx_sparse_vec_t *level(const gcx_gravac_work_t *work,
+                              const gcx_gravac_record_t &rec,
+                              gcx_gravac_level_t lv)
 {
     gcx_gravac_record_t r = rec;
     r.level = lv;
@@ -97,15 +98,16 @@ gcx_gravac_level_t checked_step(Rank &r, Lcg &lcg, size_t n,
     EXPECT_EQ(GCX_OK, gcx_gravac_decide(r.ctl, &norms, &rec));
 
     // the norms are those of e, g_min and g_c
-    const gcx_sparse_t *gmin = level(r.work, rec, GCX_GRAVAC_LEVEL_MIN);
-    const gcx_sparse_t *gc = level(r.work, rec, GCX_GRAVAC_LEVEL_C);
+    const gcx_sparse_vec_t *gmin = level(r.work, rec, GCX_GRAVAC_LEVEL_MIN);
+    const gcx_sparse_vec_t *gc = level(r.work, rec, GCX_GRAVAC_LEVEL_C);
     EXPECT_NEAR(sqnorm(e, n), norms.ef_sqnorm, 1e-9 * norms.ef_sqnorm);
-    EXPECT_NEAR(gcx_sparse_sqnorm(gmin), norms.min_sqnorm,
+    EXPECT_NEAR(gcx_sparse_vec_sqnorm(gmin), norms.min_sqnorm,
                 1e-9 * norms.ef_sqnorm);
-    EXPECT_NEAR(gcx_sparse_sqnorm(gc), norms.c_sqnorm, 1e-9 * norms.ef_sqnorm);
+    EXPECT_NEAR(gcx_sparse_vec_sqnorm(gc), norms.c_sqnorm,
+                1e-9 * norms.ef_sqnorm);
     EXPECT_EQ(100.0, norms.samples_per_s);
-    EXPECT_EQ(GCX_OK, gcx_sparse_check(gmin));
-    EXPECT_EQ(GCX_OK, gcx_sparse_check(gc));
+    EXPECT_EQ(GCX_OK, gcx_sparse_vec_check(gmin));
+    EXPECT_EQ(GCX_OK, gcx_sparse_vec_check(gc));
 
     // sizes: k = ceil(n / theta_min), then ceil(k / theta_s)
     size_t k_min = 0, k_c = 0;
@@ -128,14 +130,14 @@ gcx_gravac_level_t checked_step(Rank &r, Lcg &lcg, size_t n,
     }
 
     // what is sent, as a dense vector
-    const gcx_sparse_t *s = gcx_gravac_selected(r.work, &rec);
+    const gcx_sparse_vec_t *s = gcx_gravac_selected(r.work, &rec);
     std::vector<float> sent(n, 0.0f);
     if (s == nullptr) {
         EXPECT_EQ(GCX_GRAVAC_LEVEL_DENSE, rec.level);
         memcpy(sent.data(), e, n * sizeof(float));
     } else {
         EXPECT_EQ(rec.level == GCX_GRAVAC_LEVEL_C ? gc : gmin, s);
-        EXPECT_EQ(GCX_OK, gcx_sparse_to_dense(s, sent.data()));
+        EXPECT_EQ(GCX_OK, gcx_sparse_vec_to_dense(s, sent.data()));
     }
     EXPECT_EQ(GCX_OK, gcx_gravac_commit(r.work, &rec));
     size_t wrong = 0;
@@ -215,8 +217,8 @@ TEST(GravacWorkRanks, SummedNormsAgreeAndRandomkIndicesMatch)
         EXPECT_EQ(0, memcmp(&ra, &rb, sizeof(ra))) << t;
         for (gcx_gravac_level_t lv :
              {GCX_GRAVAC_LEVEL_MIN, GCX_GRAVAC_LEVEL_C}) {
-            const gcx_sparse_t *sa = level(a.work, ra, lv);
-            const gcx_sparse_t *sb = level(b.work, rb, lv);
+            const gcx_sparse_vec_t *sa = level(a.work, ra, lv);
+            const gcx_sparse_vec_t *sb = level(b.work, rb, lv);
             ASSERT_EQ(sa->nnz, sb->nnz);
             EXPECT_EQ(0, memcmp(sa->idx, sb->idx, sa->nnz * sizeof(uint32_t)));
         }

@@ -1,5 +1,5 @@
 /*
- * select.c - small engines shared by the compressors: scratch memory, the
+ * helpers.c - small engines shared by the compressors: scratch memory, the
  * sum of squares, a quickselect over distinct 64-bit composites and the
  * seeding of the splitmix64 generator.
  *
@@ -12,7 +12,7 @@
 
 #include <stdlib.h>
 
-void *gcx__scratch(gcx_compressor_t *comp, int slot, size_t bytes)
+void *gcx_compress_scratch(gcx_compressor_t *comp, int slot, size_t bytes)
 {
     void *p;
 
@@ -34,41 +34,42 @@ void *gcx__scratch(gcx_compressor_t *comp, int slot, size_t bytes)
     return p;
 }
 
-double gcx__sqnorm_block(const float *v, size_t n)
+double gcx_compress_sqnorm_block(const float *v, size_t n)
 {
-    gcx__sqacc_t acc;
+    gcx_compress_sqacc_t acc;
     size_t i = 0;
 
-    gcx__sqacc_init(&acc);
+    gcx_compress_sqacc_init(&acc);
     for (; i + 8 <= n; i += 8) {
-        gcx__sqacc_add8(&acc, v + i);
+        gcx_compress_sqacc_add8(&acc, v + i);
     }
-    return gcx__sqacc_sum(&acc, v + i, n - i);
+    return gcx_compress_sqacc_sum(&acc, v + i, n - i);
 }
 
-double gcx__sqnorm(const float *v, size_t n)
+double gcx_compress_sqnorm(const float *v, size_t n)
 {
     double sq = 0;
     size_t b;
 
-    for (b = 0; b < n; b += GCX__SQ_BLOCK) {
-        sq += gcx__sqnorm_block(v + b,
-                                n - b < GCX__SQ_BLOCK ? n - b : GCX__SQ_BLOCK);
+    for (b = 0; b < n; b += GCX_COMPRESS_SQ_BLOCK) {
+        sq += gcx_compress_sqnorm_block(v + b, n - b < GCX_COMPRESS_SQ_BLOCK
+                                                   ? n - b
+                                                   : GCX_COMPRESS_SQ_BLOCK);
     }
     return sq;
 }
 
-uint64_t gcx__select_u64_desc(uint64_t *a, size_t n, size_t r)
+uint64_t gcx_compress_select_u64_desc(uint64_t *a, size_t n, size_t r)
 {
     size_t lo = 0, hi = n, want = r - 1;
-    gcx__rng_t rng;
+    gcx_compress_rng_t rng;
 
-    gcx__rng_seed(&rng, n, r, 0x5e1ec7, 0);
+    gcx_compress_rng_seed(&rng, n, r, 0x5e1ec7, 0);
     while (hi - lo > 24) {
         size_t len = hi - lo, store = lo, i;
-        size_t p0 = lo + gcx__rng_below(&rng, len);
-        size_t p1 = lo + gcx__rng_below(&rng, len);
-        size_t p2 = lo + gcx__rng_below(&rng, len);
+        size_t p0 = lo + gcx_compress_rng_below(&rng, len);
+        size_t p1 = lo + gcx_compress_rng_below(&rng, len);
+        size_t p2 = lo + gcx_compress_rng_below(&rng, len);
         uint64_t x = a[p0], y = a[p1], z = a[p2], p, v;
         size_t pi;
 
@@ -115,14 +116,14 @@ uint64_t gcx__select_u64_desc(uint64_t *a, size_t n, size_t r)
     return a[want];
 }
 
-void gcx__rng_seed(gcx__rng_t *rng, uint64_t a, uint64_t b, uint64_t c,
-                   uint64_t d)
+void gcx_compress_rng_seed(gcx_compress_rng_t *rng, uint64_t a, uint64_t b,
+                           uint64_t c, uint64_t d)
 {
     uint64_t s = 0x6763785f72616e64ull; /* "gcx_rand" */
 
-    s = gcx__mix64(s ^ a) + 0x9e3779b97f4a7c15ull;
-    s = gcx__mix64(s ^ b) + 0x9e3779b97f4a7c15ull;
-    s = gcx__mix64(s ^ c) + 0x9e3779b97f4a7c15ull;
-    s = gcx__mix64(s ^ d);
+    s = gcx_compress_mix64(s ^ a) + 0x9e3779b97f4a7c15ull;
+    s = gcx_compress_mix64(s ^ b) + 0x9e3779b97f4a7c15ull;
+    s = gcx_compress_mix64(s ^ c) + 0x9e3779b97f4a7c15ull;
+    s = gcx_compress_mix64(s ^ d);
     rng->s = s;
 }

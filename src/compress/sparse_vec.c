@@ -1,24 +1,27 @@
 /*
- * sparse.c - the sparse vector type: sorted uint32 indices + float values
- * (structure of arrays) of a dense length N.
+ * sparse_vec.c - the sparse vector type gcx_sparse_vec_t (include/gcx/
+ * sparse_vec.h): sorted uint32 indices + float values (structure of arrays)
+ * of a dense length N.
  *
- * Ownership: gcx_sparse_init() wraps the caller's arrays (never freed by the
- * library); gcx_sparse_alloc() allocates arrays the library owns and
- * gcx_sparse_free() releases. Helpers scatter into a dense vector and
+ * Ownership: gcx_sparse_vec_init() wraps the caller's arrays (never freed by
+ * the library); gcx_sparse_vec_alloc() allocates arrays the library owns and
+ * gcx_sparse_vec_free() releases. Helpers scatter into a dense vector and
  * compute norms; each is one pass over the nnz entries (plus N for
- * to_dense).
+ * to_dense). gcx_dense_sqnorm() (compress.h) lives here next to its sparse
+ * counterpart.
  */
 #include "compress_int.h"
 
 #include <stdlib.h>
 
-gcx_status_t gcx_sparse_init(gcx_sparse_t *sp, uint32_t *idx, float *val,
-                             size_t capacity, size_t dense_len)
+gcx_status_t gcx_sparse_vec_init(gcx_sparse_vec_t *sp, uint32_t *idx,
+                                 float *val,
+                                 size_t capacity, size_t dense_len)
 {
     if (sp == NULL || (capacity > 0 && (idx == NULL || val == NULL))) {
         return GCX_ERR_INVALID;
     }
-    if (dense_len > GCX__MAX_LEN) {
+    if (dense_len > GCX_COMPRESS_MAX_LEN) {
         return GCX_ERR_RANGE;
     }
     sp->idx = idx;
@@ -30,8 +33,8 @@ gcx_status_t gcx_sparse_init(gcx_sparse_t *sp, uint32_t *idx, float *val,
     return GCX_OK;
 }
 
-gcx_status_t gcx_sparse_alloc(size_t capacity, size_t dense_len,
-                              gcx_sparse_t *sp_p)
+gcx_status_t gcx_sparse_vec_alloc(size_t capacity, size_t dense_len,
+                                  gcx_sparse_vec_t *sp_p)
 {
     uint32_t *idx;
     float *val;
@@ -39,7 +42,8 @@ gcx_status_t gcx_sparse_alloc(size_t capacity, size_t dense_len,
     if (sp_p == NULL) {
         return GCX_ERR_INVALID;
     }
-    if (dense_len > GCX__MAX_LEN || capacity > SIZE_MAX / sizeof(*idx)) {
+    if (dense_len > GCX_COMPRESS_MAX_LEN ||
+        capacity > SIZE_MAX / sizeof(*idx)) {
         return GCX_ERR_RANGE;
     }
     /* malloc(0) may return NULL: allocate at least one entry. */
@@ -65,7 +69,7 @@ err:
     return GCX_ERR_NOMEM;
 }
 
-void gcx_sparse_free(gcx_sparse_t *sp)
+void gcx_sparse_vec_free(gcx_sparse_vec_t *sp)
 {
     if (sp == NULL) {
         return;
@@ -77,12 +81,13 @@ void gcx_sparse_free(gcx_sparse_t *sp)
     memset(sp, 0, sizeof(*sp));
 }
 
-gcx_status_t gcx_sparse_check(const gcx_sparse_t *sp)
+gcx_status_t gcx_sparse_vec_check(const gcx_sparse_vec_t *sp)
 {
     size_t j;
     int bad = 0;
 
-    if (sp == NULL || sp->nnz > sp->capacity || sp->dense_len > GCX__MAX_LEN ||
+    if (sp == NULL || sp->nnz > sp->capacity ||
+        sp->dense_len > GCX_COMPRESS_MAX_LEN ||
         (sp->nnz > 0 && (sp->idx == NULL || sp->val == NULL))) {
         return GCX_ERR_INVALID;
     }
@@ -99,11 +104,11 @@ gcx_status_t gcx_sparse_check(const gcx_sparse_t *sp)
     return GCX_OK;
 }
 
-gcx_status_t gcx_sparse_scatter(const gcx_sparse_t *sp, float *dense)
+gcx_status_t gcx_sparse_vec_scatter(const gcx_sparse_vec_t *sp, float *dense)
 {
     size_t j;
 
-    if (gcx_sparse_check(sp) != GCX_OK || (dense == NULL && sp->nnz > 0)) {
+    if (gcx_sparse_vec_check(sp) != GCX_OK || (dense == NULL && sp->nnz > 0)) {
         return GCX_ERR_INVALID;
     }
     for (j = 0; j < sp->nnz; j++) {
@@ -112,12 +117,12 @@ gcx_status_t gcx_sparse_scatter(const gcx_sparse_t *sp, float *dense)
     return GCX_OK;
 }
 
-gcx_status_t gcx_sparse_scatter_add(const gcx_sparse_t *sp, float alpha,
-                                    float *dense)
+gcx_status_t gcx_sparse_vec_scatter_add(const gcx_sparse_vec_t *sp, float alpha,
+                                        float *dense)
 {
     size_t j;
 
-    if (gcx_sparse_check(sp) != GCX_OK || (dense == NULL && sp->nnz > 0)) {
+    if (gcx_sparse_vec_check(sp) != GCX_OK || (dense == NULL && sp->nnz > 0)) {
         return GCX_ERR_INVALID;
     }
     for (j = 0; j < sp->nnz; j++) {
@@ -126,24 +131,24 @@ gcx_status_t gcx_sparse_scatter_add(const gcx_sparse_t *sp, float alpha,
     return GCX_OK;
 }
 
-gcx_status_t gcx_sparse_to_dense(const gcx_sparse_t *sp, float *dense)
+gcx_status_t gcx_sparse_vec_to_dense(const gcx_sparse_vec_t *sp, float *dense)
 {
-    if (gcx_sparse_check(sp) != GCX_OK ||
+    if (gcx_sparse_vec_check(sp) != GCX_OK ||
         (dense == NULL && sp->dense_len > 0)) {
         return GCX_ERR_INVALID;
     }
     if (sp->dense_len > 0) {
         memset(dense, 0, sp->dense_len * sizeof(*dense));
     }
-    return gcx_sparse_scatter(sp, dense);
+    return gcx_sparse_vec_scatter(sp, dense);
 }
 
-double gcx_sparse_sqnorm(const gcx_sparse_t *sp)
+double gcx_sparse_vec_sqnorm(const gcx_sparse_vec_t *sp)
 {
     if (sp == NULL || sp->val == NULL) {
         return 0;
     }
-    return gcx__sqnorm(sp->val, sp->nnz);
+    return gcx_compress_sqnorm(sp->val, sp->nnz);
 }
 
 double gcx_dense_sqnorm(const float *x, size_t n)
@@ -151,5 +156,5 @@ double gcx_dense_sqnorm(const float *x, size_t n)
     if (x == NULL) {
         return 0;
     }
-    return gcx__sqnorm(x, n);
+    return gcx_compress_sqnorm(x, n);
 }

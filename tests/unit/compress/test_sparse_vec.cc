@@ -1,5 +1,5 @@
 /*
- * test_sparse.cc - the sparse vector type, k from the compression factor,
+ * test_sparse_vec.cc - the sparse vector type, k from the compression factor,
  * the capacity rule and the table of compressor names.
  */
 #include <gtest/gtest.h>
@@ -8,38 +8,39 @@
 
 using namespace gcxtest;
 
-TEST(Sparse, InitWrapsCallerArrays)
+TEST(SparseVec, InitWrapsCallerArrays)
 {
     uint32_t idx[4];
     float val[4];
-    gcx_sparse_t sp;
+    gcx_sparse_vec_t sp;
 
-    ASSERT_EQ(GCX_OK, gcx_sparse_init(&sp, idx, val, 4, 10));
+    ASSERT_EQ(GCX_OK, gcx_sparse_vec_init(&sp, idx, val, 4, 10));
     EXPECT_EQ(idx, sp.idx);
     EXPECT_EQ(val, sp.val);
     EXPECT_EQ(0u, sp.nnz);
     EXPECT_EQ(4u, sp.capacity);
     EXPECT_EQ(10u, sp.dense_len);
     EXPECT_EQ(0, sp.owned);
-    gcx_sparse_free(&sp); /* must not free the caller's stack arrays */
+    gcx_sparse_vec_free(&sp); /* must not free the caller's stack arrays */
     EXPECT_EQ(nullptr, sp.idx);
     EXPECT_EQ(0u, sp.capacity);
 
-    EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_init(&sp, nullptr, val, 4, 10));
-    EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_init(nullptr, idx, val, 4, 10));
-    EXPECT_EQ(GCX_OK, gcx_sparse_init(&sp, nullptr, nullptr, 0, 10));
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_vec_init(&sp, nullptr, val, 4, 10));
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_vec_init(nullptr, idx, val, 4, 10));
+    EXPECT_EQ(GCX_OK, gcx_sparse_vec_init(&sp, nullptr, nullptr, 0, 10));
     if (sizeof(size_t) > 4) {
         EXPECT_EQ(GCX_ERR_RANGE,
-                  gcx_sparse_init(&sp, idx, val, 4, (size_t)UINT32_MAX + 1));
-        EXPECT_EQ(GCX_OK, gcx_sparse_init(&sp, idx, val, 4, UINT32_MAX));
+                  gcx_sparse_vec_init(&sp, idx, val, 4,
+                                      (size_t)UINT32_MAX + 1));
+        EXPECT_EQ(GCX_OK, gcx_sparse_vec_init(&sp, idx, val, 4, UINT32_MAX));
     }
 }
 
-TEST(Sparse, AllocOwnsAndFrees)
+TEST(SparseVec, AllocOwnsAndFrees)
 {
-    gcx_sparse_t sp;
+    gcx_sparse_vec_t sp;
 
-    ASSERT_EQ(GCX_OK, gcx_sparse_alloc(100, 1000, &sp));
+    ASSERT_EQ(GCX_OK, gcx_sparse_vec_alloc(100, 1000, &sp));
     EXPECT_EQ(1, sp.owned);
     EXPECT_EQ(100u, sp.capacity);
     for (uint32_t j = 0; j < 100; j++) {
@@ -47,19 +48,19 @@ TEST(Sparse, AllocOwnsAndFrees)
         sp.val[j] = (float)j;
     }
     sp.nnz = 100;
-    EXPECT_EQ(GCX_OK, gcx_sparse_check(&sp));
-    gcx_sparse_free(&sp); /* ASan reports a leak if this did not free */
+    EXPECT_EQ(GCX_OK, gcx_sparse_vec_check(&sp));
+    gcx_sparse_vec_free(&sp); /* ASan reports a leak if this did not free */
     EXPECT_EQ(0, sp.owned);
-    gcx_sparse_free(&sp); /* twice is harmless */
-    gcx_sparse_free(nullptr);
+    gcx_sparse_vec_free(&sp); /* twice is harmless */
+    gcx_sparse_vec_free(nullptr);
 
-    ASSERT_EQ(GCX_OK, gcx_sparse_alloc(0, 0, &sp));
-    EXPECT_EQ(GCX_OK, gcx_sparse_check(&sp));
-    gcx_sparse_free(&sp);
-    EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_alloc(1, 1, nullptr));
+    ASSERT_EQ(GCX_OK, gcx_sparse_vec_alloc(0, 0, &sp));
+    EXPECT_EQ(GCX_OK, gcx_sparse_vec_check(&sp));
+    gcx_sparse_vec_free(&sp);
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_vec_alloc(1, 1, nullptr));
 }
 
-TEST(Sparse, CheckFindsBrokenInvariants)
+TEST(SparseVec, CheckFindsBrokenInvariants)
 {
     SparseBuf b(4, 10);
     uint32_t good[] = {0, 3, 7, 9};
@@ -69,21 +70,21 @@ TEST(Sparse, CheckFindsBrokenInvariants)
         b.val[j] = 1.0f;
     }
     b.sp.nnz = 4;
-    EXPECT_EQ(GCX_OK, gcx_sparse_check(&b.sp));
+    EXPECT_EQ(GCX_OK, gcx_sparse_vec_check(&b.sp));
     b.idx[2] = 3; /* duplicate */
-    EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_check(&b.sp));
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_vec_check(&b.sp));
     b.idx[2] = 2; /* not increasing */
-    EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_check(&b.sp));
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_vec_check(&b.sp));
     b.idx[2] = 7;
     b.idx[3] = 10; /* == dense_len */
-    EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_check(&b.sp));
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_vec_check(&b.sp));
     b.idx[3] = 9;
     b.sp.nnz = 5; /* > capacity */
-    EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_check(&b.sp));
-    EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_check(nullptr));
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_vec_check(&b.sp));
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_vec_check(nullptr));
 }
 
-TEST(Sparse, ScatterToDenseAndNorms)
+TEST(SparseVec, ScatterToDenseAndNorms)
 {
     SparseBuf b(3, 6);
     b.idx[0] = 1;
@@ -95,20 +96,20 @@ TEST(Sparse, ScatterToDenseAndNorms)
     b.sp.nnz = 3;
 
     std::vector<float> d(6, 7.0f);
-    ASSERT_EQ(GCX_OK, gcx_sparse_scatter(&b.sp, d.data()));
+    ASSERT_EQ(GCX_OK, gcx_sparse_vec_scatter(&b.sp, d.data()));
     EXPECT_EQ((std::vector<float>{7, 2, 7, 7, -3, 0.5f}), d);
-    ASSERT_EQ(GCX_OK, gcx_sparse_scatter_add(&b.sp, 2.0f, d.data()));
+    ASSERT_EQ(GCX_OK, gcx_sparse_vec_scatter_add(&b.sp, 2.0f, d.data()));
     EXPECT_EQ((std::vector<float>{7, 6, 7, 7, -9, 1.5f}), d);
-    ASSERT_EQ(GCX_OK, gcx_sparse_to_dense(&b.sp, d.data()));
+    ASSERT_EQ(GCX_OK, gcx_sparse_vec_to_dense(&b.sp, d.data()));
     EXPECT_EQ((std::vector<float>{0, 2, 0, 0, -3, 0.5f}), d);
-    EXPECT_DOUBLE_EQ(4.0 + 9.0 + 0.25, gcx_sparse_sqnorm(&b.sp));
+    EXPECT_DOUBLE_EQ(4.0 + 9.0 + 0.25, gcx_sparse_vec_sqnorm(&b.sp));
     EXPECT_DOUBLE_EQ(4.0 + 9.0 + 0.25, gcx_dense_sqnorm(d.data(), 6));
     EXPECT_DOUBLE_EQ(0.0, gcx_dense_sqnorm(d.data(), 0));
 
     b.idx[2] = 4; /* broken vector: no write */
     std::vector<float> e(6, 1.0f);
-    EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_scatter(&b.sp, e.data()));
-    EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_to_dense(&b.sp, e.data()));
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_vec_scatter(&b.sp, e.data()));
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_sparse_vec_to_dense(&b.sp, e.data()));
     EXPECT_EQ(std::vector<float>(6, 1.0f), e);
 }
 

@@ -1,6 +1,8 @@
 /*
- * reduce_rabenseifner.c - reduce = ring reduce-scatter + gather to the root
- * (Rabenseifner's reduce, large messages).
+ * reduce_ring_gather.c - reduce = ring reduce-scatter + gather to the root
+ * (large messages): Rabenseifner's reduce-scatter + gather scheme, but with
+ * the ring reduce-scatter, not the recursive halving of
+ * allreduce_rabenseifner.c.
  *
  * Idea: the vector is cut into P blocks; the pipelined ring reduce-scatter
  * of ring.c (shift -1) leaves block r reduced on rank r (AVG divided
@@ -21,7 +23,7 @@
 
 #include <stdlib.h>
 
-typedef struct gcx_reduce_rab_task {
+typedef struct gcx_reduce_rg_task {
     gcx_task_t    super;
     gcx_task_t   *ring;
     char         *recvbuf; /* root */
@@ -31,11 +33,11 @@ typedef struct gcx_reduce_rab_task {
     int           root;
     int           gathering;
     gcx_tl_req_t *reqs;    /* per rank */
-} gcx_reduce_rab_task_t;
+} gcx_reduce_rg_task_t;
 
-static void gcx_reduce_rab_gather(gcx_task_t *task)
+static void gcx_reduce_rg_gather(gcx_task_t *task)
 {
-    gcx_reduce_rab_task_t *rd   = (gcx_reduce_rab_task_t *)task;
+    gcx_reduce_rg_task_t  *rd   = (gcx_reduce_rg_task_t *)task;
     gcx_comm_t            *comm = task->comm;
     size_t                *displs = rd->counts + comm->size;
     uint32_t               step = (uint32_t)comm->size; /* after the ring */
@@ -58,9 +60,9 @@ static void gcx_reduce_rab_gather(gcx_task_t *task)
     }
 }
 
-static void gcx_reduce_rab_progress(gcx_task_t *task)
+static void gcx_reduce_rg_progress(gcx_task_t *task)
 {
-    gcx_reduce_rab_task_t *rd   = (gcx_reduce_rab_task_t *)task;
+    gcx_reduce_rg_task_t  *rd   = (gcx_reduce_rg_task_t *)task;
     gcx_comm_t            *comm = task->comm;
     int                    r, state, done = 1;
 
@@ -68,7 +70,7 @@ static void gcx_reduce_rab_progress(gcx_task_t *task)
         if (gcx_coll_subtask_progress(task, rd->ring) <= 0) {
             return;
         }
-        gcx_reduce_rab_gather(task);
+        gcx_reduce_rg_gather(task);
         if (task->status != GCX_INPROGRESS) {
             return;
         }
@@ -96,18 +98,18 @@ static void gcx_reduce_rab_progress(gcx_task_t *task)
     }
 }
 
-static void gcx_reduce_rab_post(gcx_task_t *task)
+static void gcx_reduce_rg_post(gcx_task_t *task)
 {
-    gcx_reduce_rab_task_t *rd = (gcx_reduce_rab_task_t *)task;
+    gcx_reduce_rg_task_t *rd = (gcx_reduce_rg_task_t *)task;
 
     rd->gathering = 0;
     gcx_coll_subtask_post(task, rd->ring, 0);
-    gcx_reduce_rab_progress(task);
+    gcx_reduce_rg_progress(task);
 }
 
-static void gcx_reduce_rab_finalize(gcx_task_t *task)
+static void gcx_reduce_rg_finalize(gcx_task_t *task)
 {
-    gcx_reduce_rab_task_t *rd = (gcx_reduce_rab_task_t *)task;
+    gcx_reduce_rg_task_t *rd = (gcx_reduce_rg_task_t *)task;
 
     if (rd->ring != NULL) {
         rd->ring->ops->finalize(rd->ring);
@@ -118,33 +120,33 @@ static void gcx_reduce_rab_finalize(gcx_task_t *task)
     free(rd);
 }
 
-static const gcx_task_ops_t gcx_reduce_rab_ops = {
-    .name     = "reduce (rabenseifner)",
-    .post     = gcx_reduce_rab_post,
-    .progress = gcx_reduce_rab_progress,
-    .finalize = gcx_reduce_rab_finalize,
+static const gcx_task_ops_t gcx_reduce_rg_ops = {
+    .name     = "reduce (ring + gather)",
+    .post     = gcx_reduce_rg_post,
+    .progress = gcx_reduce_rg_progress,
+    .finalize = gcx_reduce_rg_finalize,
 };
 
-gcx_task_t *gcx_reduce_rabenseifner_create(gcx_comm_t *comm, const void *src,
-                                           void *recvbuf, size_t count,
-                                           gcx_dtype_t dtype, gcx_op_t op,
-                                           int root)
+gcx_task_t *gcx_reduce_ring_gather_create(gcx_comm_t *comm, const void *src,
+                                          void *recvbuf, size_t count,
+                                          gcx_dtype_t dtype, gcx_op_t op,
+                                          int root)
 {
-    gcx_reduce_rab_task_t *rd = calloc(1, sizeof(*rd));
+    gcx_reduce_rg_task_t  *rd = calloc(1, sizeof(*rd));
     size_t                 n  = (size_t)comm->size;
     int                    b;
 
     if (rd == NULL) {
         return NULL;
     }
-    gcx_task_init(&rd->super, &gcx_reduce_rab_ops, comm);
+    gcx_task_init(&rd->super, &gcx_reduce_rg_ops, comm);
     rd->recvbuf = recvbuf;
     rd->esize   = gcx_dtype_size(dtype);
     rd->root    = root;
     rd->counts  = malloc(2 * n * sizeof(size_t));
     rd->reqs    = calloc(n, sizeof(*rd->reqs));
     if (rd->counts == NULL || rd->reqs == NULL) {
-        gcx_reduce_rab_finalize(&rd->super);
+        gcx_reduce_rg_finalize(&rd->super);
         return NULL;
     }
     for (b = 0; b < comm->size; ++b) {
@@ -164,7 +166,7 @@ gcx_task_t *gcx_reduce_rabenseifner_create(gcx_comm_t *comm, const void *src,
         }
     }
     if (rd->ring == NULL) {
-        gcx_reduce_rab_finalize(&rd->super);
+        gcx_reduce_rg_finalize(&rd->super);
         return NULL;
     }
     return &rd->super;
