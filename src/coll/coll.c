@@ -68,6 +68,21 @@ int gcx_coll_req_state(gcx_task_t *task, gcx_tl_req_t *req, int peer,
     }
 }
 
+int gcx_coll_sends_state(gcx_task_t *task, gcx_tl_req_t *reqs,
+                         const int *peers, int n)
+{
+    int done = 1, i, state;
+
+    for (i = 0; i < n; ++i) {
+        state = gcx_coll_req_state(task, &reqs[i], peers[i], SIZE_MAX);
+        if (state < 0) {
+            return -1;
+        }
+        done &= state;
+    }
+    return done;
+}
+
 gcx_status_t gcx_coll_send(gcx_task_t *task, int peer, uint32_t step,
                            const void *buf, size_t len, gcx_tl_req_t *req)
 {

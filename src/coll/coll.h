@@ -31,6 +31,13 @@ static inline uint64_t gcx_coll_tag(const gcx_task_t *task, uint32_t step,
 int gcx_coll_req_state(gcx_task_t *task, gcx_tl_req_t *req, int peer,
                        size_t expected);
 
+/**
+ * State of @p n sends to @p peers (gcx_coll_req_state of each): 1 all
+ * done, 0 some in flight, -1 one failed (task->status says why).
+ */
+int gcx_coll_sends_state(gcx_task_t *task, gcx_tl_req_t *reqs,
+                         const int *peers, int n);
+
 /** Post a contiguous send/recv; on failure sets task->status, returns it. */
 gcx_status_t gcx_coll_send(gcx_task_t *task, int peer, uint32_t step,
                            const void *buf, size_t len, gcx_tl_req_t *req);

@@ -164,16 +164,26 @@ static gcx_status_t gcx_task_hand_over(gcx_task_t *task,
     return status;
 }
 
-gcx_status_t gcx_task_submit(gcx_task_t *task, gcx_request_t **req_p)
+/* Takes the lock; a failed communicator frees the task and says why. */
+static gcx_status_t gcx_task_enter(gcx_task_t *task)
 {
-    gcx_comm_t  *comm = task->comm;
     gcx_status_t status;
 
     gcx_context_lock();
-    if (comm->error != GCX_OK) {
-        status = comm->error;
+    status = task->comm->error;
+    if (status != GCX_OK) {
         task->ops->finalize(task);
         gcx_context_unlock();
+    }
+    return status;
+}
+
+gcx_status_t gcx_task_submit(gcx_task_t *task, gcx_request_t **req_p)
+{
+    gcx_comm_t  *comm = task->comm;
+    gcx_status_t status = gcx_task_enter(task);
+
+    if (status != GCX_OK) {
         return status;
     }
     task->seq = comm->seq++;
@@ -191,13 +201,9 @@ gcx_status_t gcx_task_submit(gcx_task_t *task, gcx_request_t **req_p)
 gcx_status_t gcx_task_start(gcx_task_t *task, gcx_request_t **req_p)
 {
     gcx_comm_t  *comm = task->comm;
-    gcx_status_t status;
+    gcx_status_t status = gcx_task_enter(task);
 
-    gcx_context_lock();
-    if (comm->error != GCX_OK) {
-        status = comm->error;
-        task->ops->finalize(task);
-        gcx_context_unlock();
+    if (status != GCX_OK) {
         return status;
     }
     gcx_task_activate(task);

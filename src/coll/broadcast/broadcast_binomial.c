@@ -27,7 +27,7 @@ static void gcx_broadcast_binomial_progress(gcx_task_t *task)
 {
     gcx_broadcast_binomial_task_t *bc =
         (gcx_broadcast_binomial_task_t *)task;
-    int i, state, done = 1;
+    int i, state;
 
     if (!bc->received) {
         state = gcx_coll_req_state(task, &bc->rreq, bc->parent, bc->bytes);
@@ -42,15 +42,8 @@ static void gcx_broadcast_binomial_progress(gcx_task_t *task)
             }
         }
     }
-    for (i = 0; i < bc->nchildren; ++i) {
-        state = gcx_coll_req_state(task, &bc->sreqs[i], bc->children[i],
-                                   SIZE_MAX);
-        if (state < 0) {
-            return;
-        }
-        done &= state;
-    }
-    if (done) {
+    if (gcx_coll_sends_state(task, bc->sreqs, bc->children,
+                             bc->nchildren) == 1) {
         task->status = GCX_OK;
     }
 }

@@ -37,7 +37,7 @@ typedef struct gcx_scatter_binomial_task {
 static void gcx_scatter_binomial_progress(gcx_task_t *task)
 {
     gcx_scatter_binomial_task_t *s = (gcx_scatter_binomial_task_t *)task;
-    int                          i, state, done = 1;
+    int                          i, state;
 
     if (!s->received) {
         if (s->parent >= 0) {
@@ -60,15 +60,8 @@ static void gcx_scatter_binomial_progress(gcx_task_t *task)
             memcpy(s->recvbuf, s->staged, s->bytes);
         }
     }
-    for (i = 0; i < s->nchildren; ++i) {
-        state = gcx_coll_req_state(task, &s->sreqs[i], s->children[i],
-                                   SIZE_MAX);
-        if (state < 0) {
-            return;
-        }
-        done &= state;
-    }
-    if (done) {
+    if (gcx_coll_sends_state(task, s->sreqs, s->children,
+                             s->nchildren) == 1) {
         task->status = GCX_OK;
     }
 }
