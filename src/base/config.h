@@ -62,6 +62,7 @@ struct gcx_config {
     /* core (src/core/task.c, bootstrap.c) */
     double timeout;             /* GCX_TIMEOUT, seconds */
     int    progress_yield;      /* GCX_PROGRESS_YIELD */
+    int    progress_sleep;      /* GCX_PROGRESS_SLEEP */
     int    rank;                /* GCX_RANK, -1 = not set */
     int    world_size;          /* GCX_WORLD_SIZE, -1 = not set */
     int    local_rank;          /* GCX_LOCAL_RANK, -1 = not set */

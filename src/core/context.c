@@ -120,6 +120,12 @@ int gcx_context_progress(gcx_context_t *ctx)
     return events;
 }
 
+int gcx_context_arm(gcx_context_t *ctx)
+{
+    return ctx->tl_ops->ctx_arm != NULL ? ctx->tl_ops->ctx_arm(ctx->tl_ctx)
+                                        : -1;
+}
+
 static int gcx_context_id_bit(const uint8_t *used, uint32_t pair)
 {
     return (used[pair / 8] >> (pair % 8)) & 1;

@@ -76,6 +76,10 @@ void gcx_context_remove(gcx_context_t *ctx, gcx_comm_t *comm);
 /** Progress the transport once, then every communicator's queue. */
 int gcx_context_progress(gcx_context_t *ctx);
 
+/** Arm the transport for a sleep: a file descriptor to poll (without the
+ *  context lock) until the next event, or -1 when it cannot sleep now. */
+int gcx_context_arm(gcx_context_t *ctx);
+
 /** This process's offer for a new id. */
 void gcx_context_id_offer(const gcx_context_t *ctx, gcx_comm_id_offer_t *offer);
 

@@ -12,14 +12,27 @@
  *
  * Every public entry takes the context lock (context.h); a wait drops it
  * between progress calls, so other threads get their turn.
+ *
+ * A wait polls; where the transport can sleep (TCP-only contexts, see
+ * ucx_context.c) and GCX_PROGRESS_SLEEP allows, a wait whose last
+ * GCX_WAIT_IDLE_POLLS progress calls found nothing sleeps on the
+ * transport's event file descriptor for at most GCX_WAIT_SLEEP_MS, then
+ * polls again: ranks that outnumber cores leave the CPU to the kernel's
+ * network stack, at the cost of a wakeup (~10-50 us) on a link whose
+ * messages take milliseconds. The bound keeps deadlines (GCX_TIMEOUT, a
+ * coded gather's straggler deadline) within a millisecond.
  */
 #include "task.h"
 #include "comm.h"
 #include "base/log.h"
 #include "base/time.h"
 
+#include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
+
+#define GCX_WAIT_IDLE_POLLS 2  /* empty progress calls before a sleep */
+#define GCX_WAIT_SLEEP_MS   1  /* longest sleep before polling again */
 
 void gcx_task_init(gcx_task_t *task, const gcx_task_ops_t *ops,
                    gcx_comm_t *comm)
@@ -255,22 +268,34 @@ gcx_status_t gcx_wait(gcx_request_t *req)
 {
     gcx_task_t  *task = (gcx_task_t *)req;
     gcx_status_t status;
-    int          events, yield;
+    int          events, yield, sleep, idle = 0, fd;
 
     if (task == NULL) {
         return GCX_ERR_INVALID;
     }
     yield = task->comm->config.progress_yield;
+    sleep = task->comm->config.progress_sleep;
     for (;;) {
+        fd = -1;
         gcx_context_lock();
         status = task->status;
         events = status == GCX_INPROGRESS ?
                      gcx_comm_progress_once(task->comm) : 0;
+        idle   = events == 0 ? idle + 1 : 0;
+        if (status == GCX_INPROGRESS && sleep &&
+            idle >= GCX_WAIT_IDLE_POLLS) {
+            fd = gcx_context_arm(task->comm->ctx);
+        }
         gcx_context_unlock();
         if (status != GCX_INPROGRESS) {
             return status;
         }
-        if (events == 0 && yield) {
+        if (fd >= 0) {
+            struct pollfd pfd = {.fd = fd, .events = POLLIN};
+
+            (void)poll(&pfd, 1, GCX_WAIT_SLEEP_MS);
+            idle = 0;
+        } else if (events == 0 && yield) {
             sched_yield();
         }
     }
@@ -399,5 +424,11 @@ static const gcx_config_entry_t gcx_task_config_rows[] = {
      "Call sched_yield() while waiting when a progress call found nothing "
      "to do (helps when ranks outnumber cores)",
      offsetof(struct gcx_config, progress_yield), 0, 0, NULL},
+    {"PROGRESS_SLEEP", GCX_CONFIG_BOOL, "y",
+     "Let a wait sleep on the transport's event file descriptor (at most "
+     "1 ms at a time) when polling finds nothing, where the transport can "
+     "(UCX with only tcp and self, i.e. a network-only job): the CPU goes "
+     "to the kernel's TCP stack instead of busy-polling",
+     offsetof(struct gcx_config, progress_sleep), 0, 0, NULL},
 };
 GCX_CONFIG_REGISTER(GCX_CONFIG_LAYER_CORE, "core/task", gcx_task_config_rows)

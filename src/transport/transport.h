@@ -176,6 +176,12 @@ typedef struct gcx_tl_ops {
      *  amount; returns events processed. */
     int (*ctx_progress)(gcx_tl_ctx_t *ctx);
 
+    /** Prepare to sleep until the context has work: returns a file
+     *  descriptor that becomes readable on the next event (poll it without
+     *  the context lock, then progress), or -1 when the context cannot
+     *  sleep (its transports have no wakeup, or events are pending). */
+    int (*ctx_arm)(gcx_tl_ctx_t *ctx);
+
     /** Create a communicator's view of the context, not yet connected. */
     gcx_status_t (*init)(gcx_tl_ctx_t *ctx, const gcx_tl_params_t *params,
                          gcx_tl_t **tl_p);

@@ -278,11 +278,99 @@ gcx_status_t gcx_tl_ucx_am_route(gcx_tl_ctx_t *ctx, unsigned id)
 
 /* ---- the context ------------------------------------------------------------ */
 
+/* Whether every resource of the UCP context is tcp or self: no shared
+ * memory, no RDMA. UCX 1.13 offers no query of its resources but the
+ * printed summary ("resource N : md M dev D flags -- tl/device" lines). */
+static int gcx_tl_ucx_tcp_only(ucp_context_h context)
+{
+    char  *text = NULL, *line, *save = NULL;
+    size_t len  = 0;
+    FILE  *mem  = open_memstream(&text, &len);
+    int    tcp = 0, other = 0;
+
+    if (mem == NULL) {
+        return 0;
+    }
+    ucp_context_print_info(context, mem);
+    fclose(mem);
+    for (line = strtok_r(text, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        const char *tl = strstr(line, "-- ");
+
+        if (strstr(line, "resource") == NULL || tl == NULL) {
+            continue;
+        }
+        tl += 3;
+        if (!strncmp(tl, "tcp/", 4)) {
+            tcp = 1;
+        } else if (strncmp(tl, "self/", 5)) {
+            other = 1;
+        }
+    }
+    free(text);
+    return tcp && !other;
+}
+
+/* TCP-only settings, each applied unless the user set its UCX_ variable:
+ *  - RNDV_THRESH 4M: every chunk the pipelined collectives send goes eager,
+ *    straight into the socket, instead of waiting a request/reply round
+ *    trip behind the data already queued on a saturated link;
+ *  - TCP_SNDBUF 256K: enough socket buffer to keep a 1-10 Gbit/s link busy
+ *    between two progress calls without the kernel's autotuning ramp.
+ * Measured in perf/coll/RESULTS.md ("Dense allreduce on TCP links"). */
+static const struct {
+    const char *name;  /* as ucp_config_modify takes it */
+    const char *env;   /* the user's variable that overrides us */
+    const char *value;
+} gcx_tl_ucx_tcp_settings[] = {
+    {"RNDV_THRESH", "UCX_RNDV_THRESH", "4M"},
+    {"SNDBUF", "UCX_TCP_SNDBUF", "256K"},
+};
+
+static gcx_status_t gcx_tl_ucx_init_context(gcx_tl_ctx_t *ctx, int tcp_tuned)
+{
+    ucp_params_t  ucp_params = {0};
+    ucp_config_t *ucp_config;
+    ucs_status_t  st;
+    size_t        i;
+
+    st = ucp_config_read(NULL, NULL, &ucp_config);
+    if (st != UCS_OK) {
+        gcx_error("ucp_config_read failed: %s", ucs_status_string(st));
+        return GCX_ERR_TRANSPORT;
+    }
+    for (i = 0; tcp_tuned && i < sizeof(gcx_tl_ucx_tcp_settings) /
+                                     sizeof(gcx_tl_ucx_tcp_settings[0]); ++i) {
+        if (getenv(gcx_tl_ucx_tcp_settings[i].env) == NULL) {
+            st = ucp_config_modify(ucp_config, gcx_tl_ucx_tcp_settings[i].name,
+                                   gcx_tl_ucx_tcp_settings[i].value);
+            if (st != UCS_OK) {
+                gcx_warn("cannot set UCX %s=%s: %s",
+                         gcx_tl_ucx_tcp_settings[i].name,
+                         gcx_tl_ucx_tcp_settings[i].value,
+                         ucs_status_string(st));
+            }
+        }
+    }
+    ucp_params.field_mask   = UCP_PARAM_FIELD_FEATURES |
+                              UCP_PARAM_FIELD_REQUEST_SIZE |
+                              UCP_PARAM_FIELD_REQUEST_INIT;
+    ucp_params.request_size = sizeof(gcx_tl_ucx_priv_t);
+    ucp_params.request_init = gcx_tl_ucx_request_init;
+    ucp_params.features     = UCP_FEATURE_TAG | UCP_FEATURE_AM |
+                              (tcp_tuned ? UCP_FEATURE_WAKEUP : 0);
+    st = ucp_init(&ucp_params, ucp_config, &ctx->context);
+    ucp_config_release(ucp_config);
+    if (st != UCS_OK) {
+        gcx_error("ucp_init failed: %s", ucs_status_string(st));
+        return GCX_ERR_TRANSPORT;
+    }
+    return GCX_OK;
+}
+
 gcx_status_t gcx_tl_ucx_ctx_create(gcx_tl_ctx_t **ctx_p)
 {
-    ucp_params_t        ucp_params    = {0};
     ucp_worker_params_t worker_params = {0};
-    ucp_config_t       *ucp_config;
     gcx_tl_ctx_t       *ctx;
     ucs_status_t        st;
 
@@ -292,22 +380,18 @@ gcx_status_t gcx_tl_ucx_ctx_create(gcx_tl_ctx_t **ctx_p)
     }
     ctx->abandoned.next = &ctx->abandoned;
     ctx->abandoned.prev = &ctx->abandoned;
-    st = ucp_config_read(NULL, NULL, &ucp_config);
-    if (st != UCS_OK) {
-        gcx_error("ucp_config_read failed: %s", ucs_status_string(st));
+    ctx->event_fd       = -1;
+    if (gcx_tl_ucx_init_context(ctx, 0) != GCX_OK) {
         goto err_free;
     }
-    ucp_params.field_mask   = UCP_PARAM_FIELD_FEATURES |
-                              UCP_PARAM_FIELD_REQUEST_SIZE |
-                              UCP_PARAM_FIELD_REQUEST_INIT;
-    ucp_params.request_size = sizeof(gcx_tl_ucx_priv_t);
-    ucp_params.request_init = gcx_tl_ucx_request_init;
-    ucp_params.features     = UCP_FEATURE_TAG | UCP_FEATURE_AM;
-    st = ucp_init(&ucp_params, ucp_config, &ctx->context);
-    ucp_config_release(ucp_config);
-    if (st != UCS_OK) {
-        gcx_error("ucp_init failed: %s", ucs_status_string(st));
-        goto err_free;
+    /* network-only: start again with the TCP settings (one more ucp_init,
+     * ~10 ms, paid once per process) */
+    ctx->tcp_only = gcx_tl_ucx_tcp_only(ctx->context);
+    if (ctx->tcp_only) {
+        ucp_cleanup(ctx->context);
+        if (gcx_tl_ucx_init_context(ctx, 1) != GCX_OK) {
+            goto err_free;
+        }
     }
     worker_params.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     worker_params.thread_mode = UCS_THREAD_MODE_SINGLE;
@@ -315,6 +399,15 @@ gcx_status_t gcx_tl_ucx_ctx_create(gcx_tl_ctx_t **ctx_p)
     if (st != UCS_OK) {
         gcx_error("ucp_worker_create failed: %s", ucs_status_string(st));
         goto err_cleanup;
+    }
+    if (ctx->tcp_only &&
+        ucp_worker_get_efd(ctx->worker, &ctx->event_fd) != UCS_OK) {
+        ctx->event_fd = -1; /* waits poll, as on other transports */
+    }
+    if (ctx->tcp_only) {
+        gcx_debug("UCX resources are tcp and self only: TCP settings "
+                  "applied (RNDV_THRESH 4M, TCP_SNDBUF 256K unless set), "
+                  "waits %s", ctx->event_fd >= 0 ? "may sleep" : "poll");
     }
     st = ucp_worker_get_address(ctx->worker, &ctx->address,
                                 &ctx->address_len);
@@ -366,4 +459,13 @@ gcx_status_t gcx_tl_ucx_address(gcx_tl_ctx_t *ctx, const void **addr_p,
 int gcx_tl_ucx_ctx_progress(gcx_tl_ctx_t *ctx)
 {
     return (int)ucp_worker_progress(ctx->worker);
+}
+
+int gcx_tl_ucx_ctx_arm(gcx_tl_ctx_t *ctx)
+{
+    if (ctx->event_fd < 0) {
+        return -1;
+    }
+    /* UCS_ERR_BUSY: events are pending, progress instead of sleeping */
+    return ucp_worker_arm(ctx->worker) == UCS_OK ? ctx->event_fd : -1;
 }

@@ -56,6 +56,8 @@ typedef struct gcx_tl_ucx_am_route {
 struct gcx_tl_ctx {
     ucp_context_h          context;
     ucp_worker_h           worker;
+    int                    tcp_only;   /* every UCX resource is tcp or self */
+    int                    event_fd;   /* worker's wakeup fd, or -1 */
     ucp_address_t         *address;
     size_t                 address_len;
     gcx_tl_ucx_ep_t       *eps;
@@ -122,5 +124,6 @@ void         gcx_tl_ucx_ctx_destroy(gcx_tl_ctx_t *ctx);
 gcx_status_t gcx_tl_ucx_address(gcx_tl_ctx_t *ctx, const void **addr_p,
                                 size_t *len_p);
 int          gcx_tl_ucx_ctx_progress(gcx_tl_ctx_t *ctx);
+int          gcx_tl_ucx_ctx_arm(gcx_tl_ctx_t *ctx);
 
 #endif

@@ -614,6 +614,7 @@ const gcx_tl_ops_t gcx_tl_ucx_ops = {
     .ctx_destroy  = gcx_tl_ucx_ctx_destroy,
     .address      = gcx_tl_ucx_address,
     .ctx_progress = gcx_tl_ucx_ctx_progress,
+    .ctx_arm      = gcx_tl_ucx_ctx_arm,
     .init         = gcx_tl_ucx_init,
     .connect      = gcx_tl_ucx_connect,
     .derive       = gcx_tl_ucx_derive,
