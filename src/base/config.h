@@ -77,6 +77,7 @@ struct gcx_config {
     int    allreduce_algo;      /* GCX_ALLREDUCE_ALGO */
     size_t allreduce_small_msg; /* GCX_ALLREDUCE_SMALL_MSG, bytes */
     size_t allreduce_large_msg; /* GCX_ALLREDUCE_LARGE_MSG, bytes */
+    size_t allreduce_large_msg_tcp; /* GCX_ALLREDUCE_LARGE_MSG_TCP, bytes */
     /* coll/broadcast (src/coll/broadcast/broadcast.c) */
     int    bcast_algo;          /* GCX_BCAST_ALGO */
     size_t bcast_small_msg;     /* GCX_BCAST_SMALL_MSG, bytes */

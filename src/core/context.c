@@ -66,8 +66,10 @@ gcx_status_t gcx_context_acquire(int transport, gcx_context_t **ctx_p)
     if (status != GCX_OK) {
         return status;
     }
-    ctx->transport   = transport;
-    ctx->refcount    = 1;
+    ctx->transport    = transport;
+    ctx->network_only = ctx->tl_ops->ctx_network_only != NULL &&
+                        ctx->tl_ops->ctx_network_only(ctx->tl_ctx);
+    ctx->refcount     = 1;
     gcx_context_live = 1;
     *ctx_p           = ctx;
     return GCX_OK;

@@ -43,6 +43,7 @@ typedef struct gcx_context {
     int                 transport;   /* GCX_TRANSPORT of the first one */
     const gcx_tl_ops_t *tl_ops;
     gcx_tl_ctx_t       *tl_ctx;
+    int                 network_only; /* tl_ops->ctx_network_only */
     gcx_comm_t         *comms;       /* live communicators */
     uint32_t            id_cursor;
     uint8_t             ids_used[GCX_CONTEXT_ID_PAIRS / 8];

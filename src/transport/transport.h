@@ -182,6 +182,11 @@ typedef struct gcx_tl_ops {
      *  sleep (its transports have no wakeup, or events are pending). */
     int (*ctx_arm)(gcx_tl_ctx_t *ctx);
 
+    /** Whether every peer is reached over a network socket transport (no
+     *  shared memory, no RDMA): each rendezvous handshake then waits
+     *  behind the data queued on the link (collectives choose by it). */
+    int (*ctx_network_only)(gcx_tl_ctx_t *ctx);
+
     /** Create a communicator's view of the context, not yet connected. */
     gcx_status_t (*init)(gcx_tl_ctx_t *ctx, const gcx_tl_params_t *params,
                          gcx_tl_t **tl_p);

@@ -4,8 +4,12 @@
 
 extern "C" {
 #include "core/comm.h"
+#include "core/context.h"
+#include "transport/ucx/ucx_int.h"
 }
 
+#include <chrono>
+#include <cstdlib>
 #include <dirent.h>
 #include <thread>
 #include <unistd.h>
@@ -378,6 +382,34 @@ TEST(Threads, TwoThreadsOnTwoCommunicators)
     EXPECT_EQ(0, wrong[1]);
     gcx_comm_destroy(c1);
     gcx_comm_destroy(c2);
+}
+
+// A job with UCX on tcp and self only gets the TCP settings and waits that
+// sleep on the worker's event fd (ucx_context.c); any other resource set
+// polls. The tcp-p3 runs of this suite set GCX_TEST_EXPECT_TCP_ONLY=1.
+TEST(Context, TcpOnlyJobsGetSleepingWaits)
+{
+    const bool    expect = std::getenv("GCX_TEST_EXPECT_TCP_ONLY") != nullptr;
+    gcx_tl_ctx_t *tl     = g_world->ctx->tl_ctx;
+    EXPECT_EQ(expect, tl->tcp_only != 0);
+    EXPECT_EQ(expect, tl->event_fd >= 0);
+
+    // a late rank: the others wait (sleeping, where they can) and every
+    // rank still gets the right sum, rounds after round
+    std::vector<int> all;
+    for (int r = 0; r < world_size(); ++r) {
+        all.push_back(r);
+    }
+    for (int round = 0; round < 3; ++round) {
+        if (world_rank() == round % world_size()) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        std::vector<double> v = rank_input(65537);
+        ASSERT_EQ(GCX_OK, gcx_allreduce(g_world, GCX_IN_PLACE, v.data(),
+                                        v.size(), GCX_DT_F64, GCX_OP_SUM,
+                                        nullptr));
+        expect_member_sum(v, all);
+    }
 }
 
 } // namespace

@@ -7,7 +7,8 @@
  * 2·log2 P rounds) up to GCX_ALLREDUCE_LARGE_MSG, and the pipelined ring
  * (bandwidth-optimal, chunk-pipelined) above and for 2 ranks, where both
  * have the same schedule but the ring overlaps chunks (measured in
- * perf/coll/RESULTS.md);
+ * perf/coll/RESULTS.md); on TCP-only jobs the ring takes over above
+ * GCX_ALLREDUCE_LARGE_MSG_TCP instead (see that row).
  * GCX_ALLREDUCE_ALGO forces one. A new algorithm = one file + one id
  * (allreduce.h) + one row of each table below.
  */
@@ -49,14 +50,17 @@ static const gcx_allreduce_create_fn_t gcx_allreduce_create[] = {
 
 static int gcx_allreduce_select(const gcx_comm_t *comm, size_t bytes)
 {
-    int id = comm->config.allreduce_algo;
+    int    id    = comm->config.allreduce_algo;
+    size_t large = comm->ctx->network_only ?
+                       comm->config.allreduce_large_msg_tcp :
+                       comm->config.allreduce_large_msg;
 
     if (comm->size == 1) {
         id = GCX_ALLREDUCE_ALGO_RECURSIVE_DOUBLING; /* copies, if anything */
     } else if (id == GCX_ALLREDUCE_ALGO_AUTO) {
         id = bytes <= comm->config.allreduce_small_msg ?
                  GCX_ALLREDUCE_ALGO_RECURSIVE_DOUBLING :
-             (bytes <= comm->config.allreduce_large_msg && comm->size > 2) ?
+             (bytes <= large && comm->size > 2) ?
                  GCX_ALLREDUCE_ALGO_RABENSEIFNER :
                  GCX_ALLREDUCE_ALGO_RING;
     }
@@ -115,6 +119,12 @@ static const gcx_config_entry_t gcx_allreduce_config_rows[] = {
      "Largest message (bytes) for which auto picks Rabenseifner (with more "
      "than 2 ranks); the pipelined ring above",
      offsetof(struct gcx_config, allreduce_large_msg), 0, 1e15, NULL},
+    {"ALLREDUCE_LARGE_MSG_TCP", GCX_CONFIG_SIZE, "512K",
+     "GCX_ALLREDUCE_LARGE_MSG where every transport is TCP (UCX on tcp and "
+     "self only): Rabenseifner's whole-half messages each wait a rendezvous "
+     "handshake behind the data queued on the link, the ring's pipelined "
+     "chunks do not",
+     offsetof(struct gcx_config, allreduce_large_msg_tcp), 0, 1e15, NULL},
 };
 GCX_CONFIG_REGISTER(GCX_CONFIG_LAYER_COLL, "coll/allreduce",
                     gcx_allreduce_config_rows)

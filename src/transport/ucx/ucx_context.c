@@ -186,6 +186,12 @@ static void gcx_tl_ucx_ep_close(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep,
     if (ep->ep == NULL) {
         return;
     }
+    if (ctx->stopped) {
+        /* closing would progress the worker; ucp_worker_destroy releases
+         * the endpoint without delivering anything */
+        ep->ep = NULL;
+        return;
+    }
     /* a failed endpoint may only be closed with FORCE */
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = (force || ep->failed) ? UCP_EP_CLOSE_FLAG_FORCE : 0;
@@ -312,18 +318,21 @@ static int gcx_tl_ucx_tcp_only(ucp_context_h context)
 }
 
 /* TCP-only settings, each applied unless the user set its UCX_ variable:
- *  - RNDV_THRESH 4M: every chunk the pipelined collectives send goes eager,
- *    straight into the socket, instead of waiting a request/reply round
- *    trip behind the data already queued on a saturated link;
  *  - TCP_SNDBUF 256K: enough socket buffer to keep a 1-10 Gbit/s link busy
  *    between two progress calls without the kernel's autotuning ramp.
+ * Not RNDV_THRESH: eager messages above the segment size would skip the
+ * rendezvous handshake (faster on a loaded link), but UCX 1.13 cannot
+ * cancel a receive matched to a multi-fragment eager message (it completes
+ * the request while later fragments still land in the buffer), so an
+ * abort after a peer failure would let them write into memory the caller
+ * freed. Rendezvous requests are purged with their endpoint. The handshake
+ * cost is met in the algorithm choice instead (GCX_ALLREDUCE_LARGE_MSG_TCP).
  * Measured in perf/coll/RESULTS.md ("Dense allreduce on TCP links"). */
 static const struct {
     const char *name;  /* as ucp_config_modify takes it */
     const char *env;   /* the user's variable that overrides us */
     const char *value;
 } gcx_tl_ucx_tcp_settings[] = {
-    {"RNDV_THRESH", "UCX_RNDV_THRESH", "4M"},
     {"SNDBUF", "UCX_TCP_SNDBUF", "256K"},
 };
 
@@ -406,8 +415,8 @@ gcx_status_t gcx_tl_ucx_ctx_create(gcx_tl_ctx_t **ctx_p)
     }
     if (ctx->tcp_only) {
         gcx_debug("UCX resources are tcp and self only: TCP settings "
-                  "applied (RNDV_THRESH 4M, TCP_SNDBUF 256K unless set), "
-                  "waits %s", ctx->event_fd >= 0 ? "may sleep" : "poll");
+                  "applied (TCP_SNDBUF 256K unless set), waits %s",
+                  ctx->event_fd >= 0 ? "may sleep" : "poll");
     }
     st = ucp_worker_get_address(ctx->worker, &ctx->address,
                                 &ctx->address_len);
@@ -458,12 +467,17 @@ gcx_status_t gcx_tl_ucx_address(gcx_tl_ctx_t *ctx, const void **addr_p,
 
 int gcx_tl_ucx_ctx_progress(gcx_tl_ctx_t *ctx)
 {
-    return (int)ucp_worker_progress(ctx->worker);
+    return ctx->stopped ? 0 : (int)ucp_worker_progress(ctx->worker);
+}
+
+int gcx_tl_ucx_ctx_network_only(gcx_tl_ctx_t *ctx)
+{
+    return ctx->tcp_only;
 }
 
 int gcx_tl_ucx_ctx_arm(gcx_tl_ctx_t *ctx)
 {
-    if (ctx->event_fd < 0) {
+    if (ctx->event_fd < 0 || ctx->stopped) {
         return -1;
     }
     /* UCS_ERR_BUSY: events are pending, progress instead of sleeping */

@@ -58,6 +58,7 @@ struct gcx_tl_ctx {
     ucp_worker_h           worker;
     int                    tcp_only;   /* every UCX resource is tcp or self */
     int                    event_fd;   /* worker's wakeup fd, or -1 */
+    int                    stopped;    /* never progressed again (abort) */
     ucp_address_t         *address;
     size_t                 address_len;
     gcx_tl_ucx_ep_t       *eps;
@@ -125,5 +126,6 @@ gcx_status_t gcx_tl_ucx_address(gcx_tl_ctx_t *ctx, const void **addr_p,
                                 size_t *len_p);
 int          gcx_tl_ucx_ctx_progress(gcx_tl_ctx_t *ctx);
 int          gcx_tl_ucx_ctx_arm(gcx_tl_ctx_t *ctx);
+int          gcx_tl_ucx_ctx_network_only(gcx_tl_ctx_t *ctx);
 
 #endif

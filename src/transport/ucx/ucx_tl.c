@@ -162,8 +162,15 @@ static gcx_status_t gcx_tl_ucx_init(gcx_tl_ctx_t *ctx,
                                     const gcx_tl_params_t *params,
                                     gcx_tl_t **tl_p)
 {
-    gcx_tl_ucx_t *ucx = gcx_tl_ucx_view_new(ctx, params);
+    gcx_tl_ucx_t *ucx;
 
+    if (ctx->stopped) {
+        gcx_error("the process's UCX worker was stopped by an earlier abort "
+                  "(a transfer UCX could not cancel); destroy every "
+                  "communicator before creating a new one");
+        return GCX_ERR_TRANSPORT;
+    }
+    ucx = gcx_tl_ucx_view_new(ctx, params);
     if (ucx == NULL) {
         return GCX_ERR_NOMEM;
     }
@@ -269,7 +276,8 @@ static ucp_ep_h gcx_tl_ucx_send_ep(gcx_tl_ucx_t *ucx, int peer,
     req->is_recv = 0;
     req->impl    = NULL;
     req->peer    = peer;
-    if (ucx->aborted || ep == NULL || ep->failed || ep->ep == NULL) {
+    if (ucx->aborted || ucx->super.ctx->stopped || ep == NULL ||
+        ep->failed || ep->ep == NULL) {
         req->status = GCX_ERR_PEER;
         return NULL;
     }
@@ -310,7 +318,7 @@ static gcx_status_t gcx_tl_ucx_recv(gcx_tl_t *tl, int peer, uint64_t tag,
     req->impl    = NULL;
     req->length  = 0;
     req->peer    = peer; /* the source is part of the tag; abort needs it */
-    if (ucx->aborted) {
+    if (ucx->aborted || tl->ctx->stopped) {
         req->status = GCX_ERR_CANCELED;
         return GCX_ERR_CANCELED;
     }
@@ -512,6 +520,53 @@ static gcx_tl_req_t *gcx_tl_ucx_open_req(gcx_tl_ucx_t *ucx)
     return NULL;
 }
 
+/* Completes every outstanding request of @p ucx with @p status now; UCX's
+ * requests are orphaned (freed by their callback, nothing else touched).
+ * Returns how many there were. */
+static int gcx_tl_ucx_orphan_all(gcx_tl_ucx_t *ucx, gcx_status_t status)
+{
+    gcx_tl_req_t *req, *next;
+    int           n = 0;
+
+    for (req = ucx->outstanding.next; req != &ucx->outstanding; req = next) {
+        gcx_tl_ucx_priv_t *priv = req->impl;
+
+        next           = req->next;
+        priv->owner    = NULL;
+        priv->orphaned = 1;
+        req->impl      = NULL;
+        req->status    = status;
+        gcx_tl_ucx_untrack(req);
+        ++n;
+    }
+    return n;
+}
+
+/*
+ * UCX could not finish or cancel some transfer of an aborted view: a
+ * receive matched to an eager message whose remaining fragments a live
+ * peer may still send (ucp_request_cancel cannot stop it, and closing our
+ * endpoint does not close the peer's connection to us), or a zero-copy
+ * send. Progressing the worker again could write into (read from) memory
+ * the caller frees once the collective has failed. So the worker is never
+ * progressed again: every communicator of the process fails now, and the
+ * context is released (without progress) with the last of them.
+ */
+static void gcx_tl_ucx_ctx_stop(gcx_tl_ctx_t *ctx)
+{
+    uint32_t id;
+
+    gcx_warn("an aborted transfer could not be cancelled: the process's UCX "
+             "worker stops; every communicator fails (destroy them all, then "
+             "create new ones)");
+    ctx->stopped = 1;
+    for (id = 0; id < GCX_TL_MAX_COMM_IDS; ++id) {
+        if (ctx->views[id] != NULL) {
+            gcx_tl_ucx_orphan_all(ctx->views[id], GCX_ERR_TRANSPORT);
+        }
+    }
+}
+
 static void gcx_tl_ucx_abort(gcx_tl_t *tl)
 {
     gcx_tl_ucx_t *ucx      = (gcx_tl_ucx_t *)tl;
@@ -519,6 +574,10 @@ static void gcx_tl_ucx_abort(gcx_tl_t *tl)
     gcx_tl_req_t *req, *next;
 
     ucx->aborted = 1;
+    if (tl->ctx->stopped) {
+        gcx_tl_ucx_orphan_all(ucx, GCX_ERR_CANCELED);
+        return;
+    }
     /* receives not matched yet are cancelled (which may complete and
      * unlink them at once) */
     for (req = ucx->outstanding.next; req != &ucx->outstanding; req = next) {
@@ -528,11 +587,10 @@ static void gcx_tl_ucx_abort(gcx_tl_t *tl)
         }
     }
     ucp_worker_progress(tl->ctx->worker);
-    /* what is left is a send, or a receive already matched to a
-     * rendezvous: only closing its endpoint stops the peer from reading the
-     * buffer, or the shared worker (which other communicators keep
-     * progressing) from writing into it after the call returned. The other
-     * views sharing those endpoints then see the peers failed. */
+    /* what is left is a send, or a receive already matched: closing its
+     * endpoint stops the peer from reading the buffer of a rendezvous (and
+     * UCX then purges the requests of that endpoint). The other views
+     * sharing those endpoints then see the peers failed. */
     while ((req = gcx_tl_ucx_open_req(ucx)) != NULL) {
         gcx_tl_ucx_kill_peer(ucx, req->peer); /* may unlink any request */
     }
@@ -540,17 +598,9 @@ static void gcx_tl_ucx_abort(gcx_tl_t *tl)
            gcx_time_now() < deadline) {
         ucp_worker_progress(tl->ctx->worker);
     }
-    /* what UCX cannot finish is orphaned: its gcx request completes as
-     * cancelled now, and nothing of it is touched again */
-    for (req = ucx->outstanding.next; req != &ucx->outstanding; req = next) {
-        gcx_tl_ucx_priv_t *priv = req->impl;
-
-        next           = req->next;
-        priv->owner    = NULL;
-        priv->orphaned = 1;
-        req->impl      = NULL;
-        req->status    = GCX_ERR_CANCELED;
-        gcx_tl_ucx_untrack(req);
+    /* what UCX did not end may still touch the caller's memory */
+    if (gcx_tl_ucx_orphan_all(ucx, GCX_ERR_CANCELED) > 0) {
+        gcx_tl_ucx_ctx_stop(tl->ctx);
     }
 }
 
@@ -596,8 +646,10 @@ static void gcx_tl_ucx_fini(gcx_tl_t *tl, double seconds)
         gcx_tl_ucx_abort(tl);
     }
     ctx->views[tl->comm_id] = NULL; /* late active messages are dropped */
-    gcx_tl_ucx_drain(ctx, tl->comm_id, deadline);
-    gcx_tl_ucx_drain(ctx, tl->comm_id | 1u, deadline);
+    if (!ctx->stopped) {
+        gcx_tl_ucx_drain(ctx, tl->comm_id, deadline);
+        gcx_tl_ucx_drain(ctx, tl->comm_id | 1u, deadline);
+    }
     for (i = 0; i < tl->size; ++i) {
         if (ucx->peers[i] != NULL) {
             gcx_tl_ucx_ep_put(ctx, ucx->peers[i],
@@ -615,6 +667,7 @@ const gcx_tl_ops_t gcx_tl_ucx_ops = {
     .address      = gcx_tl_ucx_address,
     .ctx_progress = gcx_tl_ucx_ctx_progress,
     .ctx_arm      = gcx_tl_ucx_ctx_arm,
+    .ctx_network_only = gcx_tl_ucx_ctx_network_only,
     .init         = gcx_tl_ucx_init,
     .connect      = gcx_tl_ucx_connect,
     .derive       = gcx_tl_ucx_derive,
