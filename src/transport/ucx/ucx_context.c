@@ -209,7 +209,7 @@ void gcx_tl_ucx_ep_kill(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep)
 }
 
 void gcx_tl_ucx_ep_put(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep,
-                       double deadline)
+                       double deadline, int force)
 {
     gcx_tl_ucx_ep_t **pp;
 
@@ -219,7 +219,7 @@ void gcx_tl_ucx_ep_put(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep,
     for (pp = &ctx->eps; *pp != ep; pp = &(*pp)->next) {
     }
     *pp = ep->next;
-    gcx_tl_ucx_ep_close(ctx, ep, 0, deadline);
+    gcx_tl_ucx_ep_close(ctx, ep, force, deadline);
     free(ep->address);
     free(ep);
 }
@@ -443,7 +443,7 @@ void gcx_tl_ucx_ctx_destroy(gcx_tl_ctx_t *ctx)
     /* the views put every endpoint back; anything left is closed */
     while (ctx->eps != NULL) {
         ctx->eps->refcount = 1;
-        gcx_tl_ucx_ep_put(ctx, ctx->eps, deadline);
+        gcx_tl_ucx_ep_put(ctx, ctx->eps, deadline, 0);
     }
     ucp_worker_release_address(ctx->worker, ctx->address);
     ucp_worker_destroy(ctx->worker);
