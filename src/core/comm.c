@@ -82,8 +82,9 @@ static void gcx_comm_free(gcx_comm_t *comm, double grace)
     int i;
 
     if (comm->tl != NULL) {
-        comm->tl->ops->fini(comm->tl, grace);
-        gcx_context_id_release(comm->ctx, comm->id);
+        if (comm->tl->ops->fini(comm->tl, grace)) {
+            gcx_context_id_release(comm->ctx, comm->id);
+        }
     }
     gcx_context_remove(comm->ctx, comm);
     for (i = 0; i < GCX_COMM_STATE_MAX; ++i) {

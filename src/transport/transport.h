@@ -280,9 +280,10 @@ typedef struct gcx_tl_ops {
      * Release the view (abort first if anything is outstanding). Endpoints
      * no other view uses are closed after delivering what was sent, waiting
      * at most @p seconds; messages of this view that arrived unmatched are
-     * dropped.
+     * dropped. Returns 1 when the view's communicator id may be used again,
+     * 0 when messages of it may still be queued (the id is then retired).
      */
-    void (*fini)(gcx_tl_t *tl, double seconds);
+    int (*fini)(gcx_tl_t *tl, double seconds);
 } gcx_tl_ops_t;
 
 /** Base of every transport view. */

@@ -59,6 +59,9 @@ struct gcx_tl_ctx {
     int                    tcp_only;   /* every UCX resource is tcp or self */
     int                    event_fd;   /* worker's wakeup fd, or -1 */
     int                    stopped;    /* never progressed again (abort) */
+    int                    abort_seen; /* a view aborted (endpoints may
+                                           have been killed): teardown
+                                           no longer progresses */
     ucp_address_t         *address;
     size_t                 address_len;
     gcx_tl_ucx_ep_t       *eps;

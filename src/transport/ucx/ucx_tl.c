@@ -17,8 +17,12 @@
  * default is none (shm + cma single-copy on a host) and a dead peer is
  * caught by the GCX_TIMEOUT deadline that the task queue enforces. Every
  * posted request is on the view's outstanding list so abort() can cancel
- * receives, close the endpoints its sends wait on (which completes them)
- * and wait until nothing can write into a user buffer any more.
+ * receives, let live peers' transfers end for a moment, close the endpoints
+ * the rest wait on (which completes them) and wait until nothing can write
+ * into a user buffer any more. After an abort or a failed endpoint the
+ * process never progresses UCX from a teardown again (FORCE closes, no
+ * drain, the worker left to the exit): UCX 1.13's TCP transport crashes
+ * there otherwise (docs/decisions.md).
  *
  * Active messages (UCP_FEATURE_AM): the context routes a message to the
  * view named by its header, whose handler takes the payload
@@ -42,6 +46,9 @@
 
 /* most unmatched messages a released view drains (bounded teardown) */
 #define GCX_TL_UCX_DRAIN_MAX 4096
+
+/* seconds an abort lets transfers with live peers end before closing */
+#define GCX_TL_UCX_ABORT_GRACE 0.1
 
 static void gcx_tl_ucx_track(gcx_tl_ucx_t *ucx, gcx_tl_req_t *req)
 {
@@ -570,10 +577,12 @@ static void gcx_tl_ucx_ctx_stop(gcx_tl_ctx_t *ctx)
 static void gcx_tl_ucx_abort(gcx_tl_t *tl)
 {
     gcx_tl_ucx_t *ucx      = (gcx_tl_ucx_t *)tl;
-    double        deadline = gcx_time_now() + 0.3;
+    double        grace    = gcx_time_now() + GCX_TL_UCX_ABORT_GRACE;
+    double        deadline = grace + 0.3;
     gcx_tl_req_t *req, *next;
 
-    ucx->aborted = 1;
+    ucx->aborted           = 1;
+    tl->ctx->abort_seen  = 1;
     if (tl->ctx->stopped) {
         gcx_tl_ucx_orphan_all(ucx, GCX_ERR_CANCELED);
         return;
@@ -586,7 +595,15 @@ static void gcx_tl_ucx_abort(gcx_tl_t *tl)
             ucp_request_cancel(tl->ctx->worker, req->impl);
         }
     }
-    ucp_worker_progress(tl->ctx->worker);
+    /* transfers with live peers usually end by themselves within a few
+     * milliseconds (sends the peer matched, receives matched to a message
+     * the peer is still sending): give them GCX_TL_UCX_ABORT_GRACE before
+     * closing endpoints, which the peers would see as a failure (and which
+     * UCX 1.13's TCP transport does not always survive mid-transfer) */
+    while (ucx->outstanding.next != &ucx->outstanding &&
+           gcx_time_now() < grace) {
+        ucp_worker_progress(tl->ctx->worker);
+    }
     /* what is left is a send, or a receive already matched: closing its
      * endpoint stops the peer from reading the buffer of a rendezvous (and
      * UCX then purges the requests of that endpoint). The other views
@@ -635,18 +652,22 @@ static void gcx_tl_ucx_drain(gcx_tl_ctx_t *ctx, uint32_t id, double deadline)
     }
 }
 
-static void gcx_tl_ucx_fini(gcx_tl_t *tl, double seconds)
+static int gcx_tl_ucx_fini(gcx_tl_t *tl, double seconds)
 {
     gcx_tl_ucx_t *ucx      = (gcx_tl_ucx_t *)tl;
     gcx_tl_ctx_t *ctx      = tl->ctx;
     double        deadline = gcx_time_now() + seconds;
-    int           i;
+    int           i, reusable;
 
     if (!ucx->aborted && ucx->outstanding.next != &ucx->outstanding) {
         gcx_tl_ucx_abort(tl);
     }
     ctx->views[tl->comm_id] = NULL; /* late active messages are dropped */
-    if (!ctx->stopped) {
+    /* draining progresses the worker, which a failure rules out (see
+     * gcx_tl_ucx_ep_close): the id's unmatched messages stay queued and the
+     * id is never used again */
+    reusable = !ctx->stopped && !ctx->abort_seen;
+    if (reusable) {
         gcx_tl_ucx_drain(ctx, tl->comm_id, deadline);
         gcx_tl_ucx_drain(ctx, tl->comm_id | 1u, deadline);
     }
@@ -663,6 +684,7 @@ static void gcx_tl_ucx_fini(gcx_tl_t *tl, double seconds)
     }
     free(ucx->peers);
     free(ucx);
+    return reusable;
 }
 
 const gcx_tl_ops_t gcx_tl_ucx_ops = {
