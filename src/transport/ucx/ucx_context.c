@@ -35,9 +35,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* memory of abandoned operations that did not end well: kept for good */
+/* kept for good, reachable from here: memory of abandoned operations that
+ * did not end well, and contexts whose worker is left to the process exit
+ * (after an abort, gcx_tl_ucx_ctx_destroy) */
 static pthread_mutex_t         gcx_tl_ucx_kept_lock = PTHREAD_MUTEX_INITIALIZER;
 static gcx_tl_ucx_abandoned_t *gcx_tl_ucx_kept; /* singly linked by next */
+static gcx_tl_ctx_t           *gcx_tl_ucx_kept_ctxs; /* by kept_next */
 
 gcx_status_t gcx_tl_ucx_status(ucs_status_t status)
 {
@@ -459,12 +462,13 @@ void gcx_tl_ucx_ctx_destroy(gcx_tl_ctx_t *ctx)
         /* the endpoints' FORCE closes were not progressed (see
          * gcx_tl_ucx_ep_put), and UCX 1.13 asserts in ucp_worker_destroy on
          * an endpoint whose requests are not purged yet: the worker and its
-         * sockets are left to the process's exit */
+         * sockets are left to the process's exit, reachable from here
+         * (so that leak checkers see memory kept on purpose, not lost) */
         gcx_debug("after an abort the UCX worker is left to the process exit");
-        while (ctx->abandoned.next != &ctx->abandoned) {
-            gcx_tl_ucx_abandoned_keep(ctx->abandoned.next);
-        }
-        free(ctx);
+        pthread_mutex_lock(&gcx_tl_ucx_kept_lock);
+        ctx->kept_next       = gcx_tl_ucx_kept_ctxs;
+        gcx_tl_ucx_kept_ctxs = ctx;
+        pthread_mutex_unlock(&gcx_tl_ucx_kept_lock);
         return;
     }
     ucp_worker_release_address(ctx->worker, ctx->address);

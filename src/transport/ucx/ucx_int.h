@@ -59,6 +59,7 @@ struct gcx_tl_ctx {
     int                    tcp_only;   /* every UCX resource is tcp or self */
     int                    event_fd;   /* worker's wakeup fd, or -1 */
     int                    stopped;    /* never progressed again (abort) */
+    struct gcx_tl_ctx     *kept_next;  /* left to the exit (ctx_destroy) */
     int                    abort_seen; /* a view aborted (endpoints may
                                            have been killed): teardown
                                            no longer progresses */
