@@ -91,6 +91,12 @@ def test_peer_death_raises():
     assert "peer death error" in out, out
 
 
+def test_exit_with_collective_in_flight_does_not_hang():
+    results = launch("exit_inflight", 2, timeout=60)
+    for rc, out in results:
+        assert rc == 0, out
+
+
 def test_import_twice():
     code = ("import importlib, torch_gcx, torch.distributed as dist\n"
             "import torch_gcx as again\n"

@@ -319,6 +319,16 @@ def main():
             print("peer death error:", msg.splitlines()[0], flush=True)
             os._exit(0)  # the store's server rank may be gone: no teardown
         raise AssertionError("allreduce with a dead peer did not raise")
+    if scenario == "exit_inflight":
+        # rank 0 exits with an allreduce in flight that rank 1 never joins;
+        # the atexit shutdown must cancel it and let both exit, not hang
+        init(rank, size, store)
+        if rank == 0:
+            dist.all_reduce(torch.ones(1 << 20), async_op=True)
+            sys.exit(0)
+        # the other ranks destroy their group with nothing in flight
+        dist.destroy_process_group()
+        sys.exit(0)
     if scenario == "badenv":
         # GCX_TIMEOUT=abc etc. is set by the launcher: creation must raise
         try:
