@@ -14,7 +14,7 @@ packages=(
   libucx-dev ucx-utils libibverbs-dev rdma-core librdmacm-dev
   libgtest-dev libopenmpi-dev openmpi-bin
   libopenblas-dev liblapacke-dev zlib1g-dev dataset-fashion-mnist
-  iproute2 python3
+  iproute2 python3 python3-venv python3-dev
 )
 if [[ "${1:-}" == "--perf" ]]; then
   packages+=(python3-torch python3-numpy gnuplot-nox)

@@ -9,6 +9,14 @@
 # (dead and sleeping ranks, joins), cluster (network-namespace self-test;
 # skipped without root). Each multi-rank case runs in its own processes
 # under a meson timeout, so a hang fails instead of stalling.
+#
+# The torch plugin (plugin/torch) is built in the release build only, for a
+# venv made here (build-venv/, Debian's python3, torch==2.13.0 pinned: an
+# unpinned torch pulls a multi-GB CUDA build), and its pytest suite runs
+# after the meson suites (~2-3 min); its counts join the final line. The
+# ASan build skips the plugin: the sanitizer runtime would have to be
+# preloaded into the Python interpreter, and torch's libraries are not
+# built for it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -28,13 +36,43 @@ run_suites() {
   fi
 }
 
+venv=build-venv
+if ! "$venv/bin/python" -c 'import torch, pytest, numpy' 2>/dev/null; then
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/pip" install -q torch==2.13.0 pytest numpy
+fi
+torch_python=$PWD/$venv/bin/python
+
 if [[ ! -f build/build.ninja ]]; then
-  meson setup build --buildtype=release
+  meson setup build --buildtype=release -Dtorch_python="$torch_python"
 else
-  meson setup --reconfigure build >/dev/null
+  meson setup --reconfigure build -Dtorch_python="$torch_python" >/dev/null
 fi
 meson compile -C build
-run_suites build
+run_suites build --no-suite torch
+
+# the torch plugin's pytest suite (also meson test --suite torch, as one
+# test); pytest's own counts go into the totals
+run_pytest() {
+  local log rc=0 summary p f e s
+  log=$(mktemp)
+  PYTHONPATH=build/plugin/torch timeout 900 "$torch_python" -m pytest -q \
+    -p no:cacheprovider plugin/torch/tests 2>&1 | tee "$log" || rc=$?
+  summary=$(grep -E '^=* ?[0-9]+ (passed|failed|skipped|errors?|deselected)' "$log" | tail -1 || true)
+  rm -f "$log"
+  pick() { { grep -oE "[0-9]+ $1" <<<"$summary" || true; } | head -1 | cut -d' ' -f1; }
+  p=$(pick passed) f=$(pick failed) e=$(pick 'errors?') s=$(pick skipped)
+  passed=$((passed + ${p:-0}))
+  failed=$((failed + ${f:-0} + ${e:-0}))
+  skipped=$((skipped + ${s:-0}))
+  if [[ $rc -ne 0 ]]; then
+    [[ -n "${f}${e}" ]] || failed=$((failed + 1)) # killed or crashed: no counts
+    echo "torch plugin pytest failed (rc $rc)"
+    echo "tests: $passed passed, $failed failed, $skipped skipped"
+    exit "$rc"
+  fi
+}
+run_pytest
 
 if [[ "${GCX_TEST_NO_ASAN:-0}" != "1" ]]; then
   if [[ ! -f build-asan/build.ninja ]]; then

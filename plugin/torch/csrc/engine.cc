@@ -1,0 +1,286 @@
+// engine.cc - the progress engine and the completer thread (see engine.h).
+//
+// Cost per job: two lock hand-offs (submit, completion); per poll round one
+// gcx_test per unfinished request (each test progresses the whole process,
+// so rounds are cheap when little is in flight).
+#include "engine.h"
+
+#include <sched.h>
+
+#include <atomic>
+#include <future>
+#include <stdexcept>
+
+namespace torch_gcx {
+
+const char *status_name(gcx_status_t status)
+{
+    switch (status) {
+    case GCX_OK: return "GCX_OK";
+    case GCX_INPROGRESS: return "GCX_INPROGRESS";
+    case GCX_ERR_INVALID: return "GCX_ERR_INVALID";
+    case GCX_ERR_NOMEM: return "GCX_ERR_NOMEM";
+    case GCX_ERR_TIMEOUT: return "GCX_ERR_TIMEOUT";
+    case GCX_ERR_PEER: return "GCX_ERR_PEER";
+    case GCX_ERR_MISMATCH: return "GCX_ERR_MISMATCH";
+    case GCX_ERR_TRANSPORT: return "GCX_ERR_TRANSPORT";
+    case GCX_ERR_UNSUPPORTED: return "GCX_ERR_UNSUPPORTED";
+    case GCX_ERR_NOT_FOUND: return "GCX_ERR_NOT_FOUND";
+    case GCX_ERR_IO: return "GCX_ERR_IO";
+    case GCX_ERR_RANGE: return "GCX_ERR_RANGE";
+    case GCX_ERR_UNDECODABLE: return "GCX_ERR_UNDECODABLE";
+    case GCX_ERR_CANCELED: return "GCX_ERR_CANCELED";
+    }
+    return "GCX_ERR_?";
+}
+
+std::string status_message(const std::string &what, gcx_status_t status)
+{
+    return "gcx " + what + " failed: " + status_name(status) + " (" +
+           gcx_strerror(status) + ")";
+}
+
+static std::atomic<Engine *> the_engine{nullptr};
+
+Engine &Engine::get()
+{
+    // leaked on purpose: threads are joined by shutdown(), not by a static
+    // destructor running after the interpreter is gone
+    static Engine *engine = new Engine();
+    the_engine.store(engine);
+    return *engine;
+}
+
+Engine *Engine::existing()
+{
+    return the_engine.load();
+}
+
+Engine::Engine()
+{
+    engine_    = std::thread([this] { engine_loop(); });
+    completer_ = std::thread([this] { completer_loop(); });
+}
+
+bool Engine::running()
+{
+    std::lock_guard<std::mutex> lk(mu_);
+    return !stop_;
+}
+
+void Engine::submit(std::shared_ptr<Job> job)
+{
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (stop_) {
+            throw std::runtime_error("torch_gcx: the gcx engine has been shut "
+                                     "down; cannot run " + job->name);
+        }
+        queue_.push_back(std::move(job));
+    }
+    cv_.notify_one();
+}
+
+void Engine::run_sync(const std::string &name, std::function<void()> fn,
+                      gcx_comm_t *destroys)
+{
+    auto promise = std::make_shared<std::promise<void>>();
+    auto future  = promise->get_future();
+    auto job     = std::make_shared<Job>();
+    auto error   = std::make_shared<std::exception_ptr>();
+
+    job->name          = name;
+    job->comm          = destroys;
+    job->destroys_comm = destroys != nullptr;
+    job->inline_done   = true;
+    job->start = [fn, error](std::vector<gcx_request_t *> &) {
+        try {
+            fn();
+        } catch (...) {
+            *error = std::current_exception();
+        }
+        return GCX_OK;
+    };
+    job->done = [promise, error, name](gcx_status_t status) {
+        if (*error) {
+            promise->set_exception(*error);
+        } else if (status != GCX_OK) {
+            promise->set_exception(std::make_exception_ptr(
+                std::runtime_error(status_message(name, status))));
+        } else {
+            promise->set_value();
+        }
+    };
+    submit(job);
+    future.get();
+}
+
+void Engine::complete(std::shared_ptr<Job> job)
+{
+    if (job->inline_done) {
+        job->done(job->status); // fulfils a promise; takes no lock of ours
+        return;
+    }
+    {
+        std::lock_guard<std::mutex> lk(cmu_);
+        done_.push_back(std::move(job));
+    }
+    ccv_.notify_one();
+}
+
+static void free_requests(Job &job, gcx_status_t status)
+{
+    for (auto &req : job.reqs) {
+        if (req != nullptr) {
+            gcx_request_free(req); // cancels one still in progress
+            req = nullptr;
+        }
+    }
+    if (job.status == GCX_OK) {
+        job.status = status;
+    }
+}
+
+void Engine::engine_loop()
+{
+    std::vector<std::shared_ptr<Job>> inflight;
+
+    for (;;) {
+        std::deque<std::shared_ptr<Job>> fresh;
+        bool stopping;
+        {
+            std::unique_lock<std::mutex> lk(mu_);
+            if (inflight.empty()) {
+                // idle: sleep until a job or the stop comes
+                cv_.wait(lk, [this] { return stop_ || !queue_.empty(); });
+            }
+            stopping = stop_;
+            fresh.swap(queue_);
+        }
+        if (stopping) {
+            for (auto &job : fresh) {
+                job->status = GCX_ERR_CANCELED;
+                complete(job);
+            }
+            for (auto &job : inflight) {
+                free_requests(*job, GCX_ERR_CANCELED);
+                complete(job);
+            }
+            break;
+        }
+
+        bool progressed = !fresh.empty();
+        for (auto &job : fresh) {
+            if (job->destroys_comm) {
+                for (size_t i = 0; i < inflight.size();) {
+                    if (inflight[i]->comm != job->comm) {
+                        ++i;
+                        continue;
+                    }
+                    free_requests(*inflight[i], GCX_ERR_CANCELED);
+                    complete(inflight[i]);
+                    inflight.erase(inflight.begin() + static_cast<long>(i));
+                }
+            }
+            gcx_status_t st;
+            try {
+                st = job->start(job->reqs);
+            } catch (...) {
+                st = GCX_ERR_INVALID; // start() does not throw by design
+            }
+            job->status = st;
+            if (job->reqs.empty()) {
+                complete(job);
+            } else {
+                inflight.push_back(job);
+            }
+        }
+
+        for (size_t i = 0; i < inflight.size();) {
+            Job &job     = *inflight[i];
+            bool pending = false;
+            for (auto &req : job.reqs) {
+                if (req == nullptr) {
+                    continue;
+                }
+                gcx_status_t st = gcx_test(req);
+                if (st == GCX_INPROGRESS) {
+                    pending = true;
+                    continue;
+                }
+                gcx_request_free(req);
+                req = nullptr;
+                if (st != GCX_OK && job.status == GCX_OK) {
+                    job.status = st;
+                }
+            }
+            if (pending) {
+                ++i;
+                continue;
+            }
+            progressed = true;
+            complete(inflight[i]);
+            inflight.erase(inflight.begin() + static_cast<long>(i));
+        }
+        if (!progressed && !inflight.empty()) {
+            sched_yield(); // in flight, nothing finished: let others run
+        }
+    }
+
+    {
+        std::lock_guard<std::mutex> lk(cmu_);
+        cstop_ = true;
+    }
+    ccv_.notify_one();
+}
+
+void Engine::completer_loop()
+{
+    for (;;) {
+        std::shared_ptr<Job> job;
+        {
+            std::unique_lock<std::mutex> lk(cmu_);
+            ccv_.wait(lk, [this] { return cstop_ || !done_.empty(); });
+            if (done_.empty()) {
+                return; // stopped and drained
+            }
+            job = std::move(done_.front());
+            done_.pop_front();
+        }
+        // no plugin lock held here: done() marks the Work and its Future,
+        // which runs the user's callbacks
+        try {
+            if (job->done) {
+                job->done(job->status);
+            }
+        } catch (...) {
+            // a callback's exception is the Future's business, not ours
+        }
+    }
+}
+
+void Engine::shutdown()
+{
+    std::lock_guard<std::mutex> slk(shutdown_mu_);
+    if (joined_) {
+        return;
+    }
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        stop_ = true;
+    }
+    cv_.notify_one();
+    // called from the engine or completer thread itself (a callback at
+    // exit): detach instead of joining ourselves
+    auto self = std::this_thread::get_id();
+    if (engine_.get_id() == self || completer_.get_id() == self) {
+        engine_.detach();
+        completer_.detach();
+    } else {
+        engine_.join();
+        completer_.join();
+    }
+    joined_ = true;
+}
+
+} // namespace torch_gcx

@@ -1,0 +1,105 @@
+// engine.h - the one progress engine of the process: every gcx call of the
+// torch plugin (communicator creation and destruction included) is made by
+// one thread, which issues jobs in FIFO order and polls their requests.
+//
+// Idea: the Python-facing methods only build a Job and enqueue it; the order
+// of enqueueing is the order of issue, so every rank issues the collectives
+// of a group in the same order (gcx's rule). A second thread, the completer,
+// runs each job's done() (copy-out, marking the Work and its Future, user
+// callbacks) with no plugin lock held, so a callback can never stall the
+// engine. Cost: one mutex + condition variable hand-off per job and per
+// completion; while idle both threads sleep on condition variables (no
+// polling); while requests are in flight the engine polls gcx_test and calls
+// sched_yield() between polls that finished nothing.
+#pragma once
+
+#include <gcx/gcx.h>
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace torch_gcx {
+
+struct Job {
+    std::string name; // for messages: "allreduce", "comm_create", ...
+    // Runs on the engine thread: issues non-blocking gcx calls, appending
+    // their requests to reqs. A status other than GCX_OK ends the job at
+    // once with that status (requests already issued are still waited for).
+    // It may also do blocking work (creation) and issue nothing.
+    std::function<gcx_status_t(std::vector<gcx_request_t *> &reqs)> start;
+    // Runs on the completer thread with the job's final status (the first
+    // error of its requests, or GCX_OK), holding no plugin lock.
+    std::function<void(gcx_status_t status)> done;
+    // The communicator the job uses; a job with destroys_comm set first
+    // cancels (frees) the requests still in flight on it, since
+    // gcx_comm_destroy() invalidates them.
+    gcx_comm_t *comm   = nullptr;
+    bool destroys_comm = false;
+    // done() runs on the engine thread itself (only for run_sync, whose
+    // done() just fulfils a promise), so that a caller waiting with the GIL
+    // held (a destructor) never depends on the completer thread.
+    bool inline_done = false;
+
+    // engine-private
+    std::vector<gcx_request_t *> reqs;
+    gcx_status_t status = GCX_OK;
+};
+
+class Engine {
+  public:
+    // The process's engine, started on first use. Never destroyed: it is
+    // stopped by shutdown() (atexit of torch_gcx), so no static destructor
+    // joins threads at exit.
+    static Engine &get();
+    // The engine if get() has started it, else nullptr (starts nothing).
+    static Engine *existing();
+
+    // Enqueue a job; throws if the engine has been shut down.
+    void submit(std::shared_ptr<Job> job);
+
+    // Run fn on the engine thread and wait for it (the caller must not hold
+    // the GIL). Used for creation and destruction of communicators.
+    void run_sync(const std::string &name, std::function<void()> fn,
+                  gcx_comm_t *destroys = nullptr);
+
+    // Stop both threads: queued jobs fail with GCX_ERR_CANCELED, in-flight
+    // requests are freed (which cancels them and fails their communicator),
+    // their jobs fail with GCX_ERR_CANCELED. Idempotent; never hangs on the
+    // network.
+    void shutdown();
+
+    bool running();
+
+  private:
+    Engine();
+    void engine_loop();
+    void completer_loop();
+    void complete(std::shared_ptr<Job> job);
+
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<std::shared_ptr<Job>> queue_;
+    bool stop_ = false;
+
+    std::mutex cmu_;
+    std::condition_variable ccv_;
+    std::deque<std::shared_ptr<Job>> done_;
+    bool cstop_ = false;
+
+    std::thread engine_;
+    std::thread completer_;
+    std::mutex shutdown_mu_;
+    bool joined_ = false;
+};
+
+// "gcx_allreduce failed: GCX_ERR_MISMATCH (ranks disagree ...)"
+std::string status_message(const std::string &what, gcx_status_t status);
+const char *status_name(gcx_status_t status);
+
+} // namespace torch_gcx
