@@ -12,6 +12,7 @@
 // gather into lists, reduce_scatter and scatter from lists) pay one copy
 // through a flat buffer; the tensor-shaped ones are zero copy.
 #include "engine.h"
+#include "tensor_args.h"
 
 #include <torch/extension.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -134,118 +135,6 @@ std::string next_prefix(const c10d::Store *store)
     static std::map<const c10d::Store *, uint64_t> counts;
     std::lock_guard<std::mutex> lk(mu);
     return "gcx_oob/" + std::to_string(counts[store]++);
-}
-
-// ---- argument checks (Python thread, before anything is queued) ----------
-
-void check_tensor(const at::Tensor &t, const char *op, const char *what)
-{
-    TORCH_CHECK(t.defined(), "gcx ", op, ": ", what, " is undefined");
-    TORCH_CHECK(t.device().is_cpu(), "gcx ", op, ": ", what,
-                " must be a CPU tensor, got one on ", t.device(),
-                " (the gcx backend supports CPU tensors only)");
-    TORCH_CHECK(t.layout() == at::kStrided, "gcx ", op, ": ", what,
-                " must be a dense (strided) tensor, got layout ", t.layout());
-    TORCH_CHECK(t.is_contiguous(), "gcx ", op, ": ", what,
-                " must be contiguous (call .contiguous() first)");
-}
-
-at::Tensor single(std::vector<at::Tensor> &ts, const char *op,
-                  const char *what = "the tensor")
-{
-    TORCH_CHECK(ts.size() == 1, "gcx ", op,
-                ": expected exactly one tensor, got ", ts.size());
-    check_tensor(ts[0], op, what);
-    return ts[0];
-}
-
-size_t nbytes(const at::Tensor &t)
-{
-    return static_cast<size_t>(t.numel()) * t.element_size();
-}
-
-size_t count(const at::Tensor &t)
-{
-    return static_cast<size_t>(t.numel());
-}
-
-gcx_dtype_t reduce_dtype(const at::Tensor &t, const char *op)
-{
-    switch (t.scalar_type()) {
-    case at::kFloat: return GCX_DT_F32;
-    case at::kDouble: return GCX_DT_F64;
-    case at::kInt: return GCX_DT_I32;
-    case at::kLong: return GCX_DT_I64;
-    case at::kHalf: return GCX_DT_F16;
-    case at::kBFloat16: return GCX_DT_BF16;
-    default: break;
-    }
-    TORCH_CHECK(false, "gcx ", op, ": dtype ", t.scalar_type(),
-                " cannot be reduced by gcx (supported: float32, float64, "
-                "int32, int64, float16, bfloat16)");
-}
-
-const char *reduce_op_name(c10d::ReduceOp::RedOpType op)
-{
-    switch (op) {
-    case c10d::ReduceOp::SUM: return "SUM";
-    case c10d::ReduceOp::AVG: return "AVG";
-    case c10d::ReduceOp::PRODUCT: return "PRODUCT";
-    case c10d::ReduceOp::MIN: return "MIN";
-    case c10d::ReduceOp::MAX: return "MAX";
-    case c10d::ReduceOp::BAND: return "BAND";
-    case c10d::ReduceOp::BOR: return "BOR";
-    case c10d::ReduceOp::BXOR: return "BXOR";
-    case c10d::ReduceOp::PREMUL_SUM: return "PREMUL_SUM";
-    default: return "UNUSED";
-    }
-}
-
-gcx_op_t reduce_op(const c10d::ReduceOp &op, const char *name)
-{
-    switch (op.op_) {
-    case c10d::ReduceOp::SUM: return GCX_OP_SUM;
-    case c10d::ReduceOp::AVG: return GCX_OP_AVG;
-    case c10d::ReduceOp::MIN: return GCX_OP_MIN;
-    case c10d::ReduceOp::MAX: return GCX_OP_MAX;
-    default: break;
-    }
-    TORCH_CHECK(false, "gcx ", name, ": ReduceOp.", reduce_op_name(op.op_),
-                " is not supported by the gcx backend (supported: SUM, AVG, "
-                "MIN, MAX)");
-}
-
-void check_root(int64_t root, int size, const char *op)
-{
-    TORCH_CHECK(root >= 0 && root < size, "gcx ", op, ": root rank ", root,
-                " is out of range for a group of ", size);
-}
-
-at::Tensor flat_cat(const std::vector<at::Tensor> &ts, const at::Tensor &like,
-                    const char *op, const char *what)
-{
-    std::vector<at::Tensor> flat;
-    flat.reserve(ts.size());
-    for (auto &t : ts) {
-        check_tensor(t, op, what);
-        TORCH_CHECK(t.scalar_type() == like.scalar_type() &&
-                        t.numel() == like.numel(),
-                    "gcx ", op, ": every tensor of ", what, " must have ",
-                    like.numel(), " elements of ", like.scalar_type(),
-                    ", got ", t.numel(), " of ", t.scalar_type());
-        flat.push_back(t.reshape({-1}));
-    }
-    return at::cat(flat);
-}
-
-// copy block i of flat (numel of each out) into out[i]
-void scatter_copy(const at::Tensor &flat, const std::vector<at::Tensor> &out)
-{
-    int64_t off = 0;
-    for (auto &t : out) {
-        t.copy_(flat.narrow(0, off, t.numel()).view(t.sizes()));
-        off += t.numel();
-    }
 }
 
 } // namespace

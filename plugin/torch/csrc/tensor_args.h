@@ -1,0 +1,34 @@
+// tensor_args.h - argument checks and torch -> gcx mappings of the
+// backend (tensor_args.cc); each failed check raises (TORCH_CHECK) with a
+// message naming the op and what was wrong.
+#pragma once
+
+#include <gcx/gcx.h>
+
+#include <torch/extension.h>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+
+#include <vector>
+
+namespace torch_gcx {
+
+// t must be defined, on the CPU, strided and contiguous.
+void check_tensor(const at::Tensor &t, const char *op, const char *what);
+// The one tensor of ts, checked.
+at::Tensor single(std::vector<at::Tensor> &ts, const char *op,
+                  const char *what = "the tensor");
+size_t nbytes(const at::Tensor &t);
+size_t count(const at::Tensor &t);
+// gcx's element type for a reduction of t (float32/64, int32/64, f16, bf16).
+gcx_dtype_t reduce_dtype(const at::Tensor &t, const char *op);
+const char *reduce_op_name(c10d::ReduceOp::RedOpType op);
+// SUM/AVG/MIN/MAX; any other op raises, naming it.
+gcx_op_t reduce_op(const c10d::ReduceOp &op, const char *name);
+void check_root(int64_t root, int size, const char *op);
+// The tensors of ts (each checked, each like `like`) one after another.
+at::Tensor flat_cat(const std::vector<at::Tensor> &ts, const at::Tensor &like,
+                    const char *op, const char *what);
+// Copy block i of flat (numel of each out) into out[i].
+void scatter_copy(const at::Tensor &flat, const std::vector<at::Tensor> &out);
+
+} // namespace torch_gcx
