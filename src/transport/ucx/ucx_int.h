@@ -106,10 +106,10 @@ gcx_status_t gcx_tl_ucx_ep_get(gcx_tl_ctx_t *ctx, const void *address,
                                size_t address_len, int err_mode_peer,
                                gcx_tl_ucx_ep_t **ep_p);
 
-/** Drop a reference; the last one closes it, waiting until @p deadline
- *  (@p force: without flushing, for a view that was aborted). */
+/** Drop a reference; the last one closes it, flushing until @p deadline
+ *  (after an abort in the process: FORCE, without waiting). */
 void gcx_tl_ucx_ep_put(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep,
-                       double deadline, int force);
+                       double deadline);
 
 /** Close an endpoint at once (abort); every view using it sees it failed. */
 void gcx_tl_ucx_ep_kill(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep);

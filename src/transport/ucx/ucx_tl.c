@@ -19,10 +19,10 @@
  * posted request is on the view's outstanding list so abort() can cancel
  * receives, let live peers' transfers end for a moment, close the endpoints
  * the rest wait on (which completes them) and wait until nothing can write
- * into a user buffer any more. After an abort or a failed endpoint the
- * process never progresses UCX from a teardown again (FORCE closes, no
- * drain, the worker left to the exit): UCX 1.13's TCP transport crashes
- * there otherwise (docs/decisions.md).
+ * into a user buffer any more. After an abort the process never
+ * progresses UCX from a teardown again (FORCE closes, no drain, the worker
+ * left to the exit): UCX 1.13's TCP transport crashes there otherwise
+ * (docs/decisions.md).
  *
  * Active messages (UCP_FEATURE_AM): the context routes a message to the
  * view named by its header, whose handler takes the payload
@@ -581,8 +581,8 @@ static void gcx_tl_ucx_abort(gcx_tl_t *tl)
     double        deadline = grace + 0.3;
     gcx_tl_req_t *req, *next;
 
-    ucx->aborted           = 1;
-    tl->ctx->abort_seen  = 1;
+    ucx->aborted        = 1;
+    tl->ctx->abort_seen = 1;
     if (tl->ctx->stopped) {
         gcx_tl_ucx_orphan_all(ucx, GCX_ERR_CANCELED);
         return;
@@ -663,8 +663,8 @@ static int gcx_tl_ucx_fini(gcx_tl_t *tl, double seconds)
         gcx_tl_ucx_abort(tl);
     }
     ctx->views[tl->comm_id] = NULL; /* late active messages are dropped */
-    /* draining progresses the worker, which a failure rules out (see
-     * gcx_tl_ucx_ep_close): the id's unmatched messages stay queued and the
+    /* draining progresses the worker, which an abort rules out (see
+     * gcx_tl_ucx_ep_put): the id's unmatched messages stay queued and the
      * id is never used again */
     reusable = !ctx->stopped && !ctx->abort_seen;
     if (reusable) {
@@ -673,13 +673,7 @@ static int gcx_tl_ucx_fini(gcx_tl_t *tl, double seconds)
     }
     for (i = 0; i < tl->size; ++i) {
         if (ucx->peers[i] != NULL) {
-            /* an aborted view's last reference closes without a flush: a
-             * flush would push what the abort gave up (with UCX 1.13 over
-             * TCP it corrupted UCX's memory pools in 1 of 3 runs of
-             * Failure.RankExitsMidCollective) */
-            gcx_tl_ucx_ep_put(ctx, ucx->peers[i],
-                              ucx->aborted ? gcx_time_now() : deadline,
-                              ucx->aborted);
+            gcx_tl_ucx_ep_put(ctx, ucx->peers[i], deadline);
         }
     }
     free(ucx->peers);
