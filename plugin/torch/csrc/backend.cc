@@ -609,32 +609,36 @@ class GcxBackend : public c10d::Backend {
     c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors,
                                         int dst, int tag) override
     {
-        at::Tensor t = single(tensors, "send");
-        check_root(dst, getSize(), "send");
-        TORCH_CHECK(tag >= 0, "gcx send: tag must be >= 0, got ", tag);
-        return enqueue("gcx_send", c10d::OpType::SEND, {t},
-                       [t, dst, tag](gcx_comm_t *c, auto &reqs) {
-                           GCX_ISSUE(gcx_send(c, t.data_ptr(), nbytes(t),
-                                              GCX_DT_U8, dst, tag, &r_));
-                           return GCX_OK;
-                       });
+        return p2p(tensors, dst, tag, true);
     }
 
     c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors,
                                         int src, int tag) override
     {
-        at::Tensor t = single(tensors, "recv");
-        check_root(src, getSize(), "recv");
-        TORCH_CHECK(tag >= 0, "gcx recv: tag must be >= 0, got ", tag);
-        return enqueue("gcx_recv", c10d::OpType::RECV, {t},
-                       [t, src, tag](gcx_comm_t *c, auto &reqs) {
-                           GCX_ISSUE(gcx_recv(c, t.data_ptr(), nbytes(t),
-                                              GCX_DT_U8, src, tag, &r_));
+        return p2p(tensors, src, tag, false);
+    }
+
+  private:
+    // send (is_send) or receive one tensor, as bytes, with a tag >= 0
+    c10::intrusive_ptr<c10d::Work> p2p(std::vector<at::Tensor> &tensors,
+                                       int peer, int tag, bool is_send)
+    {
+        const char *op = is_send ? "send" : "recv";
+        at::Tensor  t  = single(tensors, op);
+        check_root(peer, getSize(), op);
+        TORCH_CHECK(tag >= 0, "gcx ", op, ": tag must be >= 0, got ", tag);
+        return enqueue(is_send ? "gcx_send" : "gcx_recv",
+                       is_send ? c10d::OpType::SEND : c10d::OpType::RECV, {t},
+                       [t, peer, tag, is_send](gcx_comm_t *c, auto &reqs) {
+                           GCX_ISSUE(is_send ?
+                                         gcx_send(c, t.data_ptr(), nbytes(t),
+                                                  GCX_DT_U8, peer, tag, &r_) :
+                                         gcx_recv(c, t.data_ptr(), nbytes(t),
+                                                  GCX_DT_U8, peer, tag, &r_));
                            return GCX_OK;
                        });
     }
 
-  private:
     c10::intrusive_ptr<c10d::Work> enqueue(const std::string &name,
                                            c10d::OpType type,
                                            std::vector<at::Tensor> outputs,
