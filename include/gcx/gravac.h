@@ -298,6 +298,47 @@ gcx_status_t gcx_gravac_record_format(const gcx_gravac_record_t *rec,
                                       char *buf, size_t buflen);
 
 /* ------------------------------------------------------------------------ */
+/* Checkpoints                                                              */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Bytes gcx_gravac_save() writes for @p ctl now (it grows with the number
+ * of CFs that have a recorded throughput; at most a few KB). 0 for NULL.
+ */
+GCX_API
+size_t gcx_gravac_save_size(const gcx_gravac_t *ctl);
+
+/**
+ * Save the controller's whole state (thetas, smoothed gains, the pending
+ * send, the throughput table, the step count) and its parameters into
+ * @p buf, in a versioned little-endian layout that does not depend on the
+ * host (src/gravac/state.c). A controller restored from it with
+ * gcx_gravac_load() takes bit-identical decisions from then on.
+ *
+ * @param buf       At least gcx_gravac_save_size() bytes.
+ * @param len       Bytes available in @p buf.
+ * @param[out] written_p Bytes written, or NULL.
+ * @return GCX_OK; GCX_ERR_RANGE (@p len too small: nothing written);
+ *         GCX_ERR_INVALID (NULL).
+ */
+GCX_API
+gcx_status_t gcx_gravac_save(const gcx_gravac_t *ctl, void *buf, size_t len,
+                             size_t *written_p);
+
+/**
+ * Restore a state saved by gcx_gravac_save() into @p ctl, which must have
+ * been created with the same parameters (nranks included).
+ *
+ * @return GCX_OK; GCX_ERR_INVALID (NULL, wrong length, not a gcx GraVAC
+ *         state, another version, or a value no controller can hold: NaN,
+ *         a gain outside [0, 1], a CF below 1 or above theta_max, more CFs
+ *         than the table); GCX_ERR_MISMATCH (a well-formed state saved under
+ *         other parameters). On error @p ctl is unchanged.
+ */
+GCX_API
+gcx_status_t gcx_gravac_load(gcx_gravac_t *ctl, const void *buf, size_t len);
+
+/* ------------------------------------------------------------------------ */
 /* Step helper: two-level compression on an error-feedback state            */
 /* ------------------------------------------------------------------------ */
 
