@@ -11,7 +11,7 @@
 // need a gcx element type. Cost: list-shaped collectives (allgather and
 // gather into lists, reduce_scatter and scatter from lists) pay one copy
 // through a flat buffer; the tensor-shaped ones are zero copy.
-#include "engine.h"
+#include "backend.h"
 #include "tensor_args.h"
 
 #include <torch/extension.h>
@@ -181,20 +181,6 @@ class GcxWork : public c10d::Work {
     std::vector<at::Tensor> outputs_;
     c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
-
-// Issue helper inside a job's start(): one non-blocking gcx call.
-#define GCX_ISSUE(_call)                                                       \
-    do {                                                                       \
-        gcx_request_t *r_ = nullptr;                                           \
-        gcx_status_t s_   = (_call);                                           \
-        if (s_ != GCX_OK) {                                                    \
-            return s_;                                                         \
-        }                                                                      \
-        reqs.push_back(r_);                                                    \
-    } while (0)
-
-using StartFn =
-    std::function<gcx_status_t(gcx_comm_t *, std::vector<gcx_request_t *> &)>;
 
 // ---- Backend ---------------------------------------------------------------
 
@@ -618,6 +604,16 @@ class GcxBackend : public c10d::Backend {
         return p2p(tensors, src, tag, false);
     }
 
+    // A job of several gcx calls on this group (the DDP hooks, hooks.cc).
+    c10::intrusive_ptr<c10d::Work> composite(const std::string &name,
+                                             std::vector<at::Tensor> outputs,
+                                             StartFn start,
+                                             std::function<void()> post)
+    {
+        return enqueue(name, c10d::OpType::UNKNOWN, std::move(outputs),
+                       std::move(start), std::move(post));
+    }
+
   private:
     // send (is_send) or receive one tensor, as bytes, with a tag >= 0
     c10::intrusive_ptr<c10d::Work> p2p(std::vector<at::Tensor> &tensors,
@@ -688,6 +684,27 @@ class GcxBackend : public c10d::Backend {
     gcx_comm_t *comm_ = nullptr;
 };
 
+GcxBackend &as_gcx(const c10::intrusive_ptr<c10d::Backend> &backend)
+{
+    auto *b = dynamic_cast<GcxBackend *>(backend.get());
+    TORCH_CHECK(b != nullptr, "torch_gcx: the process group's CPU backend is ",
+                backend ? backend->getBackendName() : std::string("none"),
+                ", not gcx (create the group with backend \"gcx\")");
+    return *b;
+}
+
+c10::intrusive_ptr<c10d::Work> submit_composite(GcxBackend &backend,
+                                                const std::string &name,
+                                                std::vector<at::Tensor> outputs,
+                                                StartFn start,
+                                                std::function<void()> post)
+{
+    return backend.composite(name, std::move(outputs), std::move(start),
+                             std::move(post));
+}
+
+int group_size(const GcxBackend &backend) { return backend.getSize(); }
+
 } // namespace torch_gcx
 
 PYBIND11_MODULE(_C, m)
@@ -713,4 +730,5 @@ PYBIND11_MODULE(_C, m)
         py::call_guard<py::gil_scoped_release>(),
         "Stop the engine and completer threads (atexit).");
     m.def("gcx_version", [] { return std::string(gcx_version()); });
+    torch_gcx::bind_hooks(m);
 }

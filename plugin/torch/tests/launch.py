@@ -9,8 +9,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def launch(scenario, size, timeout=120, env=None):
-    """Run the scenario on SIZE ranks; returns [(returncode, output)]."""
+def launch(scenario, size, timeout=120, env=None, script="worker.py"):
+    """Run the scenario of SCRIPT (worker.py or hooks_worker.py) on SIZE
+    ranks; returns [(returncode, output)]."""
     with tempfile.TemporaryDirectory() as tmp:
         store = os.path.join(tmp, "store")
         full_env = dict(os.environ, OMP_NUM_THREADS="1")
@@ -19,7 +20,7 @@ def launch(scenario, size, timeout=120, env=None):
         for rank in range(size):
             out = open(os.path.join(tmp, f"out{rank}"), "w+")
             p = subprocess.Popen(
-                [sys.executable, os.path.join(HERE, "worker.py"), scenario,
+                [sys.executable, os.path.join(HERE, script), scenario,
                  str(rank), str(size), store],
                 stdout=out, stderr=subprocess.STDOUT, env=full_env)
             procs.append((p, out))

@@ -13,8 +13,9 @@ import torch  # noqa: F401  (loads libtorch before the extension)
 import torch.distributed as dist
 
 from . import _C
+from . import hooks  # noqa: F401  (torch_gcx.hooks.topk_hook, ...)
 
-__all__ = ["gcx_version"]
+__all__ = ["gcx_version", "hooks"]
 
 
 def gcx_version():
