@@ -259,6 +259,10 @@ class GcxBackend : public c10d::Backend {
     allreduce(std::vector<at::Tensor> &tensors,
               const c10d::AllreduceOptions &opts) override
     {
+        if (tensors.size() == 1 && tensors[0].defined() &&
+            tensors[0].is_sparse()) {
+            return sparse_allreduce(*this, tensors[0], opts);
+        }
         at::Tensor t   = single(tensors, "allreduce");
         gcx_dtype_t dt = reduce_dtype(t, "allreduce");
         gcx_op_t op    = reduce_op(opts.reduceOp, "allreduce");
@@ -608,10 +612,11 @@ class GcxBackend : public c10d::Backend {
     c10::intrusive_ptr<c10d::Work> composite(const std::string &name,
                                              std::vector<at::Tensor> outputs,
                                              StartFn start,
-                                             std::function<void()> post)
+                                             std::function<void()> post,
+                                             c10d::OpType type)
     {
-        return enqueue(name, c10d::OpType::UNKNOWN, std::move(outputs),
-                       std::move(start), std::move(post));
+        return enqueue(name, type, std::move(outputs), std::move(start),
+                       std::move(post));
     }
 
   private:
@@ -697,10 +702,11 @@ c10::intrusive_ptr<c10d::Work> submit_composite(GcxBackend &backend,
                                                 const std::string &name,
                                                 std::vector<at::Tensor> outputs,
                                                 StartFn start,
-                                                std::function<void()> post)
+                                                std::function<void()> post,
+                                                c10d::OpType type)
 {
     return backend.composite(name, std::move(outputs), std::move(start),
-                             std::move(post));
+                             std::move(post), type);
 }
 
 int group_size(const GcxBackend &backend) { return backend.getSize(); }

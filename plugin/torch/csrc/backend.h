@@ -46,9 +46,17 @@ c10::intrusive_ptr<c10d::Work> submit_composite(GcxBackend &backend,
                                                 const std::string &name,
                                                 std::vector<at::Tensor> outputs,
                                                 StartFn start,
-                                                std::function<void()> post);
+                                                std::function<void()> post,
+                                                c10d::OpType type =
+                                                    c10d::OpType::UNKNOWN);
 
 int group_size(const GcxBackend &backend);
+
+// sparse_allreduce.cc: all_reduce of a sparse COO tensor (float32 values,
+// SUM or AVG); the tensor is replaced by the coalesced sum.
+c10::intrusive_ptr<c10d::Work>
+sparse_allreduce(GcxBackend &backend, at::Tensor &tensor,
+                 const c10d::AllreduceOptions &opts);
 
 // hooks.cc: the classes behind torch_gcx.hooks
 void bind_hooks(pybind11::module_ &m);

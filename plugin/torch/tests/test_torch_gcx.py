@@ -50,6 +50,12 @@ def test_ddp_parity_with_gloo(size):
     assert all("ddp parity ok" in o for o in outs)
 
 
+@pytest.mark.parametrize("size", [1, 2, 3])
+def test_sparse_allreduce(size):
+    outs = check_ok("sparse", size)
+    assert all("sparse ok" in o for o in outs)
+
+
 def test_tcpstore():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -70,6 +76,7 @@ def test_different_sizes_raise_on_every_rank(size):
     for o in outs:
         assert "allreduce mismatch error" in o and "GCX_ERR_MISMATCH" in o
         assert "broadcast mismatch error" in o
+        assert "sparse allreduce mismatch error" in o
 
 
 @pytest.mark.parametrize("var,value", [("GCX_TIMEOUT", "abc"),

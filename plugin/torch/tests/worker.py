@@ -251,6 +251,55 @@ def sc_ddp(rank, size, gloo):
     print("ddp parity ok after", steps, "steps", flush=True)
 
 
+def sparse_data(rank, shape, sparse_dim, nnz, salt=0):
+    g = torch.Generator().manual_seed(100 * rank + salt)
+    ind = torch.stack([torch.randint(0, shape[d], (nnz,), generator=g)
+                       for d in range(sparse_dim)]) if nnz else \
+        torch.zeros(sparse_dim, 0, dtype=torch.long)
+    vals = torch.randint(-8, 9, (nnz,) + tuple(shape[sparse_dim:]),
+                         generator=g).float()
+    return torch.sparse_coo_tensor(ind, vals, shape)  # duplicates: summed
+
+
+def sc_sparse(rank, size, gloo):
+    # dist.all_reduce of COO tensors against gloo's sparse allreduce:
+    # 1-d, fully sparse 2-d, hybrid (embedding-like rows), empty ranks
+    cases = [((1000,), 1, lambda r: 30 + 17 * r), ((30, 40), 2, lambda r: 50),
+             ((50, 4), 1, lambda r: 5 + r),
+             ((200,), 1, lambda r: 0 if r % 2 else 20),
+             ((1 << 20,), 1, lambda r: 1000)]
+    for i, (shape, sd, nnz_of) in enumerate(cases):
+        a = sparse_data(rank, shape, sd, nnz_of(rank), salt=i)
+        b = a.clone()
+        dist.all_reduce(a)
+        dist.all_reduce(b, group=gloo)
+        assert a.is_sparse and a.is_coalesced(), f"case {i}: not coalesced"
+        same(a.to_dense(), b.to_dense(), f"sparse allreduce {shape}")
+        want = sum(sparse_data(r, shape, sd, nnz_of(r), salt=i).to_dense()
+                   for r in range(size))
+        same(a.to_dense(), want, f"sparse allreduce {shape} vs reference")
+    a = sparse_data(rank, (100,), 1, 10)
+    ref = torch.zeros(100)
+    for r in range(size):
+        ref += sparse_data(r, (100,), 1, 10).to_dense()
+    dist.all_reduce(a, op=dist.ReduceOp.AVG)
+    torch.testing.assert_close(a.to_dense(), ref / size)
+    for what, fn in [
+        ("float32", lambda: dist.all_reduce(
+            sparse_data(rank, (10,), 1, 2).double())),
+        ("ReduceOp.MAX", lambda: dist.all_reduce(
+            sparse_data(rank, (10,), 1, 2), op=dist.ReduceOp.MAX)),
+    ]:
+        try:
+            fn()
+        except RuntimeError as e:
+            assert what in str(e), str(e)
+            print("sparse bad use error:", str(e).splitlines()[0], flush=True)
+        else:
+            raise AssertionError(f"sparse {what} did not raise")
+    print("sparse ok", flush=True)
+
+
 def sc_unsupported(rank, size, gloo):
     t = torch.ones(4)
     for op in ["PRODUCT", "BAND", "BOR", "BXOR"]:
@@ -286,6 +335,8 @@ def sc_mismatch(rank, size, gloo):
     for name, fn in [
         ("allreduce", lambda: dist.all_reduce(torch.ones(n))),
         ("broadcast", lambda: dist.broadcast(torch.ones(n), src=0)),
+        ("sparse allreduce", lambda: dist.all_reduce(
+            torch.sparse_coo_tensor([[0]], [1.0], (n,)))),
     ]:
         try:
             fn()
