@@ -8,17 +8,21 @@
 // indices, which stay strictly increasing. The result's union is made of
 // whole blocks (every rank contributes whole blocks, and gcx keeps an index
 // in the union even when its sum is 0), so it folds back into rows. The
-// caller's tensor is replaced by the coalesced result, as with gloo.
+// caller's tensor is replaced by the coalesced result, as with gloo: the
+// union's values, written by gcx, become the result's values (no copy).
 //
-// Cost: on the calling thread a coalesce and one pass over the entries (int64
-// -> uint32 linear indices); on the engine a blocking 1-element allreduce
+// Cost: on the calling thread a coalesce (none if coalesced) and one pass
+// over the entries (int64 -> uint32 linear indices; the values are read in
+// place); on the engine a blocking 1-element allreduce
 // of the entry counts (it sizes the result: at most min(N, sum of nnz)),
-// then the non-blocking gcx_sparse_allreduce; on completion one pass to fold
-// the union back into COO indices and values.
+// then the non-blocking gcx_sparse_allreduce; on completion one pass to
+// turn the union's uint32 indices into COO int64 indices.
 #include "backend.h"
 #include "tensor_args.h"
 
 #include <gcx/sparse.h>
+
+#include <ATen/SparseTensorImpl.h>
 
 #include <algorithm>
 #include <memory>
@@ -34,12 +38,12 @@ struct SparseJob {
     int64_t sparse_dim = 0;
     int64_t block      = 1;      // values per sparse entry (dense dims)
     std::vector<uint32_t> idx;   // linear indices of the input
-    std::vector<float> val;
+    at::Tensor in_vals;          // the input's values, read in place by gcx
+    at::Tensor out_idx;          // int32 storage of the union's uint32 idx
+    at::Tensor out_vals;         // the union's values, become the result's
     gcx_sparse_vec_t in  = {};
-    gcx_sparse_vec_t out = {};   // the union, allocated on the engine
+    gcx_sparse_vec_t out = {};
     int64_t total_nnz    = 0;
-
-    ~SparseJob() { gcx_sparse_vec_free(&out); }
 };
 
 } // namespace
@@ -67,27 +71,32 @@ sparse_allreduce(GcxBackend &backend, at::Tensor &tensor,
     for (int64_t d = job->sparse_dim; d < tensor.dim(); ++d) {
         job->block *= job->sizes[d];
     }
-    at::Tensor c = tensor.coalesce();
-    at::Tensor ind = c.indices().contiguous();   // [sparse_dim, nnz]
-    at::Tensor vals = c.values().contiguous();   // [nnz, dense...]
-    int64_t nnz = ind.size(1);
+    at::Tensor c   = tensor.coalesce();
+    at::Tensor ind = c._indices().contiguous(); // [sparse_dim, nnz]
+    job->in_vals   = c._values().contiguous();  // [nnz, dense...]
+    int64_t nnz = ind.size(1), block = job->block, sd = job->sparse_dim;
     const int64_t *ip = ind.data_ptr<int64_t>();
-    const float *vp = vals.data_ptr<float>();
-    job->idx.resize(static_cast<size_t>(nnz * job->block));
-    job->val.assign(vp, vp + nnz * job->block);
-    for (int64_t j = 0; j < nnz; ++j) {
-        int64_t row = 0; // row-major linear index over the sparse dims
-        for (int64_t d = 0; d < job->sparse_dim; ++d) {
-            row = row * job->sizes[d] + ip[d * nnz + j];
+    job->idx.resize(static_cast<size_t>(nnz * block));
+    uint32_t *lin = job->idx.data();
+    if (block == 1 && sd == 1) {
+        for (int64_t j = 0; j < nnz; ++j) {
+            lin[j] = static_cast<uint32_t>(ip[j]);
         }
-        for (int64_t b = 0; b < job->block; ++b) {
-            job->idx[j * job->block + b] =
-                static_cast<uint32_t>(row * job->block + b);
+    } else {
+        for (int64_t j = 0; j < nnz; ++j) {
+            int64_t row = 0; // row-major linear index over the sparse dims
+            for (int64_t d = 0; d < sd; ++d) {
+                row = row * job->sizes[d] + ip[d * nnz + j];
+            }
+            for (int64_t b = 0; b < block; ++b) {
+                lin[j * block + b] = static_cast<uint32_t>(row * block + b);
+            }
         }
     }
     size_t n = static_cast<size_t>(tensor.numel());
-    gcx_status_t st = gcx_sparse_vec_init(&job->in, job->idx.data(),
-                                          job->val.data(), job->idx.size(), n);
+    gcx_status_t st =
+        gcx_sparse_vec_init(&job->in, lin, job->in_vals.data_ptr<float>(),
+                            job->idx.size(), n);
     TORCH_CHECK(st == GCX_OK, status_message("gcx_sparse_vec_init", st));
     job->in.nnz = job->idx.size();
 
@@ -102,8 +111,13 @@ sparse_allreduce(GcxBackend &backend, at::Tensor &tensor,
         if (s != GCX_OK) {
             return s;
         }
-        size_t cap = std::min(n, static_cast<size_t>(job->total_nnz));
-        s          = gcx_sparse_vec_alloc(cap, n, &job->out);
+        int64_t cap = static_cast<int64_t>(
+            std::min(n, static_cast<size_t>(job->total_nnz)));
+        job->out_idx  = at::empty({cap}, at::kInt);
+        job->out_vals = at::empty({cap}, at::kFloat);
+        s = gcx_sparse_vec_init(
+            &job->out, reinterpret_cast<uint32_t *>(job->out_idx.data_ptr()),
+            job->out_vals.data_ptr<float>(), static_cast<size_t>(cap), n);
         if (s != GCX_OK) {
             return s;
         }
@@ -113,28 +127,40 @@ sparse_allreduce(GcxBackend &backend, at::Tensor &tensor,
     };
     auto post = [job, scale] {
         const gcx_sparse_vec_t &u = job->out;
-        int64_t rows = static_cast<int64_t>(u.nnz) / job->block;
-        at::Tensor ind = at::empty({job->sparse_dim, rows}, at::kLong);
-        std::vector<int64_t> vshape = {rows};
-        vshape.insert(vshape.end(), job->sizes.begin() + job->sparse_dim,
-                      job->sizes.end());
-        at::Tensor vals = at::empty(vshape, at::kFloat);
-        int64_t *ip = ind.data_ptr<int64_t>();
-        float *vp = vals.data_ptr<float>();
-        for (int64_t r = 0; r < rows; ++r) {
-            int64_t row = u.idx[r * job->block] / job->block;
-            for (int64_t d = job->sparse_dim - 1; d >= 0; --d) {
-                ip[d * rows + r] = row % job->sizes[d];
-                row /= job->sizes[d];
+        const int64_t block = job->block, sd = job->sparse_dim;
+        int64_t rows   = static_cast<int64_t>(u.nnz) / block;
+        at::Tensor ind = at::empty({sd, rows}, at::kLong);
+        int64_t *ip    = ind.data_ptr<int64_t>();
+        if (block == 1 && sd == 1) { // a 1-d gradient: no division at all
+            for (int64_t r = 0; r < rows; ++r) {
+                ip[r] = u.idx[r];
+            }
+        } else {
+            for (int64_t r = 0; r < rows; ++r) {
+                int64_t row = u.idx[r * block] / block;
+                for (int64_t d = sd - 1; d > 0; --d) {
+                    ip[d * rows + r] = row % job->sizes[d];
+                    row /= job->sizes[d];
+                }
+                ip[r] = row;
             }
         }
-        for (size_t i = 0; i < u.nnz; ++i) {
-            vp[i] = u.val[i] * scale;
+        if (scale != 1.0f) {
+            for (size_t i = 0; i < u.nnz; ++i) {
+                u.val[i] *= scale;
+            }
         }
-        at::Tensor result =
-            at::_sparse_coo_tensor_unsafe(ind, vals, job->sizes)
-                ._coalesced_(true);
-        job->t.copy_(result);
+        // the union's values become the result's, in place: no copy
+        std::vector<int64_t> vshape = {rows};
+        vshape.insert(vshape.end(), job->sizes.begin() + sd, job->sizes.end());
+        at::Tensor vals = job->out_vals.narrow(0, 0, rows * block).view(vshape);
+        auto *impl = static_cast<at::SparseTensorImpl *>(
+            job->t.unsafeGetTensorImpl());
+        impl->set_indices_and_values_unsafe(ind, vals);
+        impl->set_coalesced(true);
+        job->out_idx  = at::Tensor();
+        job->out_vals = at::Tensor();
+        job->in_vals  = at::Tensor();
     };
     return submit_composite(backend, "gcx_sparse_allreduce", {tensor}, start,
                             post, c10d::OpType::ALLREDUCE);
