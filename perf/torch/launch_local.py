@@ -7,10 +7,10 @@ MASTER_ADDR=127.0.0.1, a free MASTER_PORT), so bench_ops.py and ddp_tta.py
 run the same way on loopback as under perf/cluster/emulate.sh. No elastic
 agent, no restarts: when one rank fails or the --timeout passes, the others
 are killed and the first failing status is returned. Each rank's output
-lines are prefixed with [rank] (as emulate.sh does); with -q only rank 0's
+lines are prefixed with [rank] (as emulate.sh does; not with --no-prefix); with -q only rank 0's
 stdout is shown (stderr of every rank always is).
 
-    perf/torch/launch_local.py -n 2 [--timeout SEC] [-q] -- PROGRAM ARGS...
+    perf/torch/launch_local.py -n 2 [--timeout SEC] [-q] [--no-prefix] -- PROGRAM ARGS...
 
 Cost: one process per rank plus a reader thread per stream; nothing polls.
 """
@@ -43,6 +43,7 @@ def main():
     ap.add_argument("-n", type=int, required=True, help="number of ranks")
     ap.add_argument("--timeout", type=float, default=0, help="kill all ranks after SEC (0: never)")
     ap.add_argument("-q", action="store_true", help="show only rank 0's stdout")
+    ap.add_argument("--no-prefix", action="store_true", help="no [rank] before each line")
     ap.add_argument("program", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     prog = args.program[1:] if args.program[:1] == ["--"] else args.program
@@ -61,7 +62,7 @@ def main():
         procs.append(p)
         for stream, out, show in ((p.stdout, sys.stdout, r == 0 or not args.q),
                                   (p.stderr, sys.stderr, True)):
-            t = threading.Thread(target=pump, args=(stream, out, f"[{r}] ", show), daemon=True)
+            t = threading.Thread(target=pump, args=(stream, out, "" if args.no_prefix else f"[{r}] ", show), daemon=True)
             t.start()
             threads.append(t)
     deadline = time.monotonic() + args.timeout if args.timeout > 0 else None
