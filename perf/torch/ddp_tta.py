@@ -35,7 +35,8 @@ permutation from the seed and the epoch (the same on every rank); step s
 uses the global batch perm[s*G, (s+1)*G) with G = batch x ranks, rank r its
 slice [s*G + r*batch, ...); the tail is skipped. SGD with momentum 0.9,
 weight decay 1e-4, lr 0.05, cosine schedule over the run with half an epoch
-of linear warm-up, batch 16 per rank (gcx-train's compress set). The
+of linear warm-up, batch 16 per rank, 2 epochs, evaluation every 50 steps
+(gcx-train's compress set, perf/train/results.md). The
 permutation comes from torch's generator, not gcx-train's SplitMix64, so
 the sample order differs from gcx-train's; everything else is its recipe.
 
@@ -70,7 +71,9 @@ Run under a launcher that sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT:
 bytes (47 MB) and the test set, the model, its gradient, momentum and DDP's
 buckets (~40 MB); per step the forward/backward of 16 samples (~0.2 Gflop)
 and the exchange (7.5 MB dense: ~0.1 s on 1 Gbit/s links with 4 ranks), so
-about 937 steps and 1.5-2.5 min an epoch dense, less with compression.
+937 steps an epoch: measured in a smoke run on this 2-core box, ~134 ms a
+step for gloo dense, ~160 ms gcx dense, ~115 PowerSGD, ~100 top-k, ~170
+GraVAC (at CF 10), i.e. 1.5-2.7 min an epoch, plus ~0.5 s per evaluation.
 """
 import argparse
 import csv
@@ -488,8 +491,8 @@ def main():
     ap.add_argument("--config", choices=CONFIGS + EXTRA, help="what to run")
     ap.add_argument("--table", metavar="DIR", help="print the table of the runs in DIR (no training)")
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="output folder (rank 0)")
-    ap.add_argument("--epochs", type=int, default=env_num("EPOCHS", "3", int),
-                    help="epochs (env EPOCHS, default 3)")
+    ap.add_argument("--epochs", type=int, default=env_num("EPOCHS", "2", int),
+                    help="epochs (env EPOCHS, default 2: gcx-train's compress set)")
     ap.add_argument("--subset", type=int, default=env_num("SUBSET", "0", int),
                     help="first N training samples only (env SUBSET; 0: all 60000)")
     ap.add_argument("--test-subset", type=int, default=env_num("TEST_SUBSET", "0", int),
@@ -498,8 +501,9 @@ def main():
                     help="samples per rank per step (env BATCH, default 16)")
     ap.add_argument("--lr", type=float, default=env_num("LR", "0.05"), help="base lr (env LR, 0.05)")
     ap.add_argument("--seed", type=int, default=env_num("SEED", "1", int), help="seed (env SEED, 1)")
-    ap.add_argument("--eval-every", type=int, default=env_num("EVAL_EVERY", "100", int),
-                    help="evaluate every N steps too (env EVAL_EVERY, default 100; 0: epoch ends only)")
+    ap.add_argument("--eval-every", type=int, default=env_num("EVAL_EVERY", "50", int),
+                    help="evaluate every N steps too (env EVAL_EVERY, default 50 as gcx-train's "
+                         "compress set; 0: epoch ends only)")
     ap.add_argument("--target", type=float, default=env_num("TARGET", "0.85"),
                     help="target test accuracy (env TARGET, default 0.85)")
     ap.add_argument("--psgd-rank", type=int, default=env_num("PSGD_RANK", "2", int),

@@ -17,15 +17,16 @@
 # torch_gcx.hooks is missing) is reported as skipped. Then
 # `ddp_tta.py --table` writes results.md and plot_tta.py the plots.
 #
-# Environment: EPOCHS (3), SUBSET (0 = all 60000), TEST_SUBSET, EVAL_EVERY
-# (100 steps), TARGET (0.85), PSGD_RANK (2), TOPK_CF (100), BATCH, LR, SEED,
+# Environment: EPOCHS (2), SUBSET (0 = all 60000), TEST_SUBSET, EVAL_EVERY
+# (50 steps), TARGET (0.85), PSGD_RANK (2), TOPK_CF (100), BATCH, LR, SEED,
 # BUCKET_CAP_MB, RANKS (4), LINK (1gbit), CONFIGS, PYTHON (python3, with torch),
 # OUT (default BUILD_DIR/perf-torch-tta-LINK, or -local). BUILD_DIR/plugin/torch
 # goes first on PYTHONPATH for torch_gcx.
 #
-# Cost (4 ranks, 1 Gbit/s, 3 epochs of 937 steps): dense ~1.5-2.5 min an
-# epoch per backend, PowerSGD / top-k / GraVAC well under that, plus about
-# 10 s of evaluation per epoch; ~20-30 min for the five configurations.
+# Cost (4 ranks, 1 Gbit/s, 2 epochs of 937 steps; step times of a smoke run
+# on the 2-core box: gloo dense ~134 ms, gcx dense ~160, PowerSGD ~115,
+# top-k ~100, GraVAC ~170): 3.5-5.5 min a configuration with ~10 s of
+# evaluation per epoch, ~22-25 min for the five; EPOCHS=5: about an hour.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}
