@@ -481,8 +481,12 @@ def table(folder):
                      f"{f'{ref / t:.2f}' if ref and t else '-'} | {s['final_acc']:.4f} | "
                      f"{s['best_acc']:.4f} | {s['train_time_s']:.1f} | {s['steps_per_s']:.2f} | "
                      f"{fmt_bytes(sent)} | {fewer:.1f} | {'yes' if s['weights_equal'] else 'NO'} |")
-    lines += ["", "Bytes: " + "; ".join(sorted({f"{runs[c]['hook']}: {runs[c]['bytes_formula']}"
-                                                 for c in order})) + "."]
+    by_formula = {}
+    for c in order:
+        names = by_formula.setdefault(runs[c]["bytes_formula"], [])
+        if runs[c]["hook"] not in names:
+            names.append(runs[c]["hook"])
+    lines += ["", "Bytes: " + "; ".join(f"{', '.join(n)}: {f}" for f, n in by_formula.items()) + "."]
     return "\n".join(lines) + "\n"
 
 
