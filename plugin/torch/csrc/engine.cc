@@ -42,6 +42,14 @@ std::string status_message(const std::string &what, gcx_status_t status)
 
 static std::atomic<Engine *> the_engine{nullptr};
 
+// Set on completer threads: a job submitted from one comes from a callback,
+// which may wait for it (see engine.h).
+static thread_local bool tl_in_completer = false;
+
+// Enough for any nesting of callbacks a hook builds; beyond it a callback
+// that waits on a nested job waits for a busy completer to free up.
+static constexpr size_t kMaxCompleters = 32;
+
 Engine &Engine::get()
 {
     // leaked on purpose: threads are joined by shutdown(), not by a static
@@ -58,8 +66,9 @@ Engine *Engine::existing()
 
 Engine::Engine()
 {
-    engine_    = std::thread([this] { engine_loop(); });
-    completer_ = std::thread([this] { completer_loop(); });
+    engine_ = std::thread([this] { engine_loop(); });
+    std::lock_guard<std::mutex> lk(cmu_);
+    completers_.emplace_back([this] { completer_loop(); });
 }
 
 bool Engine::running()
@@ -79,6 +88,15 @@ void Engine::submit(std::shared_ptr<Job> job)
         queue_.push_back(std::move(job));
     }
     cv_.notify_one();
+    if (tl_in_completer) {
+        // from a callback, which may wait for this job: make sure a
+        // completer is free to complete it
+        std::lock_guard<std::mutex> lk(cmu_);
+        if (idle_completers_ == 0 && !cstop_ &&
+            completers_.size() < kMaxCompleters) {
+            completers_.emplace_back([this] { completer_loop(); });
+        }
+    }
 }
 
 void Engine::run_sync(const std::string &name, std::function<void()> fn,
@@ -231,16 +249,19 @@ void Engine::engine_loop()
         std::lock_guard<std::mutex> lk(cmu_);
         cstop_ = true;
     }
-    ccv_.notify_one();
+    ccv_.notify_all();
 }
 
 void Engine::completer_loop()
 {
+    tl_in_completer = true;
     for (;;) {
         std::shared_ptr<Job> job;
         {
             std::unique_lock<std::mutex> lk(cmu_);
+            ++idle_completers_;
             ccv_.wait(lk, [this] { return cstop_ || !done_.empty(); });
+            --idle_completers_;
             if (done_.empty()) {
                 return; // stopped and drained
             }
@@ -270,15 +291,26 @@ void Engine::shutdown()
         stop_ = true;
     }
     cv_.notify_one();
-    // called from the engine or completer thread itself (a callback at
+    // called from the engine or a completer thread itself (a callback at
     // exit): detach instead of joining ourselves
-    auto self = std::this_thread::get_id();
-    if (engine_.get_id() == self || completer_.get_id() == self) {
+    bool self = engine_.get_id() == std::this_thread::get_id() ||
+                tl_in_completer;
+    if (self) {
         engine_.detach();
-        completer_.detach();
     } else {
-        engine_.join();
-        completer_.join();
+        engine_.join(); // it stops the completers (cstop_) on its way out
+    }
+    std::vector<std::thread> completers;
+    {
+        std::lock_guard<std::mutex> lk(cmu_);
+        completers.swap(completers_); // no more are started after cstop_
+    }
+    for (auto &t : completers) {
+        if (self) {
+            t.detach();
+        } else {
+            t.join();
+        }
     }
     joined_ = true;
 }

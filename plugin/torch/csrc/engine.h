@@ -7,7 +7,12 @@
 // of a group in the same order (gcx's rule). A second thread, the completer,
 // runs each job's done() (copy-out, marking the Work and its Future, user
 // callbacks) with no plugin lock held, so a callback can never stall the
-// engine. Cost: one mutex + condition variable hand-off per job and per
+// engine. A callback may itself issue a collective and wait for it (torch's
+// PowerSGD hook does): when a completer thread submits a job and no other
+// completer is idle, one more completer is started, so the nested job can
+// complete while the outer callback waits (one extra thread per level of
+// nesting, kept until shutdown). Cost: one mutex + condition variable
+// hand-off per job and per
 // completion; while idle both threads sleep on condition variables (no
 // polling); while requests are in flight the engine polls gcx_test and calls
 // sched_yield() between polls that finished nothing.
@@ -91,9 +96,10 @@ class Engine {
     std::condition_variable ccv_;
     std::deque<std::shared_ptr<Job>> done_;
     bool cstop_ = false;
+    int idle_completers_ = 0;              // waiting for work (under cmu_)
+    std::vector<std::thread> completers_;  // grows by nesting (under cmu_)
 
     std::thread engine_;
-    std::thread completer_;
     std::mutex shutdown_mu_;
     bool joined_ = false;
 };

@@ -259,6 +259,39 @@ def sc_resume(rank, size, gloo):
     print("resume ok:", t3, flush=True)
 
 
+def sc_nested_wait(rank, size, gloo):
+    # a Future callback that issues a collective and waits for it, two
+    # levels deep (torch's PowerSGD hook does one): must not deadlock
+    def inner(f):
+        u = torch.full((4,), float(rank))
+        dist.all_reduce(u)  # synchronous, inside a callback
+        w = dist.all_reduce(torch.ones(3), async_op=True).get_future()
+        return f.value()[0] + u.sum() + w.then(
+            lambda g: g.value()[0].sum() + sum(
+                [dist.all_reduce(torch.ones(1)) or 0])).wait()
+
+    fut = dist.all_reduce(torch.ones(2), async_op=True).get_future()
+    got = fut.then(inner).wait()
+    want = size + 4 * sum(range(size)) + 3 * size
+    assert torch.equal(got, torch.full((2,), float(want))), got
+    print("nested wait ok", flush=True)
+
+
+def sc_powersgd_parity(rank, size, gloo):
+    # torch's own PowerSGD hook on gcx gives what it gives on gloo
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as P
+    models = []
+    for group in (None, gloo):
+        m = DDP(mlp(), process_group=group, bucket_cap_mb=64)
+        st = P.PowerSGDState(process_group=group, matrix_approximation_rank=1,
+                             start_powerSGD_iter=2, random_seed=0)
+        m.register_comm_hook(st, P.powerSGD_hook)
+        models.append((m, torch.optim.SGD(m.parameters(), lr=0.1)))
+    train(models, 6, rank)
+    same_params(models[0][0], models[1][0], "PowerSGD gcx against gloo")
+    print("powersgd parity ok", flush=True)
+
+
 def sc_hook_errors(rank, size, gloo):
     m = DDP(mlp(), process_group=gloo)
     m.register_comm_hook(H.TopkState(process_group=gloo, start_iter=0),

@@ -45,3 +45,14 @@ def test_hook_bad_use_raises_naming_the_cause():
     outs = run("hook_errors", 2)
     for o in outs:
         assert "gloo, not gcx" in o and "float32" in o, o
+
+
+@pytest.mark.parametrize("size", [1, 2])
+def test_callback_may_wait_for_a_collective(size):
+    outs = run("nested_wait", size, timeout=60)
+    assert all("nested wait ok" in o for o in outs)
+
+
+def test_torch_powersgd_hook_matches_gloo():
+    outs = run("powersgd_parity", 2)
+    assert all("powersgd parity ok" in o for o in outs)
