@@ -54,13 +54,9 @@ import torch.distributed as dist
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
 
 
-def parse_size(text):
-    """'64M' -> 67108864 (K, M, G are powers of 1024, as in perf/coll)."""
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    text = text.strip().upper()
-    if text and text[-1] in units:
-        return int(float(text[:-1]) * units[text[-1]])
-    return int(text)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "coll"))
+from gloo_allreduce_perf import parse_size  # noqa: E402  ('64M' -> bytes)
 
 
 def bus_factor(op, p):

@@ -245,13 +245,18 @@ class HookBase {
         return t;
     }
 
-    void accumulate(Bucket &b, const at::Tensor &t, int64_t index)
+    // Under mu_: the bucket's state for this step, with the gradient t
+    // added to its residual.
+    Bucket &take(int64_t index, const at::Tensor &t)
     {
+        Bucket &b = bucket(index, static_cast<size_t>(t.numel()));
+        gcx_compressor_set_step(b.comp, step_);
         gcx_status_t st = gcx_feedback_accumulate(b.fb, t.data_ptr<float>());
         TORCH_CHECK(st == GCX_OK, "torch_gcx.hooks: the gradient of bucket ",
                     index, " holds NaN or Inf (or its sum with the residual "
                     "overflows); nothing was sent: ",
                     status_message("gcx_feedback_accumulate", st));
+        return b;
     }
 
     // Issue the bucket's collectives; on success average t and commit sent
@@ -342,9 +347,7 @@ class TopkHook : public HookBase {
         GcxBackend &backend = as_gcx(pg);
         at::Tensor t        = checked_bucket(tensor, "topk_hook");
         std::lock_guard<std::mutex> lk(mu_);
-        Bucket &b = bucket(index, static_cast<size_t>(t.numel()));
-        gcx_compressor_set_step(b.comp, step_);
-        accumulate(b, t, index);
+        Bucket &b = take(index, t);
         gcx_compress_stats_t st;
         check(gcx_compress_dense(b.comp, b.residual(), b.n, cf_, &b.lv_min,
                                  &st),
@@ -392,9 +395,7 @@ class GravacHook : public HookBase {
         if (!in_step_) {
             begin_step();
         }
-        Bucket &b = bucket(index, static_cast<size_t>(t.numel()));
-        gcx_compressor_set_step(b.comp, step_);
-        accumulate(b, t, index);
+        Bucket &b = take(index, t);
         gcx_compress_stats_t s1, s2;
         check(gcx_compress_dense(b.comp, b.residual(), b.n, theta_min_,
                                  &b.lv_min, &s1),

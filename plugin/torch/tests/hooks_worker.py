@@ -1,13 +1,12 @@
 """One rank of a hook or DDP test: python hooks_worker.py SCENARIO RANK SIZE STOREFILE.
 
-Like worker.py (whose init() it uses: the default group is gcx, a gloo group
+Like worker.py (whose run_scenario() it uses: the default group is gcx, a gloo group
 beside it), for torch_gcx.hooks and DDP features: the top-k hook's exact
 semantics against a reference computed from every rank's gradient, DDP
 parity with gloo (find_unused_parameters, buffers, two groups), convergence
 of both hooks, bit-identical resume from a checkpoint, and bad use.
 """
 import io
-import os
 import sys
 
 import torch
@@ -15,7 +14,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import torch_gcx.hooks as H
-from worker import init
+from worker import run_scenario
 
 
 class FakeBucket:
@@ -340,16 +339,6 @@ SCENARIOS = {name[3:]: fn for name, fn in globals().items()
              if name.startswith("sc_")}
 
 
-def main():
-    scenario, rank, size, store = sys.argv[1], int(sys.argv[2]), \
-        int(sys.argv[3]), sys.argv[4]
-    gloo = init(rank, size, store)
-    SCENARIOS[scenario](rank, size, gloo)
-    dist.barrier(group=gloo)
-    dist.destroy_process_group()
-    print(f"rank {rank}: {scenario} ok", flush=True)
-
-
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    main()
+    run_scenario(SCENARIOS, sys.argv[1], int(sys.argv[2]), int(sys.argv[3]),
+                 sys.argv[4])

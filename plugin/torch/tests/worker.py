@@ -388,8 +388,13 @@ def main():
             print("creation error:", e, flush=True)
             sys.exit(3)
         sys.exit(0)
+    run_scenario(SCENARIOS, scenario, rank, size, store)
+
+
+def run_scenario(scenarios, scenario, rank, size, store):
+    """The common case: init, run, a barrier on gloo, destroy, report."""
     gloo = init(rank, size, store)
-    SCENARIOS[scenario](rank, size, gloo)
+    scenarios[scenario](rank, size, gloo)
     dist.barrier(group=gloo)
     dist.destroy_process_group()
     print(f"rank {rank}: {scenario} ok", flush=True)
