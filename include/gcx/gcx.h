@@ -180,6 +180,19 @@ GCX_API
 gcx_status_t gcx_wait(gcx_request_t *req);
 
 /**
+ * One step of a wait for many requests, for event loops that track them
+ * with gcx_test() (a framework's progress thread): progress once like
+ * gcx_progress(); if that found nothing to do, wait the way gcx_wait()
+ * waits: with GCX_PROGRESS_SLEEP on a context that can sleep (TCP-only
+ * transports), sleep on the transport's events for at most 1 ms (a message
+ * ends the sleep at once); else yield the CPU (GCX_PROGRESS_YIELD). Never
+ * blocks longer than that. Returns GCX_OK, or the communicator's error once
+ * it has failed.
+ */
+GCX_API
+gcx_status_t gcx_progress_wait(gcx_comm_t *comm);
+
+/**
  * Release a request. A request still in progress is cancelled first, which
  * fails the communicator (like an abort), since ranks would fall out of step.
  */

@@ -264,41 +264,62 @@ gcx_status_t gcx_test(gcx_request_t *req)
     return status;
 }
 
+/* After one progress call under the lock found `events` events: sleep on
+ * the transport's events (at most GCX_WAIT_SLEEP_MS) once *idle_p calls in
+ * a row found nothing and the communicator allows it, else yield if it
+ * allows that. Called with the lock held; returns with it released. The
+ * one waiting policy of gcx_wait() and gcx_progress_wait(). */
+static void gcx_wait_idle(gcx_comm_t *comm, int events, int *idle_p)
+{
+    int fd = -1;
+
+    *idle_p = events == 0 ? *idle_p + 1 : 0;
+    if (comm->config.progress_sleep && *idle_p >= GCX_WAIT_IDLE_POLLS) {
+        fd = gcx_context_arm(comm->ctx);
+    }
+    gcx_context_unlock();
+    if (fd >= 0) {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+
+        (void)poll(&pfd, 1, GCX_WAIT_SLEEP_MS);
+        *idle_p = 0;
+    } else if (events == 0 && comm->config.progress_yield) {
+        sched_yield();
+    }
+}
+
 gcx_status_t gcx_wait(gcx_request_t *req)
 {
     gcx_task_t  *task = (gcx_task_t *)req;
     gcx_status_t status;
-    int          events, yield, sleep, idle = 0, fd;
+    int          idle = 0;
 
     if (task == NULL) {
         return GCX_ERR_INVALID;
     }
-    yield = task->comm->config.progress_yield;
-    sleep = task->comm->config.progress_sleep;
     for (;;) {
-        fd = -1;
         gcx_context_lock();
         status = task->status;
-        events = status == GCX_INPROGRESS ?
-                     gcx_comm_progress_once(task->comm) : 0;
-        idle   = events == 0 ? idle + 1 : 0;
-        if (status == GCX_INPROGRESS && sleep &&
-            idle >= GCX_WAIT_IDLE_POLLS) {
-            fd = gcx_context_arm(task->comm->ctx);
-        }
-        gcx_context_unlock();
         if (status != GCX_INPROGRESS) {
+            gcx_context_unlock();
             return status;
         }
-        if (fd >= 0) {
-            struct pollfd pfd = {.fd = fd, .events = POLLIN};
-
-            (void)poll(&pfd, 1, GCX_WAIT_SLEEP_MS);
-            idle = 0;
-        } else if (events == 0 && yield) {
-            sched_yield();
-        }
+        gcx_wait_idle(task->comm, gcx_comm_progress_once(task->comm), &idle);
     }
+}
+
+gcx_status_t gcx_progress_wait(gcx_comm_t *comm)
+{
+    gcx_status_t status;
+    int          idle = GCX_WAIT_IDLE_POLLS - 1;
+
+    if (comm == NULL) {
+        return GCX_ERR_INVALID;
+    }
+    gcx_context_lock();
+    status = comm->error;
+    gcx_wait_idle(comm, gcx_comm_progress_once(comm), &idle);
+    return status;
 }
 
 /* Unlinks a point-to-point task from its communicator's list. */

@@ -412,4 +412,56 @@ TEST(Context, TcpOnlyJobsGetSleepingWaits)
     }
 }
 
+// An event loop over many requests (a framework's progress thread):
+// gcx_test each, and gcx_progress_wait when none finished. With a late
+// rank it must neither spin forever nor lose a request, whether the waits
+// sleep (GCX_PROGRESS_SLEEP=y, the tcp-sleep run) or poll.
+TEST(Context, ProgressWaitDrivesManyRequests)
+{
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_progress_wait(nullptr));
+    std::vector<int> all;
+    for (int r = 0; r < world_size(); ++r) {
+        all.push_back(r);
+    }
+    for (int round = 0; round < 3; ++round) {
+        if (world_rank() == round % world_size()) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        std::vector<std::vector<double>> bufs;
+        std::vector<gcx_request_t *> reqs(4, nullptr);
+        for (size_t i = 0; i < reqs.size(); ++i) {
+            bufs.push_back(rank_input(1000 + 40000 * i));
+        }
+        for (size_t i = 0; i < reqs.size(); ++i) {
+            ASSERT_EQ(GCX_OK, gcx_allreduce(g_world, GCX_IN_PLACE,
+                                            bufs[i].data(), bufs[i].size(),
+                                            GCX_DT_F64, GCX_OP_SUM, &reqs[i]));
+        }
+        size_t left = reqs.size();
+        while (left > 0) {
+            bool finished = false;
+            for (auto &req : reqs) {
+                if (req == nullptr) {
+                    continue;
+                }
+                gcx_status_t st = gcx_test(req);
+                if (st == GCX_INPROGRESS) {
+                    continue;
+                }
+                ASSERT_EQ(GCX_OK, st);
+                gcx_request_free(req);
+                req      = nullptr;
+                finished = true;
+                --left;
+            }
+            if (!finished) {
+                ASSERT_EQ(GCX_OK, gcx_progress_wait(g_world));
+            }
+        }
+        for (auto &b : bufs) {
+            expect_member_sum(b, all);
+        }
+    }
+}
+
 } // namespace

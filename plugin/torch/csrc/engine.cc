@@ -5,8 +5,6 @@
 // so rounds are cheap when little is in flight).
 #include "engine.h"
 
-#include <sched.h>
-
 #include <atomic>
 #include <future>
 #include <stdexcept>
@@ -241,7 +239,9 @@ void Engine::engine_loop()
             inflight.erase(inflight.begin() + static_cast<long>(i));
         }
         if (!progressed && !inflight.empty()) {
-            sched_yield(); // in flight, nothing finished: let others run
+            // in flight, nothing finished: wait as gcx_wait() would (sleep
+            // on the transport with GCX_PROGRESS_SLEEP, else yield)
+            gcx_progress_wait(inflight.front()->comm);
         }
     }
 

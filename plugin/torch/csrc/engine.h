@@ -14,8 +14,10 @@
 // nesting, kept until shutdown). Cost: one mutex + condition variable
 // hand-off per job and per
 // completion; while idle both threads sleep on condition variables (no
-// polling); while requests are in flight the engine polls gcx_test and calls
-// sched_yield() between polls that finished nothing.
+// polling); while requests are in flight the engine polls gcx_test and,
+// between polls that finished nothing, waits as gcx_wait() does
+// (gcx_progress_wait: with GCX_PROGRESS_SLEEP=y on TCP it sleeps on the
+// transport's events, else it yields).
 #pragma once
 
 #include <gcx/gcx.h>
