@@ -91,6 +91,23 @@ def test_bad_gcx_variable_names_it(var, value):
         assert "GCX_ERR_INVALID" in line[0], line[0]
 
 
+@pytest.mark.parametrize("scenario", ["never_joins", "size_mismatch"])
+def test_creation_fails_instead_of_hanging(scenario):
+    results = launch(scenario, 2, timeout=90)
+    # never_joins: rank 0 waits for a rank that never comes: a timeout.
+    # size_mismatch: rank 0 sees rank 1's size at once (a mismatch); rank 1
+    # waits for a third rank that does not exist (a timeout naming the key)
+    want = {0: "imeout"} if scenario == "never_joins" else \
+        {0: "GCX_ERR_MISMATCH", 1: "Timeout waiting for key"}
+    for r, what in want.items():
+        rc, out = results[r]
+        assert rc == 3, out
+        line = [l for l in out.splitlines() if l.startswith("creation error")]
+        assert line and what in line[0], out
+    if scenario == "size_mismatch":
+        assert "disagrees on the communicator (size 3 vs 2)" in results[0][1]
+
+
 def test_peer_death_raises():
     results = launch("peer_death", 2, timeout=90)
     rc, out = results[0]

@@ -8,6 +8,7 @@ launcher (launch.py) kills every rank when one hangs.
 import datetime
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -380,6 +381,24 @@ def main():
         # the other ranks destroy their group with nothing in flight
         dist.destroy_process_group()
         sys.exit(0)
+    if scenario in ("never_joins", "size_mismatch"):
+        # never_joins: the last rank never calls init_process_group;
+        # size_mismatch: the last rank believes the world is one larger.
+        # Creation must raise, not hang: a timeout within the group's 5 s
+        # for the missing rank, a mismatch for the wrong size.
+        last = rank == size - 1
+        if scenario == "never_joins" and last:
+            time.sleep(12)
+            sys.exit(0)
+        t0 = time.monotonic()
+        try:
+            init(rank, size + 1 if last else size, store, timeout=5)
+            dist.all_reduce(torch.ones(4))
+        except Exception as e:  # noqa: BLE001
+            print(f"creation error after {time.monotonic() - t0:.1f} s:",
+                  str(e).splitlines()[0], flush=True)
+            os._exit(3)
+        os._exit(0)
     if scenario == "badenv":
         # GCX_TIMEOUT=abc etc. is set by the launcher: creation must raise
         try:
