@@ -133,12 +133,6 @@ class HookBase {
         return bytes_sent_;
     }
 
-    uint64_t steps()
-    {
-        std::lock_guard<std::mutex> lk(mu_);
-        return step_;
-    }
-
     py::list trace()
     {
         std::lock_guard<std::mutex> lk(mu_);
@@ -488,15 +482,22 @@ class GravacHook : public HookBase {
         void operator()(gcx_gravac_t *c) const { gcx_gravac_destroy(c); }
     };
 
+    // sums += the bucket's norms if they are the previous step's
+    bool add_previous(const Bucket &b, gcx_gravac_norms_t *sums) const
+    {
+        if (step_ == 0 || b.norms_step != step_ - 1) {
+            return false;
+        }
+        sums->ef_sqnorm += b.norms.ef_sqnorm;
+        sums->min_sqnorm += b.norms.min_sqnorm;
+        sums->c_sqnorm += b.norms.c_sqnorm;
+        sums->samples_per_s += b.norms.samples_per_s;
+        return true;
+    }
+
     void carry(const Bucket &b) override
     {
-        if (step_ > 0 && b.norms_step == step_ - 1) {
-            carried_sums_.ef_sqnorm += b.norms.ef_sqnorm;
-            carried_sums_.min_sqnorm += b.norms.min_sqnorm;
-            carried_sums_.c_sqnorm += b.norms.c_sqnorm;
-            carried_sums_.samples_per_s += b.norms.samples_per_s;
-            carried_have_ = true;
-        }
+        carried_have_ |= add_previous(b, &carried_sums_);
     }
 
     // The previous step's norms summed over ranks (by the allreduces) and
@@ -510,14 +511,7 @@ class GravacHook : public HookBase {
             have  = true;
         }
         for (auto &kv : buckets_) {
-            const Bucket &b = *kv.second;
-            if (step_ > 0 && b.norms_step == step_ - 1) {
-                sums->ef_sqnorm += b.norms.ef_sqnorm;
-                sums->min_sqnorm += b.norms.min_sqnorm;
-                sums->c_sqnorm += b.norms.c_sqnorm;
-                sums->samples_per_s += b.norms.samples_per_s;
-                have = true;
-            }
+            have |= add_previous(*kv.second, sums);
         }
         return have;
     }
@@ -582,7 +576,6 @@ void bind_hooks(py::module_ &m)
     using Rel = py::call_guard<py::gil_scoped_release>;
     py::class_<HookBase>(m, "_HookBase")
         .def("bytes_sent", &HookBase::bytes_sent)
-        .def("steps", &HookBase::steps)
         .def("trace", &HookBase::trace)
         .def("bucket_indices", &HookBase::bucket_indices)
         .def("residual", &HookBase::residual)
