@@ -11,15 +11,32 @@
  * the gradient each level keeps. The epsilon cascade picks what is sent:
  * g_c if delta_c >= epsilon, else g_min if delta_min >= epsilon, else the
  * dense g_ef. The residual becomes g_ef - sent. Every step also records the
- * compression throughput T[cf] = samples/s * delta of what was sent. Every
- * `window` steps the controller
- *   1. settles (stops searching) on the lower CF of the two best T values
- *      when they are within omega of each other;
+ * compression throughput T[cf] = samples/s * delta of what was sent, dense
+ * steps included (T[1] = samples/s: dense SGD is a candidate, as in the
+ * paper). Every `window` steps the controller, in this order,
+ *   1. checks saturation: when the two best T values T1 >= T2 are within
+ *      omega of the second, |T1 - T2| / T2 <= omega (the paper's line 37),
+ *      it settles on the lower CF of the two (CF 1: dense steps) and does
+ *      not raise or scale in that window. By default the check is re-run
+ *      at every window end with the latest T values, so a change of regime
+ *      (a learning-rate decay, a slower link) moves the CF again: a settled
+ *      controller that finds the two best apart resumes the search from
+ *      where it settled (GCX_GRAVAC_SETTLE=window); GCX_GRAVAC_SETTLE=once
+ *      keeps the first settlement for the rest of training;
  *   2. otherwise raises theta_min <- theta_min * theta_s when
  *      |delta_min - delta_c| / delta_min <= omega (compressing further lost
- *      nothing measurable), and
- *   3. scales theta_s <- policy(theta_s), capped so that
+ *      nothing measurable), with the theta_s just measured, and
+ *   3. then scales theta_s <- policy(theta_s), capped so that
  *      theta_min * theta_s <= theta_max.
+ *
+ * T per CF is the mean of the CF's samples in the latest window that sent
+ * it. The paper keeps the latest value; a single step's samples/s is too
+ * noisy to compare within omega (one step on a shared machine varies by
+ * tens of percent), while the window is the controller's own unit of
+ * decision, so the latest window's mean is the paper's "latest" at the
+ * resolution the controller decides at: a regime change replaces it within
+ * one window, unlike a mean over all of training, which would take as many
+ * steps to move as had been recorded.
  *
  * Agreement. Sparse collectives need every rank to send the same level.
  * The controller therefore decides only from numbers that all ranks share:
@@ -93,6 +110,16 @@ typedef enum gcx_gravac_policy {
     GCX_GRAVAC_POLICY_GEOMETRIC = 1,
 } gcx_gravac_policy_t;
 
+/** When the saturation check runs once the controller has settled. */
+typedef enum gcx_gravac_settle {
+    /** At every window end, with the latest T values; a settled controller
+     *  whose two best T values are no longer within omega resumes the
+     *  search (the paper's Algorithm 1). */
+    GCX_GRAVAC_SETTLE_WINDOW = 0,
+    /** Never again: the first settlement holds for the rest of training. */
+    GCX_GRAVAC_SETTLE_ONCE = 1,
+} gcx_gravac_settle_t;
+
 /**
  * Controller parameters. Fill with gcx_gravac_params_default() first; the
  * defaults are the paper's exponential setting on DGC.
@@ -121,6 +148,8 @@ typedef struct gcx_gravac_params {
     double alpha;
     /** Number of workers N (for alpha = 0), >= 1; default 1. */
     int nranks;
+    /** Re-check saturation after settling [GRAVAC_SETTLE, window]. */
+    gcx_gravac_settle_t settle;
 } gcx_gravac_params_t;
 
 /** Fill @p params with the defaults listed in gcx_gravac_params_t. */
@@ -136,7 +165,7 @@ gcx_status_t gcx_gravac_params_check(const gcx_gravac_params_t *params);
 
 /**
  * Overwrite theta_min, theta_max, epsilon, omega, window, policy, scale,
- * ratio and alpha with the GCX_GRAVAC_* values of @p config (read through
+ * ratio, alpha and settle with the GCX_GRAVAC_* values of @p config (read through
  * gcx_config_get(); defaults and validation live in the one config table).
  * nranks is left as it is. Real values pass through the table's text form
  * ("%g": 6 significant digits).
@@ -198,7 +227,11 @@ enum {
     GCX_GRAVAC_EV_RAISED  = 1u << 1, /**< theta_min was raised. */
     GCX_GRAVAC_EV_SCALED  = 1u << 2, /**< theta_s changed by the policy. */
     GCX_GRAVAC_EV_CAPPED  = 1u << 3, /**< theta_min*theta_s is theta_max. */
-    GCX_GRAVAC_EV_SETTLED = 1u << 4, /**< Saturation: the search stopped. */
+    /** Saturation: the search stopped at a new settled CF. */
+    GCX_GRAVAC_EV_SETTLED   = 1u << 4,
+    /** The two best T values drifted apart: the search resumed
+     *  (GCX_GRAVAC_SETTLE_WINDOW only). */
+    GCX_GRAVAC_EV_UNSETTLED = 1u << 5,
 };
 
 /**
@@ -215,7 +248,8 @@ typedef struct gcx_gravac_record {
     double theta_min;         /**< First-level CF of this step. */
     double theta_s;           /**< Second-level CF of this step. */
     /** T = T_system * delta recorded at this step for the PREVIOUS step's
-     *  send (the summed samples_per_s arrives one step late); 0 if none. */
+     *  send (the summed samples_per_s arrives one step late; a dense send
+     *  has delta 1); 0 if none. */
     double throughput;
     unsigned events;          /**< GCX_GRAVAC_EV_* bits. */
 } gcx_gravac_record_t;
@@ -227,8 +261,8 @@ typedef struct gcx_gravac_state {
     double theta_s;     /**< Second-level CF of the next step. */
     double delta_min;   /**< Smoothed gains (0 before the first sample). */
     double delta_c;
-    int settled;        /**< Non-zero once saturation stopped the search. */
-    double settled_cf;  /**< CF settled on (0 while searching). */
+    int settled;        /**< Non-zero while saturation holds the search. */
+    double settled_cf;  /**< CF settled on, 1 = dense (0 while searching). */
     size_t n_throughput; /**< Distinct CFs with a recorded T. */
 } gcx_gravac_state_t;
 
@@ -270,7 +304,10 @@ gcx_status_t gcx_gravac_get_state(const gcx_gravac_t *ctl,
                                   gcx_gravac_state_t *state_p);
 
 /**
- * Mean compression throughput recorded for CF @p cf.
+ * Compression throughput of CF @p cf as the saturation check sees it: the
+ * mean of its samples in the latest closed window that sent it, or, before
+ * a window with it has closed, the mean of the open window's samples.
+ * CF 1 is dense SGD.
  * @return GCX_OK, GCX_ERR_NOT_FOUND (no sample for this CF), GCX_ERR_INVALID.
  */
 GCX_API

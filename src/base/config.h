@@ -91,6 +91,7 @@ struct gcx_config {
     double gravac_scale;        /* GCX_GRAVAC_SCALE */
     double gravac_ratio;        /* GCX_GRAVAC_RATIO */
     double gravac_alpha;        /* GCX_GRAVAC_ALPHA, 0 = N/100 */
+    int    gravac_settle;       /* GCX_GRAVAC_SETTLE, a gcx_gravac_settle_t */
     /* coll/coded_gather (src/coll/coded_gather/coded_gather.c) */
     int    coded_max_lag;       /* GCX_CODED_MAX_LAG, rounds */
     char   straggler_ranks[GCX_CONFIG_STRING_MAX]; /* GCX_STRAGGLER_RANKS */

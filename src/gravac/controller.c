@@ -8,17 +8,25 @@
  *      (weight alpha = N/100 by default, seeded by the first sample);
  *   3. the epsilon cascade: g_c if delta_c >= eps, else g_min if
  *      delta_min >= eps, else dense.
- * After every `window` decisions, while not settled:
- *   a. saturation: the two best mean T within omega -> settle on the lower
- *      CF of the two (thetas set to reach it; no more search);
+ * Every send, dense ones included (CF 1, gain 1), records its T.
+ * After every `window` decisions (the window's T samples become each CF's
+ * latest value first):
+ *   a. saturation: the two best T, T1 >= T2, with (T1 - T2) / T2 <= omega
+ *      -> settle on the lower CF of the two (thetas set to reach it; CF 1
+ *      settles on dense steps); no raise or scaling in this window. With
+ *      GCX_GRAVAC_SETTLE_WINDOW (default) this check runs at every window
+ *      end, settled or not, and a settled controller whose two best have
+ *      drifted apart resumes the search from its thetas; with
+ *      GCX_GRAVAC_SETTLE_ONCE a settled controller stops checking;
  *   b. raise: |delta_min - delta_c| <= omega * delta_min ->
- *      theta_min <- theta_min * theta_s;
- *   c. scale: theta_s <- policy(theta_s), capped so theta_min * theta_s <=
- *      theta_max.
+ *      theta_min <- theta_min * theta_s (the theta_s just measured);
+ *   c. scale: theta_s <- policy(theta_s) (or back to the initial scale
+ *      from 1, after a settlement at or below theta_min), capped so
+ *      theta_min * theta_s <= theta_max.
  * A level whose CF changed restarts its EWMA, so each candidate is judged
- * on its own window. Everything is O(1) per step except the saturation
- * check (O(#CFs) once per window). Only the summed inputs are read, so
- * every rank takes the same decisions.
+ * on its own window. Everything is O(1) per step except the window end
+ * (O(#CFs) once per window). Only the summed inputs are read, so every
+ * rank takes the same decisions.
  */
 #include "gravac_int.h"
 
@@ -93,6 +101,13 @@ static void gcx_gravac_settle(gcx_gravac_t *ctl, double cf)
 {
     double theta_min = ctl->theta_min, theta_s;
 
+    if (gcx_gravac_cf_equal(cf, 1.0)) {
+        /* dense SGD was among the two best: dense steps, thetas kept so a
+         * resumed search goes on from them */
+        ctl->settled    = 1;
+        ctl->settled_cf = 1.0;
+        return;
+    }
     if (cf > theta_min) {
         theta_s = cf / theta_min; /* keep the g_min fallback below cf */
     } else {
@@ -118,12 +133,21 @@ static unsigned gcx_gravac_window_end(gcx_gravac_t *ctl)
     unsigned                   events = GCX_GRAVAC_EV_WINDOW;
     double                     cf, theta_min, theta_s;
 
-    if (ctl->settled) {
+    gcx_gravac_tput_close_window(ctl);
+    if (ctl->settled && p->settle == GCX_GRAVAC_SETTLE_ONCE) {
         return events;
     }
     if (gcx_gravac_tput_saturated(ctl, p->omega, &cf)) {
-        gcx_gravac_settle(ctl, cf);
-        return events | GCX_GRAVAC_EV_SETTLED;
+        if (!ctl->settled || !gcx_gravac_cf_equal(cf, ctl->settled_cf)) {
+            gcx_gravac_settle(ctl, cf);
+            events |= GCX_GRAVAC_EV_SETTLED;
+        }
+        return events;
+    }
+    if (ctl->settled) { /* the two best drifted apart: search again */
+        ctl->settled    = 0;
+        ctl->settled_cf = 0.0;
+        events |= GCX_GRAVAC_EV_UNSETTLED;
     }
     theta_min = ctl->theta_min;
     theta_s   = ctl->theta_s;
@@ -133,7 +157,11 @@ static unsigned gcx_gravac_window_end(gcx_gravac_t *ctl)
         theta_min = gcx_gravac_cf_of(theta_min, theta_s, p->theta_max);
         events |= GCX_GRAVAC_EV_RAISED;
     }
-    theta_s = gcx_gravac_cap(theta_min, gcx_gravac_policy_next(p, theta_s),
+    /* theta_s is 1 only at the cap or after a settlement at or below
+     * theta_min; from there the policy starts again at the initial scale */
+    theta_s = gcx_gravac_cap(theta_min,
+                             theta_s > 1.0 ? gcx_gravac_policy_next(p, theta_s)
+                                           : p->scale,
                              p->theta_max);
     if (theta_s != ctl->theta_s) {
         events |= GCX_GRAVAC_EV_SCALED;
@@ -193,8 +221,12 @@ gcx_status_t gcx_gravac_decide(gcx_gravac_t *ctl,
     rec.delta_min = ctl->delta_min.value;
     rec.delta_c   = ctl->delta_c.value;
 
-    /* 3. the epsilon cascade */
-    if (ctl->theta_s > 1.0 && rec.delta_c >= ctl->params.epsilon) {
+    /* 3. the epsilon cascade (a settlement on CF 1 sends dense) */
+    if (ctl->settled && ctl->settled_cf == 1.0) {
+        rec.level = GCX_GRAVAC_LEVEL_DENSE;
+        rec.cf    = 1.0;
+        delta     = 1.0;
+    } else if (ctl->theta_s > 1.0 && rec.delta_c >= ctl->params.epsilon) {
         rec.level = GCX_GRAVAC_LEVEL_C;
         rec.cf    = gcx_gravac_cf_c(ctl);
         delta     = rec.delta_c;
@@ -207,11 +239,9 @@ gcx_status_t gcx_gravac_decide(gcx_gravac_t *ctl,
         rec.cf    = 1.0;
         delta     = 1.0;
     }
-    if (rec.level != GCX_GRAVAC_LEVEL_DENSE) {
-        ctl->pending       = 1;
-        ctl->pending_cf    = rec.cf;
-        ctl->pending_delta = delta;
-    }
+    ctl->pending       = 1; /* dense too: T[1] is a candidate */
+    ctl->pending_cf    = rec.cf;
+    ctl->pending_delta = delta;
 
     /* window rules: they set the thetas of the next step */
     ctl->step++;
@@ -257,7 +287,7 @@ gcx_status_t gcx_gravac_throughput(const gcx_gravac_t *ctl, double cf,
     if (i < 0) {
         return GCX_ERR_NOT_FOUND;
     }
-    *throughput_p = ctl->tput[i].sum / (double)ctl->tput[i].count;
+    *throughput_p = gcx_gravac_tput_of(&ctl->tput[i]);
     return GCX_OK;
 }
 

@@ -4,8 +4,8 @@
  *
  * The controller is a plain struct of numbers: parameters, the thetas of
  * the next step, the smoothed gains of the current candidates, the pending
- * send whose throughput arrives one step late, and a fixed table of mean
- * compression throughputs per CF. Nothing here allocates after creation.
+ * send whose throughput arrives one step late, and a fixed table of
+ * compression throughputs per CF (each the mean of its latest window). Nothing here allocates after creation.
  */
 #ifndef GCX_GRAVAC_INT_H
 #define GCX_GRAVAC_INT_H
@@ -18,6 +18,8 @@
  * gcx_gravac_policy_t, ending with a NULL name: the GCX_GRAVAC_POLICY row's
  * accepted values, gcx_gravac_policy_name() and reading the row back. */
 extern const gcx_config_value_t gcx_gravac_policy_names[];
+/* The same for gcx_gravac_settle_t: the GCX_GRAVAC_SETTLE row's values. */
+extern const gcx_config_value_t gcx_gravac_settle_names[];
 
 /* CFs that can get a throughput entry: the candidates of every theta_min
  * the controller can reach. 128 covers theta_max / theta_min up to 2^64
@@ -30,11 +32,14 @@ typedef struct gcx_gravac_ewma {
     int    valid; /* 0 until the first sample */
 } gcx_gravac_ewma_t;
 
-/* Mean throughput of one CF. */
+/* Throughput of one CF: the mean of its latest closed window that sent
+ * it (value, once has_value) and the open window's running sum. */
 typedef struct gcx_gravac_tput {
     double   cf;
-    double   sum;
-    uint64_t count;
+    double   value;
+    int      has_value;
+    double   win_sum;
+    uint64_t win_count;
 } gcx_gravac_tput_t;
 
 struct gcx_gravac {
@@ -65,6 +70,8 @@ double gcx_gravac_cf_of(double theta_min, double theta_s, double theta_max);
 /* throughput.c */
 void gcx_gravac_tput_add(struct gcx_gravac *ctl, double cf, double t);
 int gcx_gravac_tput_find(const struct gcx_gravac *ctl, double cf);
+double gcx_gravac_tput_of(const gcx_gravac_tput_t *e);
+void gcx_gravac_tput_close_window(struct gcx_gravac *ctl);
 int gcx_gravac_tput_saturated(const struct gcx_gravac *ctl, double omega,
                               double *cf_p);
 

@@ -31,6 +31,7 @@ void gcx_gravac_params_default(gcx_gravac_params_t *params)
     params->ratio     = 2.0;
     params->alpha     = 0.0;
     params->nranks    = 1;
+    params->settle    = GCX_GRAVAC_SETTLE_WINDOW;
 }
 
 gcx_status_t gcx_gravac_params_check(const gcx_gravac_params_t *p)
@@ -45,8 +46,10 @@ gcx_status_t gcx_gravac_params_check(const gcx_gravac_params_t *p)
         p->nranks < 1) {
         return GCX_ERR_INVALID;
     }
-    if (p->policy != GCX_GRAVAC_POLICY_EXPONENTIAL &&
-        p->policy != GCX_GRAVAC_POLICY_GEOMETRIC) {
+    if ((p->policy != GCX_GRAVAC_POLICY_EXPONENTIAL &&
+         p->policy != GCX_GRAVAC_POLICY_GEOMETRIC) ||
+        (p->settle != GCX_GRAVAC_SETTLE_WINDOW &&
+         p->settle != GCX_GRAVAC_SETTLE_ONCE)) {
         return GCX_ERR_INVALID;
     }
     return GCX_OK;
@@ -81,8 +84,8 @@ gcx_status_t gcx_gravac_params_from_config(const gcx_config_t *config,
         "GRAVAC_OMEGA",     "GRAVAC_WINDOW",    "GRAVAC_SCALE",
         "GRAVAC_RATIO",     "GRAVAC_ALPHA"};
     double                    v[sizeof(names) / sizeof(names[0])];
-    char                      policy[32];
-    const gcx_config_value_t *named;
+    char                      policy[32], settle[32];
+    const gcx_config_value_t *named, *named_settle;
     gcx_gravac_params_t       p;
     gcx_status_t              status;
     size_t                    i;
@@ -97,6 +100,10 @@ gcx_status_t gcx_gravac_params_from_config(const gcx_config_t *config,
         }
     }
     status = gcx_config_get(config, "GRAVAC_POLICY", policy, sizeof(policy));
+    if (status == GCX_OK) {
+        status =
+            gcx_config_get(config, "GRAVAC_SETTLE", settle, sizeof(settle));
+    }
     if (status != GCX_OK) {
         return status;
     }
@@ -109,11 +116,13 @@ gcx_status_t gcx_gravac_params_from_config(const gcx_config_t *config,
     p.scale     = v[5];
     p.ratio     = v[6];
     p.alpha     = v[7];
-    named = gcx_config_value_find(gcx_gravac_policy_names, policy);
-    if (named == NULL) {
+    named        = gcx_config_value_find(gcx_gravac_policy_names, policy);
+    named_settle = gcx_config_value_find(gcx_gravac_settle_names, settle);
+    if (named == NULL || named_settle == NULL) {
         return GCX_ERR_INVALID;
     }
     p.policy = (gcx_gravac_policy_t)named->id;
+    p.settle = (gcx_gravac_settle_t)named_settle->id;
     status = gcx_gravac_params_check(&p);
     if (status != GCX_OK) {
         return status;
@@ -139,7 +148,8 @@ static const gcx_config_entry_t gcx_gravac_config_rows[] = {
      offsetof(struct gcx_config, gravac_epsilon), 1e-6, 1, NULL},
     {"GRAVAC_OMEGA", GCX_CONFIG_DOUBLE, "0.01",
      "GraVAC: relative tolerance for raising theta_min (gains agree) and "
-     "for settling (two best compression throughputs agree)",
+     "for settling (the two best compression throughputs agree, relative "
+     "to the second)",
      offsetof(struct gcx_config, gravac_omega), 0, 0.999, NULL},
     {"GRAVAC_WINDOW", GCX_CONFIG_INT, "500",
      "GraVAC: steps between two scaling decisions",
@@ -159,5 +169,12 @@ static const gcx_config_entry_t gcx_gravac_config_rows[] = {
      "GraVAC: EWMA weight of the newest gain; 0: N/100 for N workers "
      "(at most 1); 1: no smoothing",
      offsetof(struct gcx_config, gravac_alpha), 0, 1, NULL},
+    {"GRAVAC_SETTLE", GCX_CONFIG_ENUM, "window",
+     "GraVAC: when saturation is checked after settling; window re-checks "
+     "it at every window end with the latest throughputs, so a change of "
+     "regime moves the compression factor again; once keeps the first "
+     "settlement",
+     offsetof(struct gcx_config, gravac_settle), 0, 0,
+     gcx_gravac_settle_names},
 };
 GCX_CONFIG_REGISTER(GCX_CONFIG_LAYER_GRAVAC, "gravac", gcx_gravac_config_rows)

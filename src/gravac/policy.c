@@ -57,6 +57,14 @@ const gcx_config_value_t gcx_gravac_policy_names[] = {
     {0, NULL, NULL},
 };
 
+const gcx_config_value_t gcx_gravac_settle_names[] = {
+    [GCX_GRAVAC_SETTLE_WINDOW] = {GCX_GRAVAC_SETTLE_WINDOW, "window",
+                                  "re-check saturation at every window end"},
+    [GCX_GRAVAC_SETTLE_ONCE]   = {GCX_GRAVAC_SETTLE_ONCE, "once",
+                                  "the first settlement is final"},
+    {0, NULL, NULL},
+};
+
 const char *gcx_gravac_policy_name(gcx_gravac_policy_t policy)
 {
     return gcx_config_value_name(gcx_gravac_policy_names, (int)policy);

@@ -14,11 +14,13 @@
  * Layout (all integers little-endian, doubles as their IEEE-754 bits):
  *   "GCXGRAVC" u32 version u32 n_tput
  *   params: f64 theta_min theta_max epsilon omega, u32 window policy,
- *           f64 scale ratio alpha, i32 nranks
+ *           f64 scale ratio alpha, i32 nranks, u32 settle
  *   state:  u64 step, f64 theta_min theta_s, f64 delta_min u8 valid,
  *           f64 delta_c u8 valid, u8 settled f64 settled_cf,
  *           u8 pending f64 pending_cf pending_delta
- *   n_tput x (f64 cf, f64 sum, u64 count)
+ *   n_tput x (f64 cf, u8 has_value f64 value, f64 win_sum u64 win_count)
+ * Version 2 (per-window throughputs, the settle parameter) replaced 1;
+ * a version-1 blob is refused as another version.
  */
 #include "gravac_int.h"
 
@@ -26,12 +28,12 @@
 #include <string.h>
 
 #define GCX_GRAVAC_STATE_MAGIC   "GCXGRAVC"
-#define GCX_GRAVAC_STATE_VERSION 1u
+#define GCX_GRAVAC_STATE_VERSION 2u
 /* bytes before the throughput table */
 #define GCX_GRAVAC_STATE_FIXED                                                 \
-    (8 + 4 + 4 + 4 * 8 + 4 + 4 + 3 * 8 + 4 + 8 + 2 * 8 + 8 + 1 + 8 + 1 + 1 +   \
-     8 + 1 + 2 * 8)
-#define GCX_GRAVAC_STATE_TPUT 24 /* bytes per throughput entry */
+    (8 + 4 + 4 + 4 * 8 + 4 + 4 + 3 * 8 + 4 + 4 + 8 + 2 * 8 + 8 + 1 + 8 + 1 + \
+     1 + 8 + 1 + 2 * 8)
+#define GCX_GRAVAC_STATE_TPUT 33 /* bytes per throughput entry */
 
 /* A bounded cursor over the blob: a read or write past the end sets ok = 0
  * and does nothing (so the checks can come after the reads). */
@@ -116,6 +118,7 @@ static void gcx_gravac_put_params(gcx_gravac_cursor_t *c,
     gcx_put_f64(c, p->ratio);
     gcx_put_f64(c, p->alpha);
     gcx_put_uint(c, (uint32_t)p->nranks, 4);
+    gcx_put_uint(c, (uint32_t)p->settle, 4);
 }
 
 gcx_status_t gcx_gravac_save(const gcx_gravac_t *ctl, void *buf, size_t len,
@@ -148,8 +151,10 @@ gcx_status_t gcx_gravac_save(const gcx_gravac_t *ctl, void *buf, size_t len,
     gcx_put_f64(&c, ctl->pending_delta);
     for (i = 0; i < ctl->n_tput; ++i) {
         gcx_put_f64(&c, ctl->tput[i].cf);
-        gcx_put_f64(&c, ctl->tput[i].sum);
-        gcx_put_uint(&c, ctl->tput[i].count, 8);
+        gcx_put_uint(&c, ctl->tput[i].has_value != 0, 1);
+        gcx_put_f64(&c, ctl->tput[i].value);
+        gcx_put_f64(&c, ctl->tput[i].win_sum);
+        gcx_put_uint(&c, ctl->tput[i].win_count, 8);
     }
     if (written_p != NULL) {
         *written_p = c.pos;
@@ -173,7 +178,13 @@ static int gcx_gravac_same_params(gcx_gravac_cursor_t *c,
     same &= gcx_get_f64(c) == p->ratio;
     same &= gcx_get_f64(c) == p->alpha;
     same &= gcx_get_uint(c, 4) == (uint32_t)p->nranks;
+    same &= gcx_get_uint(c, 4) == (uint32_t)p->settle;
     return same;
+}
+
+static int gcx_gravac_tput_ok(double t)
+{
+    return t >= 0.0 && isfinite(t); /* NaN fails */
 }
 
 static int gcx_gravac_unit(double x)
@@ -229,12 +240,19 @@ gcx_status_t gcx_gravac_load(gcx_gravac_t *ctl, const void *buf, size_t len)
     s.pending_delta   = gcx_get_f64(&c);
     s.n_tput          = (size_t)n_tput;
     for (i = 0; i < s.n_tput; ++i) {
-        s.tput[i].cf    = gcx_get_f64(&c);
-        s.tput[i].sum   = gcx_get_f64(&c);
-        s.tput[i].count = gcx_get_uint(&c, 8);
-        if (!gcx_gravac_cf_ok(s.tput[i].cf, tmax) ||
-            !(s.tput[i].sum >= 0.0) || !isfinite(s.tput[i].sum) ||
-            s.tput[i].count == 0) {
+        gcx_gravac_tput_t *e = &s.tput[i];
+
+        e->cf        = gcx_get_f64(&c);
+        e->has_value = (int)gcx_get_uint(&c, 1);
+        e->value     = gcx_get_f64(&c);
+        e->win_sum   = gcx_get_f64(&c);
+        e->win_count = gcx_get_uint(&c, 8);
+        /* an entry has a closed value, an open window, or both */
+        if (!gcx_gravac_cf_ok(e->cf, tmax) || e->has_value > 1 ||
+            !gcx_gravac_tput_ok(e->value) ||
+            (!e->has_value && e->value != 0.0) ||
+            !gcx_gravac_tput_ok(e->win_sum) ||
+            (e->win_count == 0 && (e->win_sum != 0.0 || !e->has_value))) {
             return GCX_ERR_INVALID;
         }
     }

@@ -336,8 +336,8 @@ TEST(GravacThroughput, RecordedOneStepLateForWhatWasSent)
     r = step(ctl.get(), 0.5, 0.5, 2000.0); // T[10] = 2000 * 0.95
     EXPECT_DOUBLE_EQ(1900.0, r.throughput);
     EXPECT_EQ(GCX_GRAVAC_LEVEL_DENSE, r.level);
-    r = step(ctl.get(), 0.95, 0.8, 3000.0); // after dense: not recorded
-    EXPECT_EQ(0.0, r.throughput);
+    r = step(ctl.get(), 0.95, 0.8, 3000.0); // dense: T[1] = 3000 * 1
+    EXPECT_DOUBLE_EQ(3000.0, r.throughput);
     r = step(ctl.get(), 0.95, 0.8, 0.0); // not measured: not recorded
     EXPECT_EQ(0.0, r.throughput);
     r = step(ctl.get(), 0.95, 0.8, 1200.0); // mean of 800 and 960
@@ -346,15 +346,41 @@ TEST(GravacThroughput, RecordedOneStepLateForWhatWasSent)
     EXPECT_DOUBLE_EQ(880.0, t);
     ASSERT_EQ(GCX_OK, gcx_gravac_throughput(ctl.get(), 10.0, &t));
     EXPECT_DOUBLE_EQ(1900.0, t);
-    EXPECT_EQ(GCX_ERR_NOT_FOUND, gcx_gravac_throughput(ctl.get(), 1.0, &t));
+    ASSERT_EQ(GCX_OK, gcx_gravac_throughput(ctl.get(), 1.0, &t));
+    EXPECT_DOUBLE_EQ(3000.0, t);
+    EXPECT_EQ(GCX_ERR_NOT_FOUND, gcx_gravac_throughput(ctl.get(), 40.0, &t));
     EXPECT_EQ(GCX_ERR_INVALID, gcx_gravac_throughput(ctl.get(), 20.0, nullptr));
-    EXPECT_EQ(2u, state(ctl.get()).n_throughput);
+    EXPECT_EQ(3u, state(ctl.get()).n_throughput);
+}
+
+// T of a CF is the mean of its latest window, not of all of training.
+TEST(GravacThroughput, LatestWindowReplacesOlderOnes)
+{
+    gcx_gravac_params_t p = base_params();
+    p.window = 2;
+    p.theta_max = 20; // the c level stays at 20
+    Ctl ctl = make(p);
+    step(ctl.get(), 0.95, 0.8, 0.0);    // sends 20
+    step(ctl.get(), 0.95, 0.8, 1000.0); // T[20] = 800; window end
+    double t = 0;
+    ASSERT_EQ(GCX_OK, gcx_gravac_throughput(ctl.get(), 20.0, &t));
+    EXPECT_DOUBLE_EQ(800.0, t);
+    step(ctl.get(), 0.95, 0.8, 500.0);  // T[20] = 400
+    ASSERT_EQ(GCX_OK, gcx_gravac_throughput(ctl.get(), 20.0, &t));
+    EXPECT_DOUBLE_EQ(800.0, t); // the closed window's value until the next
+    step(ctl.get(), 0.95, 0.8, 1000.0); // T[20] = 800; window end
+    ASSERT_EQ(GCX_OK, gcx_gravac_throughput(ctl.get(), 20.0, &t));
+    EXPECT_DOUBLE_EQ(600.0, t); // mean of 400 and 800, the first window gone
+    step(ctl.get(), 0.95, 0.8, 250.0);
+    step(ctl.get(), 0.95, 0.8, 250.0); // window end
+    ASSERT_EQ(GCX_OK, gcx_gravac_throughput(ctl.get(), 20.0, &t));
+    EXPECT_DOUBLE_EQ(200.0, t); // a mean over all would read 500
 }
 
 // Window 2: T[20] = 800 from window 1, T[40] from window 2.
-static Ctl two_windows(double sps_at_40, gcx_gravac_record_t *last)
+static Ctl two_windows(double sps_at_40, gcx_gravac_record_t *last,
+                       gcx_gravac_params_t p = base_params())
 {
-    gcx_gravac_params_t p = base_params(); // omega 0.01
     p.window = 2;
     Ctl ctl = make(p);
     step(ctl.get(), 0.95, 0.8, 0.0);    // sends 20
@@ -364,10 +390,19 @@ static Ctl two_windows(double sps_at_40, gcx_gravac_record_t *last)
     return ctl;
 }
 
+static gcx_gravac_params_t settle_once()
+{
+    gcx_gravac_params_t p = base_params();
+    p.settle = GCX_GRAVAC_SETTLE_ONCE;
+    return p;
+}
+
 TEST(GravacSaturation, SettlesOnTheLowerOfTwoCloseCfs)
 {
     gcx_gravac_record_t r;
-    Ctl ctl = two_windows(1005.0, &r); // T[40] = 804 within 1% of 800
+    // T[40] = 804 within 1% of 800; once: the later, drifting T (900 at
+    // CF 20 below) do not move it
+    Ctl ctl = two_windows(1005.0, &r, settle_once());
     EXPECT_EQ(40.0, r.cf);
     EXPECT_TRUE(r.events & GCX_GRAVAC_EV_SETTLED);
     gcx_gravac_state_t s = state(ctl.get());
@@ -397,6 +432,81 @@ TEST(GravacSaturation, FarApartKeepsSearching)
     EXPECT_EQ(16.0, state(ctl.get()).theta_s);
 }
 
+// The paper's test is relative to the second best: |T1 - T2| / T2 <= omega.
+// T1 = 885, T2 = 800, omega 0.1: 85 <= 0.1 * 885 but 85 > 0.1 * 800, so
+// the paper keeps searching where a test against T1 would settle.
+TEST(GravacSaturation, ToleranceIsRelativeToTheSecondBest)
+{
+    gcx_gravac_params_t p = base_params();
+    p.omega = 0.1;
+    gcx_gravac_record_t r;
+    Ctl ctl = two_windows(1106.25, &r, p); // T[40] = 885
+    EXPECT_FALSE(r.events & GCX_GRAVAC_EV_SETTLED);
+    EXPECT_FALSE(state(ctl.get()).settled);
+    ctl = two_windows(1100.0, &r, p); // T[40] = 880: exactly 10% of 800
+    EXPECT_TRUE(r.events & GCX_GRAVAC_EV_SETTLED);
+    EXPECT_EQ(20.0, state(ctl.get()).settled_cf);
+}
+
+// By default the check runs at every window end with the latest T: while
+// the two best stay within omega the CF holds; when they drift apart the
+// search resumes from the settled thetas.
+TEST(GravacSaturation, RecheckedEveryWindowByDefault)
+{
+    gcx_gravac_record_t r;
+    Ctl ctl = two_windows(1005.0, &r); // settled on 20: T[20] 800, T[40] 804
+    ASSERT_TRUE(r.events & GCX_GRAVAC_EV_SETTLED);
+    // window 3: T[40] = 804 (step 3's send), T[20] = 800: still saturated
+    r = step(ctl.get(), 0.95, 0.8, 1005.0);
+    EXPECT_EQ(20.0, r.cf);
+    r = step(ctl.get(), 0.95, 0.8, 1000.0);
+    EXPECT_TRUE(r.events & GCX_GRAVAC_EV_WINDOW);
+    EXPECT_FALSE(r.events & (GCX_GRAVAC_EV_SETTLED | GCX_GRAVAC_EV_UNSETTLED |
+                             GCX_GRAVAC_EV_SCALED));
+    EXPECT_TRUE(state(ctl.get()).settled);
+    // window 4: the regime changes, CF 20 now reaches T 1000 against 804
+    r = step(ctl.get(), 0.95, 0.8, 1250.0);
+    EXPECT_EQ(20.0, r.cf);
+    r = step(ctl.get(), 0.95, 0.8, 1250.0);
+    EXPECT_TRUE(r.events & GCX_GRAVAC_EV_UNSETTLED);
+    EXPECT_TRUE(r.events & GCX_GRAVAC_EV_SCALED);
+    gcx_gravac_state_t s = state(ctl.get());
+    EXPECT_FALSE(s.settled);
+    EXPECT_EQ(0.0, s.settled_cf);
+    EXPECT_EQ(10.0, s.theta_min);
+    EXPECT_EQ(4.0, s.theta_s); // the search goes on from theta_s 2
+    r = step(ctl.get(), 0.95, 0.8, 1250.0);
+    EXPECT_EQ(40.0, r.cf);
+}
+
+// Dense SGD is a candidate: its T (samples/s, gain 1) is recorded, and a
+// tie between dense and CF 20 settles on dense steps.
+TEST(GravacSaturation, DenseIsACandidate)
+{
+    gcx_gravac_params_t p = base_params();
+    p.window = 2;
+    Ctl ctl = make(p);
+    gcx_gravac_record_t r = step(ctl.get(), 0.5, 0.4, 0.0);
+    EXPECT_EQ(GCX_GRAVAC_LEVEL_DENSE, r.level);
+    r = step(ctl.get(), 0.95, 0.8, 1000.0); // T[1] = 1000; sends 20
+    EXPECT_DOUBLE_EQ(1000.0, r.throughput);
+    EXPECT_EQ(20.0, r.cf);
+    EXPECT_FALSE(r.events & GCX_GRAVAC_EV_SETTLED); // one candidate only
+    r = step(ctl.get(), 0.95, 0.8, 1250.0); // T[20] = 1000; sends 40
+    EXPECT_EQ(40.0, r.cf);
+    r = step(ctl.get(), 0.5, 0.4, 500.0); // T[40] = 400; dense; window end
+    EXPECT_TRUE(r.events & GCX_GRAVAC_EV_SETTLED); // T[1] = T[20]: lower
+    gcx_gravac_state_t s = state(ctl.get());
+    EXPECT_TRUE(s.settled);
+    EXPECT_EQ(1.0, s.settled_cf);
+    EXPECT_EQ(3u, s.n_throughput);
+    for (int i = 0; i < 3; ++i) { // good gains, yet dense while settled
+        r = step(ctl.get(), 0.95, 0.9, 1000.0);
+        EXPECT_EQ(GCX_GRAVAC_LEVEL_DENSE, r.level);
+        EXPECT_EQ(1.0, r.cf);
+    }
+}
+
 TEST(GravacSaturation, CanSettleBelowARaisedThetaMin)
 {
     gcx_gravac_params_t p = base_params();
@@ -415,12 +525,23 @@ TEST(GravacSaturation, CanSettleBelowARaisedThetaMin)
     EXPECT_EQ(10.0, s.settled_cf);
     EXPECT_EQ(10.0, s.theta_min);
     EXPECT_EQ(1.0, s.theta_s);
-    r = step(ctl.get(), 0.9, 0.85, 1000.0);
+    r = step(ctl.get(), 0.9, 0.85, 1000.0); // T[80] = 901 (step 5's send)
     EXPECT_EQ(GCX_GRAVAC_LEVEL_MIN, r.level);
     EXPECT_EQ(10.0, r.cf);
+    // the window's T[10] = 1800 leaves T[80] far behind: the search
+    // resumes, and theta_s starts again at the initial scale, not at 1
+    step(ctl.get(), 0.9, 0.85, 2000.0);
+    r = step(ctl.get(), 0.9, 0.85, 2000.0);
+    EXPECT_TRUE(r.events & GCX_GRAVAC_EV_UNSETTLED);
+    s = state(ctl.get());
+    EXPECT_EQ(10.0, s.theta_min);
+    EXPECT_EQ(2.0, s.theta_s);
+    r = step(ctl.get(), 0.9, 0.85, 2000.0);
+    EXPECT_EQ(GCX_GRAVAC_LEVEL_C, r.level);
+    EXPECT_EQ(20.0, r.cf);
 }
 
-TEST(GravacSaturation, DenseIsNotACandidate)
+TEST(GravacSaturation, OnlyDenseIsNoSaturation)
 {
     gcx_gravac_params_t p = base_params();
     p.window = 2;
@@ -429,7 +550,7 @@ TEST(GravacSaturation, DenseIsNotACandidate)
         gcx_gravac_record_t r = step(ctl.get(), 0.5, 0.4, 1000.0);
         EXPECT_EQ(GCX_GRAVAC_LEVEL_DENSE, r.level);
     }
-    EXPECT_EQ(0u, state(ctl.get()).n_throughput);
+    EXPECT_EQ(1u, state(ctl.get()).n_throughput);
     EXPECT_FALSE(state(ctl.get()).settled);
 }
 

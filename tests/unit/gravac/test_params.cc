@@ -36,6 +36,7 @@ TEST(GravacParams, DefaultsArePaperExponentialSetting)
     EXPECT_EQ(GCX_GRAVAC_POLICY_EXPONENTIAL, p.policy);
     EXPECT_EQ(2.0, p.scale);
     EXPECT_EQ(1, p.nranks);
+    EXPECT_EQ(GCX_GRAVAC_SETTLE_WINDOW, p.settle); // the paper re-checks
 }
 
 TEST(GravacParams, BadValuesAreInvalid)
@@ -68,6 +69,10 @@ TEST(GravacParams, BadValuesAreInvalid)
         {"policy",
          [](gcx_gravac_params_t *p) {
              p->policy = static_cast<gcx_gravac_policy_t>(7);
+         }},
+        {"settle",
+         [](gcx_gravac_params_t *p) {
+             p->settle = static_cast<gcx_gravac_settle_t>(2);
          }},
     };
     for (const Case &c : cases) {
@@ -156,6 +161,7 @@ TEST(GravacConfig, DefaultsMatchTheParamDefaults)
     EXPECT_EQ(defaults.scale, from_config.scale);
     EXPECT_EQ(defaults.ratio, from_config.ratio);
     EXPECT_EQ(defaults.alpha, from_config.alpha);
+    EXPECT_EQ(defaults.settle, from_config.settle);
     gcx_config_release(config);
 }
 
@@ -172,6 +178,7 @@ TEST(GravacConfig, VariablesReachTheParams)
     ASSERT_EQ(GCX_OK, gcx_config_set(config, "GRAVAC_SCALE", "4"));
     ASSERT_EQ(GCX_OK, gcx_config_set(config, "GRAVAC_ALPHA", "0.25"));
     ASSERT_EQ(GCX_OK, gcx_config_set(config, "GRAVAC_THETA_MIN", "20"));
+    ASSERT_EQ(GCX_OK, gcx_config_set(config, "GRAVAC_SETTLE", "once"));
     gcx_gravac_params_t p;
     gcx_gravac_params_default(&p);
     p.nranks = 7;
@@ -185,11 +192,14 @@ TEST(GravacConfig, VariablesReachTheParams)
     EXPECT_EQ(4.0, p.scale);
     EXPECT_EQ(0.25, p.alpha);
     EXPECT_EQ(20.0, p.theta_min);
+    EXPECT_EQ(GCX_GRAVAC_SETTLE_ONCE, p.settle);
     EXPECT_EQ(7, p.nranks); // not a variable: left as it was
 
     // bad single values are refused by the table itself
     EXPECT_EQ(GCX_ERR_INVALID,
               gcx_config_set(config, "GRAVAC_POLICY", "linear"));
+    EXPECT_EQ(GCX_ERR_INVALID,
+              gcx_config_set(config, "GRAVAC_SETTLE", "never"));
     EXPECT_EQ(GCX_ERR_INVALID, gcx_config_set(config, "GRAVAC_EPSILON", "0"));
     EXPECT_EQ(GCX_ERR_INVALID, gcx_config_set(config, "GRAVAC_WINDOW", "0"));
     EXPECT_EQ(GCX_ERR_INVALID, gcx_config_set(config, "GRAVAC_SCALE", "1"));

@@ -166,7 +166,7 @@ class GravacStateRefused : public ::testing::Test
 
 // Offsets in the layout of src/gravac/state.c.
 constexpr size_t kParams = 16;         // after magic, version, n_tput
-constexpr size_t kState = kParams + 68; // step
+constexpr size_t kState = kParams + 72; // step
 constexpr size_t kThetaMin = kState + 8;
 constexpr size_t kDeltaMin = kState + 24;
 constexpr size_t kTable = kState + 68;
@@ -189,7 +189,7 @@ TEST_F(GravacStateRefused, NotAGravacState)
     b[0] ^= 1;
     expect_refused(b, GCX_ERR_INVALID);
     b = blob_;
-    b[8] = 2; // version
+    b[8] = 1; // version 1: mean-over-training throughputs, refused
     expect_refused(b, GCX_ERR_INVALID);
     b = blob_;
     b[12] = 200; // more CFs than the table (and than the length)
@@ -204,12 +204,18 @@ TEST_F(GravacStateRefused, ValuesNoControllerHolds)
     expect_refused(with_f64(kDeltaMin, 1.5), GCX_ERR_INVALID);
     expect_refused(with_f64(kDeltaMin, -0.1), GCX_ERR_INVALID);
     expect_refused(with_f64(kTable, 0.0), GCX_ERR_INVALID); // a CF of 0
-    expect_refused(with_f64(kTable + 8, INFINITY), GCX_ERR_INVALID);
+    expect_refused(with_f64(kTable + 9, INFINITY), GCX_ERR_INVALID); // value
+    expect_refused(with_f64(kTable + 17, -1.0), GCX_ERR_INVALID); // window
     std::vector<uint8_t> b = blob_;
     b[kDeltaMin + 8] = 2; // a flag that is neither 0 nor 1
     expect_refused(b, GCX_ERR_INVALID);
     b = blob_;
-    std::memset(&b[kTable + 16], 0, 8); // a throughput with no sample
+    b[kTable + 8] = 2; // has_value
+    expect_refused(b, GCX_ERR_INVALID);
+    b = blob_;
+    b[kTable + 8] = 0; // neither a closed window nor an open one
+    std::memset(&b[kTable + 9], 0, 8);
+    std::memset(&b[kTable + 17], 0, 16);
     expect_refused(b, GCX_ERR_INVALID);
 }
 
@@ -222,6 +228,10 @@ TEST_F(GravacStateRefused, OtherParameters)
     expect_refused(b, GCX_ERR_MISMATCH);
     q = p_;
     q.nranks = 8;
+    other = make(q);
+    expect_refused(save(other.get()), GCX_ERR_MISMATCH);
+    q = p_;
+    q.settle = GCX_GRAVAC_SETTLE_ONCE;
     other = make(q);
     expect_refused(save(other.get()), GCX_ERR_MISMATCH);
 }
