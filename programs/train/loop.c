@@ -17,6 +17,13 @@
  * Cost per step: gather + forward/backward of --batch samples, the sync
  * mode's exchange, one SGD pass over the parameters, and one allreduce of
  * three doubles (loss, hits, samples) for the global batch statistics.
+ *
+ * Checkpoints (--save PATH / --resume PATH): every rank writes PATH.<rank>
+ * at the end of the run with the position of the next step (global step,
+ * epoch, step in the epoch), the weights, the SGD velocity and the sync
+ * mode's own state; the data order is a function of (seed, epoch) and the
+ * learning rate of the global step, so a resumed run computes exactly what
+ * an uninterrupted one would. One file write or read per run, O(params).
  */
 #include "loop.h"
 #include "report.h"
@@ -330,6 +337,134 @@ static void train_state_fini(train_state_t *st)
     train_net_destroy(&st->net);
 }
 
+/* Where a run starts: the first step, or the one after a checkpoint. */
+typedef struct train_position {
+    long step;          /* global */
+    int epoch;          /* 1-based */
+    long step_in_epoch;
+} train_position_t;
+
+#define TRAIN_CKPT_MAGIC   "GCXTRAIN"
+#define TRAIN_CKPT_VERSION 1u
+#define TRAIN_CKPT_ORDER   0x01020304u /* refuses a host of the other order */
+
+static void train_ckpt_path(const char *prefix, int rank, char *path,
+                            size_t len)
+{
+    snprintf(path, len, "%s.%d", prefix, rank);
+}
+
+/* What a checkpoint must agree on with the run that resumes it. */
+static void train_ckpt_put_identity(train_blob_t *b, const train_state_t *st)
+{
+    train_blob_put_u64(b, (uint64_t)st->comm->size);
+    train_blob_put_u64(b, (uint64_t)st->comm->rank);
+    train_blob_put_u64(b, st->net.nparams);
+    train_blob_put_u64(b, st->opts->seed);
+    train_blob_put_u64(b, (uint64_t)st->opts->batch);
+    train_blob_put_u64(b, (uint64_t)st->sync.steps_per_batch);
+    train_blob_put_str(b, st->net.desc);
+    train_blob_put_str(b, st->opts->sync);
+}
+
+static gcx_status_t train_ckpt_save(train_state_t *st,
+                                    const train_position_t *next)
+{
+    char path[1100];
+    uint32_t head[2] = {TRAIN_CKPT_VERSION, TRAIN_CKPT_ORDER};
+    train_blob_t b;
+    gcx_status_t status;
+
+    train_ckpt_path(st->opts->save, st->comm->rank, path, sizeof(path));
+    if (st->sync.ops->save == NULL) {
+        train_error("--save: sync mode %s cannot be checkpointed (its rounds "
+                    "and stragglers' messages are in flight at any step)",
+                    st->sync.ops->name);
+        return GCX_ERR_UNSUPPORTED;
+    }
+    train_blob_init(&b);
+    train_blob_put(&b, TRAIN_CKPT_MAGIC, 8);
+    train_blob_put(&b, head, sizeof(head));
+    train_ckpt_put_identity(&b, st);
+    train_blob_put_u64(&b, (uint64_t)next->step);
+    train_blob_put_u64(&b, (uint64_t)next->epoch);
+    train_blob_put_u64(&b, (uint64_t)next->step_in_epoch);
+    train_blob_put(&b, st->params, st->net.nparams * sizeof(float));
+    train_blob_put(&b, st->sgd.velocity, st->net.nparams * sizeof(float));
+    status = st->sync.ops->save(&st->sync, &b);
+    if (status == GCX_OK) {
+        status = train_blob_write_file(&b, path);
+    }
+    train_blob_free(&b);
+    if (status == GCX_OK) {
+        train_info("checkpoint %s: next step %ld (epoch %d, step %ld of it)",
+                   path, next->step, next->epoch, next->step_in_epoch);
+    }
+    return status;
+}
+
+static gcx_status_t train_ckpt_load(train_state_t *st, train_position_t *pos)
+{
+    char path[1100], magic[8];
+    uint32_t head[2];
+    train_blob_t b, mine;
+    train_position_t p;
+    gcx_status_t status;
+    int same;
+
+    train_ckpt_path(st->opts->resume, st->comm->rank, path, sizeof(path));
+    status = train_blob_read_file(&b, path);
+    if (status != GCX_OK) {
+        return status;
+    }
+    train_blob_get(&b, magic, sizeof(magic));
+    train_blob_get(&b, head, sizeof(head));
+    if (!b.ok || memcmp(magic, TRAIN_CKPT_MAGIC, 8) != 0 ||
+        head[0] != TRAIN_CKPT_VERSION || head[1] != TRAIN_CKPT_ORDER) {
+        train_error("--resume: %s is not a gcx-train checkpoint of this "
+                    "version and byte order",
+                    path);
+        train_blob_free(&b);
+        return GCX_ERR_INVALID;
+    }
+    /* the identity block must match this run's byte for byte */
+    train_blob_init(&mine);
+    train_ckpt_put_identity(&mine, st);
+    same = mine.ok && b.len - b.pos >= mine.len &&
+           memcmp(b.data + b.pos, mine.data, mine.len) == 0;
+    b.pos += same ? mine.len : 0;
+    train_blob_free(&mine);
+    if (!same) {
+        train_error("--resume: %s was written by another run: ranks, model, "
+                    "--batch, --seed and --sync must be the same "
+                    "(this run: %d ranks, %s, batch %d, seed %llu, sync %s)",
+                    path, st->comm->size, st->net.desc, st->opts->batch,
+                    (unsigned long long)st->opts->seed, st->opts->sync);
+        train_blob_free(&b);
+        return GCX_ERR_MISMATCH;
+    }
+    p.step = (long)train_blob_get_u64(&b);
+    p.epoch = (int)train_blob_get_u64(&b);
+    p.step_in_epoch = (long)train_blob_get_u64(&b);
+    train_blob_get(&b, st->params, st->net.nparams * sizeof(float));
+    train_blob_get(&b, st->sgd.velocity, st->net.nparams * sizeof(float));
+    status = b.ok ? st->sync.ops->load(&st->sync, &b) : GCX_ERR_INVALID;
+    if (status == GCX_OK && (!b.ok || b.pos != b.len || p.epoch < 1 ||
+                             p.step_in_epoch < 0 ||
+                             p.step_in_epoch >= st->spe || p.step < 0)) {
+        status = GCX_ERR_INVALID;
+    }
+    if (status == GCX_OK) {
+        *pos = p;
+        train_info("resumed from %s at step %ld (epoch %d, step %ld of it)",
+                   path, p.step, p.epoch, p.step_in_epoch);
+    } else if (status == GCX_ERR_INVALID) {
+        train_error("--resume: %s is damaged or cut short", path);
+    }
+    train_blob_free(&b);
+    return status;
+}
+
 /* One global step; fills @p rec. */
 static gcx_status_t train_step(train_state_t *st, long step,
                                train_step_rec_t *rec)
@@ -422,7 +557,8 @@ gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
     train_state_t st;
     gcx_status_t status;
     double t_start, t_eval = 0, t0, bytes[2];
-    long step = 0, spe;
+    train_position_t start = {0, 1, 0}, next;
+    long step, spe;
     int epoch, done = 0;
 
     memset(&res, 0, sizeof(res));
@@ -444,12 +580,26 @@ gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
     train_net_init_params(&st.net, st.params, opts->seed);
     status =
         train_comm_broadcast(comm, st.params, st.net.nparams, GCX_DT_F32, 0);
+    if (status == GCX_OK && (opts->save[0] || opts->resume[0]) &&
+        st.sync.ops->save == NULL) {
+        train_error("--save/--resume: sync mode %s cannot be checkpointed "
+                    "(its rounds and stragglers' messages are in flight at "
+                    "any step)",
+                    st.sync.ops->name);
+        status = GCX_ERR_UNSUPPORTED;
+    }
+    if (status == GCX_OK && opts->resume[0]) {
+        status = train_agree(comm, train_ckpt_load(&st, &start));
+    }
     if (status == GCX_OK) {
-        status = train_check_identical(comm, st.params, st.net.nparams, 0);
+        status = train_check_identical(comm, st.params, st.net.nparams,
+                                       start.step);
     }
     if (status != GCX_OK) {
         goto out;
     }
+    step = start.step;
+    next = start;
     status = train_report_open(&rep, opts, comm->rank, spe, stdout);
     if (status == GCX_OK) {
         status = train_trace_open(comm->rank, &st.trace);
@@ -460,13 +610,14 @@ gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
     }
 
     t_start = train_now();
-    for (epoch = 1; epoch <= opts->epochs && !done; epoch++) {
+    for (epoch = start.epoch; epoch <= opts->epochs && !done; epoch++) {
         train_epoch_rec_t *er = &res.epochs[res.nepochs];
         double ep_loss = 0, ep_hits = 0, ep_samples = 0;
 
         st.epoch = epoch;
         train_epoch_permutation(opts->seed, epoch - 1, st.perm, train->n);
-        for (st.step_in_epoch = 0; st.step_in_epoch < spe; st.step_in_epoch++) {
+        st.step_in_epoch = epoch == start.epoch ? start.step_in_epoch : 0;
+        for (; st.step_in_epoch < spe; st.step_in_epoch++) {
             train_step_rec_t rec;
 
             status = train_step(&st, step, &rec);
@@ -474,6 +625,10 @@ gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
                 goto out_report;
             }
             step++;
+            next.step = step;
+            next.epoch = st.step_in_epoch + 1 < spe ? epoch : epoch + 1;
+            next.step_in_epoch =
+                st.step_in_epoch + 1 < spe ? st.step_in_epoch + 1 : 0;
             ep_loss += rec.loss;
             ep_hits += rec.acc;
             ep_samples += 1;
@@ -546,6 +701,9 @@ gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
     status = train_comm_allreduce(comm, bytes, 2, GCX_DT_F64, GCX_OP_SUM);
     res.bytes_sent_all = bytes[0];
     res.dense_bytes_all = bytes[1];
+    if (status == GCX_OK && opts->save[0]) {
+        status = train_agree(comm, train_ckpt_save(&st, &next));
+    }
 
 out_report:
     train_report_close(&rep);

@@ -111,6 +111,17 @@ void train_opts_usage(FILE *out)
             "tty on a terminal)\n"
             "  --log-every N          steps between plain progress lines "
             "(default: 10 per epoch)\n"
+            "Checkpoints:\n"
+            "  --save PATH            at the end of the run, every rank "
+            "writes PATH.<rank>:\n"
+            "                         weights, optimizer, data position and "
+            "the sync mode's\n"
+            "                         state (residuals, GraVAC controller)\n"
+            "  --resume PATH          continue from PATH.<rank> (same "
+            "ranks, model, batch,\n"
+            "                         seed and --sync); the run takes the "
+            "same decisions\n"
+            "                         as one that never stopped\n"
             "  --help                 this text\n",
             d.check_every, d.target_acc);
 }
@@ -217,6 +228,8 @@ enum {
     OPT_CSV,
     OPT_PROGRESS,
     OPT_LOG_EVERY,
+    OPT_SAVE,
+    OPT_RESUME,
     OPT_HELP,
 };
 
@@ -247,6 +260,8 @@ static const struct option train_long_opts[] = {
     {"csv", required_argument, NULL, OPT_CSV},
     {"progress", required_argument, NULL, OPT_PROGRESS},
     {"log-every", required_argument, NULL, OPT_LOG_EVERY},
+    {"save", required_argument, NULL, OPT_SAVE},
+    {"resume", required_argument, NULL, OPT_RESUME},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -396,6 +411,10 @@ static int train_opts_apply(int opt, const char *arg, train_opts_t *o)
         return opt_copy("json", arg, o->json, sizeof(o->json));
     case OPT_CSV:
         return opt_copy("csv", arg, o->csv, sizeof(o->csv));
+    case OPT_SAVE:
+        return opt_copy("save", arg, o->save, sizeof(o->save));
+    case OPT_RESUME:
+        return opt_copy("resume", arg, o->resume, sizeof(o->resume));
     case OPT_PROGRESS:
         if (strcmp(arg, "auto") == 0) {
             o->progress = TRAIN_PROGRESS_AUTO;

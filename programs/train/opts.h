@@ -46,6 +46,11 @@ typedef struct train_opts {
     int straggler_rank;     /**< Rank slowed down; -1: none. */
     double straggler_delay; /**< Seconds it sleeps per gradient step. */
     train_progress_t progress;
+    /** Checkpoint written at the end of the run, one file per rank
+     *  (PATH.<rank>); "": none. */
+    char save[1024];
+    /** Checkpoint (PATH.<rank>) this run continues from; "": none. */
+    char resume[1024];
 } train_opts_t;
 
 /** Defaults (a run of a few minutes on 2 cores reaching ~89% with mlp). */

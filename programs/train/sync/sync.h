@@ -16,8 +16,10 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <gcx/compress.h>
 #include <gcx/status.h>
 
+#include "ckpt.h"
 #include "sync/comm.h"
 
 #ifdef __cplusplus
@@ -123,6 +125,16 @@ typedef struct train_sync_ops {
                              train_sync_stats_t *stats);
     /** Release sync->priv. Not collective. */
     void (*fini)(train_sync_t *sync);
+    /**
+     * Checkpoints (--save/--resume). save appends the mode's state (what a
+     * resumed run needs to continue bit-identically: residuals, a
+     * controller) to @p out; load reads it back from @p in, checking what
+     * it reads. NULL save: the mode cannot be checkpointed (coded modes:
+     * their rounds and stragglers' late messages are in flight). Not
+     * collective.
+     */
+    gcx_status_t (*save)(train_sync_t *sync, train_blob_t *out);
+    gcx_status_t (*load)(train_sync_t *sync, train_blob_t *in);
 } train_sync_ops_t;
 
 /** An instance of a sync mode. */
@@ -178,6 +190,18 @@ void train_sync_destroy(train_sync_t *sync);
  * TRAIN_SYNC_OWN_GRADIENT modes when they compute.
  */
 void train_sync_delay(const train_sync_t *sync);
+
+/**
+ * Checkpoint helpers for the modes: an error-feedback state (residual, and
+ * velocity when it has one) as its floats; load checks the sizes and tells
+ * the state its arrays were written (gcx_feedback_touch). Also the
+ * save/load of a mode with no state of its own (dense).
+ */
+void train_sync_put_feedback(train_blob_t *out, gcx_feedback_t *fb);
+gcx_status_t train_sync_get_feedback(train_blob_t *in, gcx_feedback_t *fb,
+                                     const char *mode);
+gcx_status_t train_sync_save_nothing(train_sync_t *sync, train_blob_t *out);
+gcx_status_t train_sync_load_nothing(train_sync_t *sync, train_blob_t *in);
 
 /** Bytes a ring allreduce of @p n floats sends per rank: 2(P-1)/P * 4n. */
 double train_sync_ring_bytes(size_t n, int size);

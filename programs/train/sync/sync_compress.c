@@ -117,6 +117,23 @@ static gcx_status_t compress_exchange(train_sync_t *sync, float *grad,
     return GCX_OK;
 }
 
+/* The checkpointed state is the error feedback; the compressors draw from
+ * (seed, step) only. */
+static gcx_status_t compress_save(train_sync_t *sync, train_blob_t *out)
+{
+    sync_compress_t *sc = sync->priv;
+
+    train_sync_put_feedback(out, sc->fb);
+    return GCX_OK;
+}
+
+static gcx_status_t compress_load(train_sync_t *sync, train_blob_t *in)
+{
+    sync_compress_t *sc = sync->priv;
+
+    return train_sync_get_feedback(in, sc->fb, sync->ops->name);
+}
+
 /* one vtable per compressor; the kind comes from the name in init */
 const train_sync_ops_t train_sync_topk = {
     .name     = "topk",
@@ -125,6 +142,8 @@ const train_sync_ops_t train_sync_topk = {
     .init     = compress_init,
     .exchange = compress_exchange,
     .fini     = compress_fini,
+    .save     = compress_save,
+    .load     = compress_load,
 };
 
 const train_sync_ops_t train_sync_dgc = {
@@ -134,6 +153,8 @@ const train_sync_ops_t train_sync_dgc = {
     .init     = compress_init,
     .exchange = compress_exchange,
     .fini     = compress_fini,
+    .save     = compress_save,
+    .load     = compress_load,
 };
 
 const train_sync_ops_t train_sync_redsync = {
@@ -143,6 +164,8 @@ const train_sync_ops_t train_sync_redsync = {
     .init     = compress_init,
     .exchange = compress_exchange,
     .fini     = compress_fini,
+    .save     = compress_save,
+    .load     = compress_load,
 };
 
 const train_sync_ops_t train_sync_randomk = {
@@ -152,4 +175,6 @@ const train_sync_ops_t train_sync_randomk = {
     .init     = compress_init,
     .exchange = compress_exchange,
     .fini     = compress_fini,
+    .save     = compress_save,
+    .load     = compress_load,
 };

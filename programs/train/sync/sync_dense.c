@@ -46,4 +46,6 @@ const train_sync_ops_t train_sync_dense = {
     .init = dense_init,
     .exchange = dense_exchange,
     .fini = dense_fini,
+    .save = train_sync_save_nothing,
+    .load = train_sync_load_nothing,
 };

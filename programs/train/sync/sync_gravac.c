@@ -12,9 +12,17 @@
  *
  * The throughput the controller compares is steps per second of the
  * previous step (samples/s up to the constant global batch), measured here
- * between exchanges.
- * Options: compressor=topk|dgc|redsync|randomk (default topk) and the
- * controller's theta_min, theta_max, eps, window overriding GCX_GRAVAC_*.
+ * between exchanges; or, with model_gbit=G, that of a modeled step,
+ * model_compute_ms + B / G Gbit/s with B the bytes of an allgather of the
+ * sent level ((P-1) * nnz * 8) or of a dense ring allreduce: the same on
+ * every run (the bytes the sparse allreduce really sent depend on the
+ * algorithm its timing-driven auto picked), so that runs, and a run resumed
+ * from a checkpoint against one that never stopped, decide alike.
+ * Options: compressor=topk|dgc|redsync|randomk (default topk), the
+ * controller's theta_min, theta_max, eps, window overriding GCX_GRAVAC_*,
+ * and model_gbit (0: measure, the default), model_compute_ms (default 10).
+ * Checkpoints hold the controller (gcx_gravac_save), the residual and the
+ * previous step's throughput.
  */
 #include "sync/sync.h"
 #include "util.h"
@@ -33,6 +41,8 @@ typedef struct sync_gravac {
     gcx_compressor_t  *comp;
     double             last_time; /* end of the previous exchange */
     double             steps_per_s;
+    double             model_gbit;       /* 0: measured throughput */
+    double             model_compute_s;
 } sync_gravac_t;
 
 static void gravac_fini(train_sync_t *sync)
@@ -50,8 +60,8 @@ static void gravac_fini(train_sync_t *sync)
 }
 
 /* Controller parameters: defaults, GCX_GRAVAC_*, then the mode's options. */
-static gcx_status_t gravac_params(train_sync_t *sync, train_kv_t *args,
-                                  gcx_gravac_params_t *p)
+static gcx_status_t gravac_params(train_sync_t *sync, sync_gravac_t *sg,
+                                  train_kv_t *args, gcx_gravac_params_t *p)
 {
     gcx_config_t *own = NULL;
     gcx_status_t  status;
@@ -69,6 +79,15 @@ static gcx_status_t gravac_params(train_sync_t *sync, train_kv_t *args,
         }
     }
     p->nranks = sync->comm->size;
+    if (status == GCX_OK) {
+        status = train_kv_double(args, "gravac", "model_gbit", 0, 0, 1e6,
+                                 &sg->model_gbit);
+    }
+    if (status == GCX_OK) {
+        status = train_kv_double(args, "gravac", "model_compute_ms", 10, 0,
+                                 1e6, &sg->model_compute_s);
+        sg->model_compute_s /= 1e3;
+    }
     if (status == GCX_OK) {
         status = train_kv_double(args, "gravac", "theta_min", p->theta_min, 1,
                                  1e6, &p->theta_min);
@@ -109,7 +128,7 @@ static gcx_status_t gravac_init(train_sync_t *sync, train_kv_t *args)
         status = GCX_ERR_INVALID;
     }
     if (status == GCX_OK) {
-        status = gravac_params(sync, args, &params);
+        status = gravac_params(sync, sg, args, &params);
     }
     if (status == GCX_OK) {
         status = gcx_gravac_create(&params, &sg->ctl);
@@ -140,7 +159,7 @@ static gcx_status_t gravac_exchange(train_sync_t *sync, float *grad,
     gcx_gravac_record_t rec;
     const gcx_sparse_vec_t *sel;
     gcx_status_t        status;
-    double              bytes, now;
+    double              bytes, model_bytes, now;
 
     (void)src;
     gcx_compressor_set_step(sg->comp, (uint64_t)sync->step);
@@ -165,8 +184,10 @@ static gcx_status_t gravac_exchange(train_sync_t *sync, float *grad,
         status = train_comm_allreduce(sync->comm, grad, sync->n, GCX_DT_F32,
                                       GCX_OP_AVG);
         bytes = train_sync_ring_bytes(sync->n, sync->comm->size);
+        model_bytes = bytes;
     } else {
         status = train_comm_sparse_average(sync->comm, sel, grad, &bytes);
+        model_bytes = (double)(sync->comm->size - 1) * (double)sel->nnz * 8.0;
     }
     if (status == GCX_OK) {
         status = gcx_gravac_commit(sg->work, &rec);
@@ -175,8 +196,15 @@ static gcx_status_t gravac_exchange(train_sync_t *sync, float *grad,
         return status;
     }
     now = train_now();
-    sg->steps_per_s = sg->last_time > 0 ? 1.0 / (now - sg->last_time) : 0;
-    sg->last_time   = now;
+    if (sg->model_gbit > 0) {
+        sg->steps_per_s =
+            1.0 / (sg->model_compute_s +
+                   model_bytes * 8.0 / (sg->model_gbit * 1e9));
+    } else {
+        sg->steps_per_s =
+            sg->last_time > 0 ? 1.0 / (now - sg->last_time) : 0;
+    }
+    sg->last_time = now;
     stats->bytes_sent  = bytes;
     stats->dense_bytes = train_sync_ring_bytes(sync->n, sync->comm->size);
     stats->cf          = rec.cf;
@@ -185,13 +213,63 @@ static gcx_status_t gravac_exchange(train_sync_t *sync, float *grad,
     return GCX_OK;
 }
 
+static gcx_status_t gravac_save(train_sync_t *sync, train_blob_t *out)
+{
+    sync_gravac_t *sg  = sync->priv;
+    size_t         len = gcx_gravac_save_size(sg->ctl);
+    uint8_t       *ctl = malloc(len);
+    gcx_status_t   status;
+
+    if (ctl == NULL) {
+        return GCX_ERR_NOMEM;
+    }
+    status = gcx_gravac_save(sg->ctl, ctl, len, NULL);
+    if (status == GCX_OK) {
+        train_blob_put_u64(out, len);
+        train_blob_put(out, ctl, len);
+        train_sync_put_feedback(out, sg->fb);
+        train_blob_put_f64(out, sg->steps_per_s);
+    }
+    free(ctl);
+    return status;
+}
+
+static gcx_status_t gravac_load(train_sync_t *sync, train_blob_t *in)
+{
+    sync_gravac_t *sg  = sync->priv;
+    uint64_t       len = train_blob_get_u64(in);
+    gcx_status_t   status;
+
+    if (!in->ok || len > in->len - in->pos) {
+        train_error("--resume: sync gravac: the checkpoint is cut short");
+        return GCX_ERR_INVALID;
+    }
+    status = gcx_gravac_load(sg->ctl, in->data + in->pos, (size_t)len);
+    if (status != GCX_OK) {
+        train_error("--resume: sync gravac: the controller's state %s: %s",
+                    status == GCX_ERR_MISMATCH
+                        ? "was saved under other GraVAC parameters"
+                        : "is not one this version can restore",
+                    gcx_strerror(status));
+        return status;
+    }
+    in->pos += (size_t)len;
+    status = train_sync_get_feedback(in, sg->fb, "gravac");
+    sg->steps_per_s = train_blob_get_f64(in);
+    return status == GCX_OK && !in->ok ? GCX_ERR_INVALID : status;
+}
+
 const train_sync_ops_t train_sync_gravac = {
     .name     = "gravac",
     .help     = "GraVAC adaptive CF + error feedback, sparse allreduce; "
                 "compressor=topk|dgc|redsync|randomk, theta_min, theta_max, "
-                "eps, window (defaults: GCX_GRAVAC_*)",
+                "eps, window (defaults: GCX_GRAVAC_*); model_gbit, "
+                "model_compute_ms: a modeled throughput instead of the "
+                "measured one",
     .flags    = 0,
     .init     = gravac_init,
     .exchange = gravac_exchange,
     .fini     = gravac_fini,
+    .save     = gravac_save,
+    .load     = gravac_load,
 };
