@@ -31,8 +31,9 @@
  *
  * T per CF is the mean of the CF's samples in the latest window that sent
  * it. The paper keeps the latest value; a single step's samples/s is too
- * noisy to compare within omega (one step on a shared machine varies by
- * tens of percent), while the window is the controller's own unit of
+ * noisy to compare within omega (step times of a 4-rank gcx-train run on
+ * the shared 2-core box had a coefficient of variation of 0.30), while the
+ * window is the controller's own unit of
  * decision, so the latest window's mean is the paper's "latest" at the
  * resolution the controller decides at: a regime change replaces it within
  * one window, unlike a mean over all of training, which would take as many

@@ -19,20 +19,30 @@
  * algorithm its timing-driven auto picked), so that runs, and a run resumed
  * from a checkpoint against one that never stopped, decide alike.
  * Options: compressor=topk|dgc|redsync|randomk (default topk), the
- * controller's theta_min, theta_max, eps, window overriding GCX_GRAVAC_*,
+ * controller's theta_min, theta_max, eps, window, omega, policy overriding
+ * GCX_GRAVAC_*,
  * and model_gbit (0: measure, the default), model_compute_ms (default 10).
  * Checkpoints hold the controller (gcx_gravac_save), the residual and the
  * previous step's throughput.
+ *
+ * With explain=1 (the default) rank 0 prints at every window end why the
+ * controller chose what it chose: the steps the window sent at each CF and
+ * the gains against epsilon, the throughput of every CF sent so far and
+ * whether the two best are within omega (saturation), whether the gains
+ * agree (raise), and the thetas of the next window. Cost: one line of a few
+ * hundred characters per window, O(CFs seen).
  */
 #include "sync/sync.h"
 #include "util.h"
 
 #include <gcx/compress.h>
 #include <gcx/gravac.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define SYNC_GRAVAC_SEED 0x67726176u
+#define SYNC_GRAVAC_CFS  32 /* CFs the explanation lists */
 
 typedef struct sync_gravac {
     gcx_gravac_t      *ctl;
@@ -43,6 +53,13 @@ typedef struct sync_gravac {
     double             steps_per_s;
     double             model_gbit;       /* 0: measured throughput */
     double             model_compute_s;
+    /* explain=1: what the window did, per CF seen (rank 0 prints) */
+    int                explain;
+    gcx_gravac_params_t params;
+    double             cfs[SYNC_GRAVAC_CFS];
+    long               sent_in_window[SYNC_GRAVAC_CFS];
+    int                ncfs;
+    long               window_first; /* step the window began at */
 } sync_gravac_t;
 
 static void gravac_fini(train_sync_t *sync)
@@ -105,6 +122,24 @@ static gcx_status_t gravac_params(train_sync_t *sync, sync_gravac_t *sg,
                                  &window);
         p->window = (int)window;
     }
+    if (status == GCX_OK) {
+        status = train_kv_double(args, "gravac", "omega", p->omega, 0, 0.999,
+                                 &p->omega);
+    }
+    if (status == GCX_OK) {
+        const char *policy = train_kv_str(args, "policy", NULL);
+
+        if (policy != NULL && strcmp(policy, "exponential") == 0) {
+            p->policy = GCX_GRAVAC_POLICY_EXPONENTIAL;
+        } else if (policy != NULL && strcmp(policy, "geometric") == 0) {
+            p->policy = GCX_GRAVAC_POLICY_GEOMETRIC;
+        } else if (policy != NULL) {
+            train_error("sync gravac: policy=%s: expected exponential or "
+                        "geometric",
+                        policy);
+            status = GCX_ERR_INVALID;
+        }
+    }
     return status == GCX_OK ? gcx_gravac_params_check(p) : status;
 }
 
@@ -131,6 +166,13 @@ static gcx_status_t gravac_init(train_sync_t *sync, train_kv_t *args)
         status = gravac_params(sync, sg, args, &params);
     }
     if (status == GCX_OK) {
+        long explain;
+
+        status = train_kv_long(args, "gravac", "explain", 1, 0, 1, &explain);
+        sg->explain = (int)explain && sync->comm->rank == 0;
+        sg->params  = params;
+    }
+    if (status == GCX_OK) {
         status = gcx_gravac_create(&params, &sg->ctl);
     }
     if (status == GCX_OK) {
@@ -148,6 +190,100 @@ static gcx_status_t gravac_init(train_sync_t *sync, train_kv_t *args)
         gravac_fini(sync);
     }
     return status;
+}
+
+/* Count a step's send under its CF (explain). */
+static void gravac_count(sync_gravac_t *sg, double cf)
+{
+    int i;
+
+    for (i = 0; i < sg->ncfs && sg->cfs[i] != cf; ++i) {
+    }
+    if (i == sg->ncfs) {
+        if (sg->ncfs == SYNC_GRAVAC_CFS) {
+            return;
+        }
+        sg->cfs[sg->ncfs++] = cf;
+    }
+    sg->sent_in_window[i]++;
+}
+
+/* At a window end: one line on why the controller did what it did. */
+static void gravac_explain(sync_gravac_t *sg, long step,
+                           const gcx_gravac_record_t *rec)
+{
+    const gcx_gravac_params_t *p = &sg->params;
+    char                       line[2048];
+    size_t                     len = 0;
+    double                     t, best = -1, second = -1, best_cf = 0,
+                               second_cf = 0;
+    gcx_gravac_state_t         next;
+    int                        i;
+
+#define GRAVAC_PUT(...)                                                        \
+    do {                                                                       \
+        if (len < sizeof(line)) {                                              \
+            int n_ = snprintf(line + len, sizeof(line) - len, __VA_ARGS__);    \
+            len += n_ > 0 ? (size_t)n_ : 0;                                    \
+        }                                                                      \
+    } while (0)
+    GRAVAC_PUT("GraVAC steps %ld-%ld: sent", sg->window_first, step);
+    for (i = 0; i < sg->ncfs; ++i) {
+        if (sg->sent_in_window[i] > 0) {
+            GRAVAC_PUT(" CF %g x%ld", sg->cfs[i], sg->sent_in_window[i]);
+        }
+    }
+    GRAVAC_PUT("; gains delta_min %.3f (CF %g), delta_c %.3f (CF %g) vs "
+               "epsilon %g",
+               rec->delta_min, rec->theta_min, rec->delta_c,
+               rec->theta_min * rec->theta_s, p->epsilon);
+    GRAVAC_PUT("; T (steps/s over ranks x gain):");
+    for (i = 0; i < sg->ncfs; ++i) {
+        if (gcx_gravac_throughput(sg->ctl, sg->cfs[i], &t) != GCX_OK) {
+            continue;
+        }
+        GRAVAC_PUT(" CF %g %.4g", sg->cfs[i], t);
+        if (t > best) {
+            second = best, second_cf = best_cf;
+            best = t, best_cf = sg->cfs[i];
+        } else if (t > second) {
+            second = t, second_cf = sg->cfs[i];
+        }
+    }
+    if (second > 0) {
+        GRAVAC_PUT("; best two CF %g / CF %g %.1f%% apart %s omega %g%%",
+                   best_cf, second_cf, 100.0 * (best - second) / second,
+                   best - second <= p->omega * second ? "<=" : ">",
+                   100.0 * p->omega);
+    }
+    (void)gcx_gravac_get_state(sg->ctl, &next);
+    if (rec->events & GCX_GRAVAC_EV_SETTLED) {
+        GRAVAC_PUT(" -> settled on CF %g (the lower of the two)",
+                   next.settled_cf);
+    } else if (next.settled) {
+        GRAVAC_PUT(" -> stays settled on CF %g", next.settled_cf);
+    } else {
+        if (rec->events & GCX_GRAVAC_EV_UNSETTLED) {
+            GRAVAC_PUT(" -> no longer saturated: the search resumes");
+        }
+        GRAVAC_PUT("; gains %s (|delta_min - delta_c| / delta_min %.1f%% "
+                   "%s omega)",
+                   rec->events & GCX_GRAVAC_EV_RAISED ? "agree: theta_min "
+                                                        "raised"
+                                                      : "differ",
+                   rec->delta_min > 0
+                       ? 100.0 * fabs(rec->delta_min - rec->delta_c) /
+                             rec->delta_min
+                       : 0.0,
+                   rec->events & GCX_GRAVAC_EV_RAISED ? "<=" : ">");
+    }
+    GRAVAC_PUT("; next window: theta_min %g, theta_s %g, c level CF %g%s",
+               next.theta_min, next.theta_s, next.theta_min * next.theta_s,
+               rec->events & GCX_GRAVAC_EV_CAPPED ? " (theta_max)" : "");
+#undef GRAVAC_PUT
+    train_info("%s", line);
+    memset(sg->sent_in_window, 0, sizeof(sg->sent_in_window));
+    sg->window_first = step + 1;
 }
 
 static gcx_status_t gravac_exchange(train_sync_t *sync, float *grad,
@@ -205,6 +341,12 @@ static gcx_status_t gravac_exchange(train_sync_t *sync, float *grad,
             sg->last_time > 0 ? 1.0 / (now - sg->last_time) : 0;
     }
     sg->last_time = now;
+    if (sg->explain) {
+        gravac_count(sg, rec.cf);
+        if (rec.events & GCX_GRAVAC_EV_WINDOW) {
+            gravac_explain(sg, sync->step, &rec);
+        }
+    }
     stats->bytes_sent  = bytes;
     stats->dense_bytes = train_sync_ring_bytes(sync->n, sync->comm->size);
     stats->cf          = rec.cf;
@@ -236,9 +378,10 @@ static gcx_status_t gravac_save(train_sync_t *sync, train_blob_t *out)
 
 static gcx_status_t gravac_load(train_sync_t *sync, train_blob_t *in)
 {
-    sync_gravac_t *sg  = sync->priv;
-    uint64_t       len = train_blob_get_u64(in);
-    gcx_status_t   status;
+    sync_gravac_t     *sg  = sync->priv;
+    uint64_t           len = train_blob_get_u64(in);
+    gcx_gravac_state_t state;
+    gcx_status_t       status;
 
     if (!in->ok || len > in->len - in->pos) {
         train_error("--resume: sync gravac: the checkpoint is cut short");
@@ -254,6 +397,10 @@ static gcx_status_t gravac_load(train_sync_t *sync, train_blob_t *in)
         return status;
     }
     in->pos += (size_t)len;
+    if (gcx_gravac_get_state(sg->ctl, &state) == GCX_OK) {
+        sg->window_first =
+            (long)(state.step - state.step % sg->params.window);
+    }
     status = train_sync_get_feedback(in, sg->fb, "gravac");
     sg->steps_per_s = train_blob_get_f64(in);
     return status == GCX_OK && !in->ok ? GCX_ERR_INVALID : status;
@@ -263,9 +410,10 @@ const train_sync_ops_t train_sync_gravac = {
     .name     = "gravac",
     .help     = "GraVAC adaptive CF + error feedback, sparse allreduce; "
                 "compressor=topk|dgc|redsync|randomk, theta_min, theta_max, "
-                "eps, window (defaults: GCX_GRAVAC_*); model_gbit, "
+                "eps, window, omega, policy (defaults: GCX_GRAVAC_*); model_gbit, "
                 "model_compute_ms: a modeled throughput instead of the "
-                "measured one",
+                "measured one; explain=0|1 (default 1): rank 0 says why at "
+                "every window end",
     .flags    = 0,
     .init     = gravac_init,
     .exchange = gravac_exchange,

@@ -79,6 +79,17 @@ for mode in topk:cf=50 dgc:cf=50 redsync:cf=50 randomk:cf=20 \
     [ "$c" = 5 ] || { echo "FAIL: sync $mode: $c weight checks"; fail=1; }
     awk -v s="$sent" -v d="$dense" 'BEGIN { exit !(s > 0 && s < d) }' ||
         { echo "FAIL: sync $mode sent no fewer bytes than dense"; fail=1; }
+    # GraVAC explains each window on rank 0: what it sent, the gains
+    # against epsilon, and the thetas of the next window
+    if [ "$name" = gravac ]; then
+        why=$(grep -c "^gcx-train\[0\]: GraVAC steps .*: sent CF .*epsilon 0.5.*next window: theta_min" \
+              "$tmp/$name.log")
+        echo "sync gravac: $why window explanations (4 windows of 10 steps)"
+        [ "$why" = 4 ] && ! grep -q "^gcx-train\[[12]\]: GraVAC steps" \
+            "$tmp/$name.log" ||
+            { echo "FAIL: sync gravac: expected 4 explanations, rank 0 only"
+              cat "$tmp/$name.log"; fail=1; }
+    fi
 done
 for mode in gc-fr gc-cr pgc-fr pgc-cr; do
     "$gcxrun" -n 4 -- "$train" $common --batch 12 --sync "$mode" \
