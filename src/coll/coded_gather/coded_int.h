@@ -41,6 +41,16 @@ typedef struct gcx_coded_hdr {
     float    arrival[GCX_CODE_MAX_WORKERS];
 } gcx_coded_hdr_t;
 
+/**
+ * A received header of @p len bytes into @p hdr: the fixed part and any
+ * number of arrival entries (those not sent read 0). Pure: the AM handler
+ * and the fuzz target (tests/fuzz/fuzz_coded.c) call it.
+ * @return GCX_ERR_INVALID when @p len is shorter than the fixed part or
+ *         longer than the whole header.
+ */
+gcx_status_t gcx_coded_hdr_parse(const void *bytes, size_t len,
+                                 gcx_coded_hdr_t *hdr);
+
 /*
  * A buffer of count floats with a reference count: the owner holds one,
  * every abandoned transfer that still reads or writes it holds one, so it
