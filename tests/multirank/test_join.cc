@@ -83,28 +83,50 @@ TEST(Join, RootThatNeverComesTimesOut)
     gcx_config_release(c);
 }
 
+// Forks rank 1 of @p size (job token @p token unless NULL), which exits 0
+// when its creation fails with @p expect and its log names @p needle.
+pid_t refused_rank(int port, int fd, int size, const char *token,
+                   gcx_status_t expect, const char *needle)
+{
+    pid_t child = fork();
+    if (child == 0) {
+        close(fd);
+        gcx_config_t *c    = config_for(1, size, port, -1);
+        gcx_comm_t   *comm = nullptr;
+        if (token != nullptr) {
+            gcx_config_set(c, "JOB_TOKEN", token);
+            gcx_config_set(c, "TIMEOUT", "60"); // a refusal must not wait
+        }
+        testing::internal::CaptureStderr();
+        gcx_status_t s   = gcx_comm_create(nullptr, c, &comm);
+        std::string  err = testing::internal::GetCapturedStderr();
+        _exit(s != expect ? 10 - s : err.find(needle) == std::string::npos ? 20 : 0);
+    }
+    return child;
+}
+
+// Waits for @p child and expects it to have exited 0.
+void expect_exit_0(pid_t child, const char *what)
+{
+    int wstatus = 0;
+    ASSERT_EQ(child, waitpid(child, &wstatus, 0));
+    EXPECT_TRUE(WIFEXITED(wstatus));
+    EXPECT_EQ(0, WEXITSTATUS(wstatus)) << what;
+}
+
 TEST(Join, WorldSizeDisagreementFailsBothSides)
 {
     int port, fd = listen_loopback(&port);
     ASSERT_GE(fd, 0);
-    pid_t child = fork();
+    pid_t child = refused_rank(port, fd, 3, nullptr, GCX_ERR_MISMATCH,
+                               "refused");
     ASSERT_GE(child, 0);
-    if (child == 0) {
-        close(fd);
-        gcx_config_t *c    = config_for(1, 3, port, -1);
-        gcx_comm_t   *comm = nullptr;
-        gcx_status_t  s    = gcx_comm_create(nullptr, c, &comm);
-        _exit(s == GCX_ERR_MISMATCH ? 0 : 10 - s);
-    }
     gcx_config_t *c    = config_for(0, 2, port, fd);
     gcx_comm_t   *comm = nullptr;
     testing::internal::CaptureStderr();
     EXPECT_EQ(GCX_ERR_MISMATCH, gcx_comm_create(nullptr, c, &comm));
     testing::internal::GetCapturedStderr();
-    int wstatus = 0;
-    ASSERT_EQ(child, waitpid(child, &wstatus, 0));
-    EXPECT_TRUE(WIFEXITED(wstatus));
-    EXPECT_EQ(0, WEXITSTATUS(wstatus)) << "the joining rank did not see the mismatch";
+    expect_exit_0(child, "the joining rank did not see the mismatch");
     gcx_config_release(c);
     close(fd);
 }
@@ -298,10 +320,7 @@ TEST(Join, JunkConnectionsDoNotStopTheJob)
         gcx_comm_destroy(comm);
     }
     for (pid_t pid : ranks) {
-        int wstatus = 0;
-        ASSERT_EQ(pid, waitpid(pid, &wstatus, 0));
-        EXPECT_TRUE(WIFEXITED(wstatus));
-        EXPECT_EQ(0, WEXITSTATUS(wstatus)) << "a rank failed";
+        expect_exit_0(pid, "a rank failed");
     }
     waitpid(flood, nullptr, 0);
     printf("rank 0's log:\n%s", err.c_str());
@@ -323,20 +342,9 @@ TEST(Join, RankWithAnotherTokenIsRefused)
 {
     int port, fd = listen_loopback(&port);
     ASSERT_GE(fd, 0);
-    pid_t child = fork();
+    pid_t child = refused_rank(port, fd, 2, "another-job", GCX_ERR_MISMATCH,
+                               "job token");
     ASSERT_GE(child, 0);
-    if (child == 0) {
-        close(fd);
-        gcx_config_t *c    = config_for(1, 2, port, -1);
-        gcx_comm_t   *comm = nullptr;
-        gcx_config_set(c, "JOB_TOKEN", "another-job");
-        gcx_config_set(c, "TIMEOUT", "60"); // a refusal must not wait
-        testing::internal::CaptureStderr();
-        gcx_status_t s   = gcx_comm_create(nullptr, c, &comm);
-        std::string  err = testing::internal::GetCapturedStderr();
-        _exit(s != GCX_ERR_MISMATCH ? 10 - s :
-              err.find("job token") == std::string::npos ? 20 : 0);
-    }
     gcx_config_t *c    = config_for(0, 2, port, fd);
     gcx_comm_t   *comm = nullptr;
     ASSERT_EQ(GCX_OK, gcx_config_set(c, "JOB_TOKEN", "this-job"));
@@ -344,10 +352,7 @@ TEST(Join, RankWithAnotherTokenIsRefused)
     EXPECT_EQ(GCX_ERR_TIMEOUT, gcx_comm_create(nullptr, c, &comm));
     std::string err = testing::internal::GetCapturedStderr();
     EXPECT_NE(std::string::npos, err.find("wrong job token")) << err;
-    int wstatus = 0;
-    ASSERT_EQ(child, waitpid(child, &wstatus, 0));
-    EXPECT_TRUE(WIFEXITED(wstatus));
-    EXPECT_EQ(0, WEXITSTATUS(wstatus)) << "the rank was not refused by token";
+    expect_exit_0(child, "the rank was not refused by its token");
     gcx_config_release(c);
     close(fd);
 }
