@@ -374,13 +374,14 @@ uint64_t gcx_bootstrap_reply_mac(const uint64_t key[2], uint64_t root_nonce,
  * or a reply from being replayed into another connection). */
 static uint64_t gcx_bootstrap_nonce(void)
 {
-    static uint64_t counter;
+    static uint64_t counter; /* creations may run on several threads */
     uint64_t        v = 0;
 
     if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v)) {
         v = (uint64_t)(gcx_time_now() * 1e9) ^ ((uint64_t)getpid() << 32);
     }
-    return v ^ (++counter * 0x9e3779b97f4a7c15ull);
+    return v ^ (__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) *
+                0x9e3779b97f4a7c15ull);
 }
 
 /* ---- messages ------------------------------------------------------------ */
@@ -706,8 +707,11 @@ static void gcx_bootstrap_take(gcx_bootstrap_root_state_t *st, int listen_fd,
                                         timeout : GCX_BOOTSTRAP_HELLO_S);
     p->nonce    = gcx_bootstrap_nonce();
     p->got      = 0;
-    snprintf(p->peer, sizeof(p->peer), "%s:%u", inet_ntoa(sa.sin_addr),
-             ntohs(sa.sin_port));
+    if (inet_ntop(AF_INET, &sa.sin_addr, p->peer, sizeof(p->peer)) == NULL) {
+        snprintf(p->peer, sizeof(p->peer), "?");
+    }
+    snprintf(p->peer + strlen(p->peer), sizeof(p->peer) - strlen(p->peer),
+             ":%u", ntohs(sa.sin_port));
     challenge.nonce = p->nonce;
     /* 20 bytes into a fresh socket's buffer: never partial */
     if (send(fd, buf, gcx_bootstrap_pack(buf, &challenge),
