@@ -12,6 +12,8 @@
  */
 #include "base/config.h"
 #include "base/log.h"
+#include "coll/coded_gather/coded_int.h"
+#include "core/bootstrap.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -27,7 +29,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char                      value[2 * GCX_CONFIG_STRING_MAX];
     char                      printed[GCX_CONFIG_STRING_MAX];
     char                      accepted[256];
+    char                      host[64];
+    uint64_t                  mask;
     size_t                    n;
+    int                       ranks, workers;
 
     if (!ready) {
         gcx_log_configure(-1, -1);
@@ -50,5 +55,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     (void)gcx_config_find(value);
+    if (gcx_bootstrap_first_host(value, host, 1 + data[0] % sizeof(host)) ==
+            GCX_OK &&
+        strlen(host) >= 1 + data[0] % sizeof(host)) {
+        abort(); /* the host must fit the buffer it was given */
+    }
+    ranks   = 1 + data[0] % 66; /* up to 64 workers and a root, and beyond */
+    workers = ranks - (data[0] & 1);
+    if (gcx_coded_straggler_parse(value, ranks, (data[0] >> 1) % ranks,
+                                  data[0] & 1, &mask) == GCX_OK &&
+        workers < 64 && mask >> workers != 0) {
+        abort(); /* a worker beyond the communicator */
+    }
     return 0;
 }

@@ -182,6 +182,15 @@ void gcx_coded_fill_result(const gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
 
 /* ---- straggler injection (coded_straggler.c) ----------------------------- */
 
+/**
+ * The workers of a GCX_STRAGGLER_RANKS list ("1,3") on a communicator of
+ * @p size ranks, as a bit mask (a root that is not a worker is left out).
+ * Pure: the fuzz target tests/fuzz/fuzz_config.c calls it.
+ * @return GCX_ERR_INVALID (nothing written) on a bad list.
+ */
+gcx_status_t gcx_coded_straggler_parse(const char *list, int size, int root,
+                                       int root_not_worker, uint64_t *mask_p);
+
 /** Parse GCX_STRAGGLER_* for this object; GCX_ERR_INVALID on a bad list. */
 gcx_status_t gcx_coded_straggler_init(gcx_coded_t *coded);
 
