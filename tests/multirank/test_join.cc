@@ -178,7 +178,7 @@ int connect_to(int port)
 {
     int                fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in sa = {};
-    struct timeval     tv = {2, 0}; // a stuck read must not stall the flood
+    struct timeval     tv = {10, 0}; // a stuck read cannot stall the test
     sa.sin_family      = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     sa.sin_port        = htons(uint16_t(port));
@@ -191,7 +191,7 @@ int connect_to(int port)
     return fd;
 }
 
-// Reads until the other side closes (rank 0 rejected us) or 2 s pass.
+// Reads until the other side closes (rank 0 rejected us) or 10 s pass.
 void drain(int fd)
 {
     char buf[256];
