@@ -6,7 +6,9 @@
 # As root, missing packages are installed with apt-get (one 'apt-get update'
 # first). Otherwise it prints the exact command to run and fails. --perf adds
 # what the comparison benchmarks and plots use (Open MPI is always in, since
-# the allreduce comparison driver is built with it).
+# the allreduce comparison driver is built with it). clang and its runtime
+# libraries (libFuzzer, the sanitizers: libclang-rt-14-dev, only recommended
+# by clang) build the fuzz targets of tests/fuzz.
 set -euo pipefail
 
 packages=(
@@ -15,6 +17,7 @@ packages=(
   libgtest-dev libopenmpi-dev openmpi-bin
   libopenblas-dev liblapacke-dev zlib1g-dev dataset-fashion-mnist
   iproute2 python3 python3-venv python3-dev
+  clang libclang-rt-14-dev
 )
 if [[ "${1:-}" == "--perf" ]]; then
   packages+=(python3-torch python3-numpy gnuplot-nox)

@@ -4,6 +4,7 @@
 #   scripts/test.sh            release build + all suites, then an
 #                              ASan+UBSan build + all suites again
 #   GCX_TEST_NO_ASAN=1 ...     skip the sanitizer pass (local iteration)
+#   GCX_TEST_NO_FUZZ=1 ...     skip the fuzz stage (below)
 #
 # Suites: unit (no network), multirank (gcxrun jobs with P = 1..5), failure
 # (dead and sleeping ranks, joins), cluster (network-namespace self-test;
@@ -86,5 +87,20 @@ if [[ "${GCX_TEST_NO_ASAN:-0}" != "1" ]]; then
   # shim that ASan refuses: once (above) is enough for both
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     run_suites build-asan --no-suite cluster --no-suite audit
+fi
+# ---- fuzz stage: the libFuzzer targets of tests/fuzz (parsers of bytes from
+# other processes or the user), built with clang in build-fuzz (-Dfuzz=true:
+# coverage + ASan + UBSan, every report fatal), each run 20 s from its seed
+# corpus as one test of suite 'fuzz' (~2.3 min: build 49 s, tests 89 s, on
+# the shared 2-core box at load 15)
+if [[ "${GCX_TEST_NO_FUZZ:-0}" != "1" ]]; then
+  if [[ ! -f build-fuzz/build.ninja ]]; then
+    CC=clang CXX=clang++ meson setup build-fuzz --buildtype=debug -Dfuzz=true \
+      -Dtests=false -Db_sanitize=address,undefined -Db_lundef=false
+  else
+    meson setup --reconfigure build-fuzz >/dev/null
+  fi
+  meson compile -C build-fuzz
+  run_suites build-fuzz --suite fuzz
 fi
 echo "tests: $passed passed, $failed failed, $skipped skipped"

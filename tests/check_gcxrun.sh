@@ -5,7 +5,8 @@
 #    GCX_LOCAL_RANK=GCX_RANK and GCX_LOCAL_SIZE=N (one host), one
 #    GCX_ROOT_ADDR/GCX_ROOT_PORT; rank 0 alone gets GCX_BOOTSTRAP_FD, a socket
 #    listening on that address and port (a stale one in gcxrun's environment
-#    does not reach the other ranks);
+#    does not reach the other ranks); one GCX_JOB_TOKEN of 32 hex digits
+#    for all ranks, another for the next job, the caller's when it set one;
 #  - exit status: 0 when every rank succeeds, 3 when a rank exits 3, 138
 #    (128+SIGUSR1) when a rank dies of SIGUSR1;
 #  - stop-all: when a rank fails the others (sleeping 60 s) get SIGTERM, gcxrun
@@ -212,10 +213,22 @@ for f in "${files[@]}"; do
     [[ $r -eq 0 || -z $(get "$f" GCX_BOOTSTRAP_FD) ]] ||
         fail "environment: rank $r has GCX_BOOTSTRAP_FD='$(get "$f" GCX_BOOTSTRAP_FD)' (rank 0's alone)"
 done
-# a stale GCX_BOOTSTRAP_FD in gcxrun's own environment reaches nobody but rank 0, replaced
+# the job token: one per job, random, the caller's if set
+token=$(get "${files[0]}" GCX_JOB_TOKEN)
+[[ $token =~ ^[0-9a-f]{32}$ ]] || fail "environment: GCX_JOB_TOKEN='$token', expected 32 hex digits"
+for f in "${files[@]}"; do
+    [[ $(get "$f" GCX_JOB_TOKEN) == "$token" ]] ||
+        fail "environment: rank $(get "$f" GCX_RANK)'s GCX_JOB_TOKEN differs from another rank's"
+done
+# shellcheck disable=SC2016 # expanded by the rank
+next=$("$gcxrun" -n 1 -- bash -c 'echo $GCX_JOB_TOKEN')
+[[ $next =~ ^[0-9a-f]{32}$ && $next != "$token" ]] ||
+    fail "environment: the next job's GCX_JOB_TOKEN '$next' is not a new one (was '$token')"
+# a stale GCX_BOOTSTRAP_FD in gcxrun's own environment reaches nobody but rank 0, replaced;
+# a GCX_JOB_TOKEN there is every rank's
 dir=$tmp/env-stale
 mkdir "$dir"
-GCX_BOOTSTRAP_FD=99 "$gcxrun" -n 2 -- "$tmp/rank.sh" "$dir" env env 2>"$dir/err" ||
+GCX_BOOTSTRAP_FD=99 GCX_JOB_TOKEN=callers-token "$gcxrun" -n 2 -- "$tmp/rank.sh" "$dir" env env 2>"$dir/err" ||
     fail "environment (stale GCX_BOOTSTRAP_FD): gcxrun failed: $(<"$dir/err")"
 for f in "$dir"/env.*; do
     r=$(get "$f" GCX_RANK) fd=$(get "$f" GCX_BOOTSTRAP_FD)
@@ -224,6 +237,8 @@ for f in "$dir"/env.*; do
     else
         [[ -z $fd ]] || fail "environment: with GCX_BOOTSTRAP_FD=99 set, rank $r inherits GCX_BOOTSTRAP_FD='$fd'"
     fi
+    [[ $(get "$f" GCX_JOB_TOKEN) == callers-token ]] ||
+        fail "environment: rank $r's GCX_JOB_TOKEN='$(get "$f" GCX_JOB_TOKEN)', expected the caller's 'callers-token'"
 done
 
 # --- exit status

@@ -6,9 +6,12 @@
  *          [--] PROGRAM [ARGS...]
  *
  * Each rank gets GCX_RANK, GCX_WORLD_SIZE, GCX_LOCAL_RANK, GCX_LOCAL_SIZE,
- * GCX_ROOT_ADDR and GCX_ROOT_PORT. gcxrun opens the rendezvous socket itself
- * (on an ephemeral loopback port) and hands it to rank 0 (GCX_BOOTSTRAP_FD),
- * so concurrent jobs never race for a port. When a rank fails, the others
+ * GCX_ROOT_ADDR, GCX_ROOT_PORT and GCX_JOB_TOKEN. gcxrun opens the rendezvous
+ * socket itself (on an ephemeral loopback port) and hands it to rank 0
+ * (GCX_BOOTSTRAP_FD), so concurrent jobs never race for a port; the token,
+ * 128 random bits per job (kept if GCX_JOB_TOKEN is set already), is what
+ * rank 0 admits connections by, so no other process on the host can join
+ * the job. When a rank fails, the others
  * get SIGTERM (then SIGKILL after a grace period) unless --keep-going;
  * SIGINT/SIGTERM to gcxrun are forwarded. The exit status is 0 when every
  * rank succeeded, else the first failing rank's status (128+signal for a
@@ -38,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -162,6 +166,26 @@ static int gcxrun_listen(int *port_p)
     }
     *port_p = ntohs(sa.sin_port);
     return fd;
+}
+
+/* GCX_JOB_TOKEN for every rank: 32 hex digits of getrandom(), unless the
+ * caller set one. 0 on success. */
+static int gcxrun_job_token(void)
+{
+    unsigned char bytes[16];
+    char          text[2 * sizeof(bytes) + 1];
+    size_t        i;
+
+    if (getenv("GCX_JOB_TOKEN") != NULL && *getenv("GCX_JOB_TOKEN") != '\0') {
+        return 0;
+    }
+    if (getrandom(bytes, sizeof(bytes), 0) != (ssize_t)sizeof(bytes)) {
+        return -1;
+    }
+    for (i = 0; i < sizeof(bytes); ++i) {
+        snprintf(text + 2 * i, 3, "%02x", bytes[i]);
+    }
+    return setenv("GCX_JOB_TOKEN", text, 1);
 }
 
 static void gcxrun_setenv_int(const char *name, int value)
@@ -337,6 +361,11 @@ int main(int argc, char **argv)
     if (bind == GCXRUN_BIND_AUTO && nprocs > ncpus && ncpus > 0 &&
         nprocs % ncpus != 0) {
         ncpus = 0; /* uneven: let the scheduler balance the ranks */
+    }
+    if (gcxrun_job_token() != 0) {
+        fprintf(stderr, "gcxrun: cannot make a job token: %s\n",
+                strerror(errno));
+        return 1;
     }
     listen_fd = gcxrun_listen(&port);
     if (listen_fd < 0) {

@@ -70,6 +70,7 @@ struct gcx_config {
     char   root_addr[GCX_CONFIG_STRING_MAX]; /* GCX_ROOT_ADDR, "" = not set */
     int    root_port;           /* GCX_ROOT_PORT, 0 = not set */
     int    bootstrap_fd;        /* GCX_BOOTSTRAP_FD, -1 = not set */
+    char   job_token[GCX_CONFIG_STRING_MAX]; /* GCX_JOB_TOKEN, "" = derive */
     /* coll (src/coll/check.c, ring.c) */
     int    check_args;          /* GCX_CHECK_ARGS */
     size_t pipeline_chunk;      /* GCX_PIPELINE_CHUNK, bytes */

@@ -1,11 +1,27 @@
 /*
- * bootstrap.c - environment detection and a TCP star for the OOB allgather.
+ * bootstrap.c - environment detection and a TCP star for the OOB allgather,
+ * which admits only the ranks of this job.
+ *
+ * Protocol (docs/architecture.md, "Bootstrap"): every message is a 12-byte
+ * header (magic, type, version, body length) and a body whose length the
+ * receiver knows beforehand; a header that disagrees is rejected before a
+ * byte of the body is read, and nothing is allocated from a length on the
+ * wire. Rank 0 sends each new connection a CHALLENGE (a nonce); a rank
+ * answers with a HELLO (rank, size, its nonce, and a SipHash-2-4 MAC of them
+ * and the challenge keyed by the job token), so the token never travels
+ * and a HELLO cannot be replayed; rank 0 admits it with a REPLY MACed the
+ * same way, so the rank knows it reached its own job's root. Rank 0 serves
+ * the connections that have not proven themselves yet all at once from one
+ * poll() (at most GCX_BOOTSTRAP_MAX_PENDING, each with its own deadline), so
+ * port scanners, truncated or oversized messages, wrong tokens and silent
+ * connections are closed with a logged reason and never delay the job.
  *
  * Cost: rank 0 accepts size-1 connections and every allgather moves
  * size*len bytes through rank 0, which is fine for the few hundred bytes of
- * UCX addresses per rank exchanged once at creation. Every socket wait is a
- * poll() against the GCX_TIMEOUT deadline, so a rank that never comes or
- * dies during creation gives GCX_ERR_TIMEOUT or GCX_ERR_PEER, not a hang.
+ * UCX addresses per rank exchanged once at creation; the authentication is
+ * two SipHash-2-4 calls over 32 bytes per rank. Every socket wait
+ * is a poll() against the GCX_TIMEOUT deadline, so a rank that never comes
+ * or dies during creation gives GCX_ERR_TIMEOUT or GCX_ERR_PEER, not a hang.
  */
 #include "bootstrap.h"
 #include "base/log.h"
@@ -24,24 +40,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define GCX_BOOTSTRAP_MAGIC        0x67637862u /* "gcxb" */
 #define GCX_BOOTSTRAP_DEFAULT_PORT 29517
 
-typedef struct gcx_bootstrap_hello {
-    uint32_t magic;
-    uint32_t rank;
-    uint32_t size;
-    int32_t  status; /* reply: GCX_OK or why the root refused */
-} gcx_bootstrap_hello_t;
-
 struct gcx_bootstrap {
-    int    rank;
-    int    size;
-    double timeout;
-    int   *fds; /* root: fds[r] for r >= 1; others: fds[0] = to root */
+    int       rank;
+    int       size;
+    double    timeout;
+    int      *fds;    /* root: fds[r] for r >= 1; others: fds[0] = to root */
+    uint64_t *nonces; /* root: rank r's (challenge, hello) nonces at 2r */
+    uint64_t  key[2]; /* SipHash key made from the job token */
 };
 
 /* ---- identity ------------------------------------------------------------ */
@@ -171,12 +182,28 @@ static uint32_t gcx_bootstrap_hash(const char *text)
     return h;
 }
 
+const char *gcx_bootstrap_job_id(int with_torch, char *buf, size_t buflen)
+{
+    static const char *const vars[] = {
+        "SLURM_JOB_ID", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE",
+        "TORCHELASTIC_RUN_ID"};
+    const char *step = getenv("SLURM_STEP_ID"), *id;
+    size_t      i, n = sizeof(vars) / sizeof(vars[0]) - (with_torch ? 0 : 1);
+
+    for (i = 0; i < n; ++i) {
+        if ((id = getenv(vars[i])) != NULL && *id != '\0') {
+            snprintf(buf, buflen, "%s.%s", id, step != NULL ? step : "");
+            return vars[i];
+        }
+    }
+    return NULL;
+}
+
 gcx_status_t gcx_bootstrap_root(const struct gcx_config *config, char *host,
                                 size_t hostlen, int *port_p)
 {
     const char *addr = config->root_addr;
     const char *nodelist;
-    const char *jobid;
     int         port = config->root_port;
 
     if (*addr == '\0') {
@@ -208,19 +235,260 @@ gcx_status_t gcx_bootstrap_root(const struct gcx_config *config, char *host,
     }
     if (port == 0) {
         /* every rank of one job derives the same port from the job id */
-        if ((jobid = getenv("SLURM_JOB_ID")) != NULL ||
-            (jobid = getenv("OMPI_MCA_ess_base_jobid")) != NULL ||
-            (jobid = getenv("PMIX_NAMESPACE")) != NULL) {
-            char key[256];
-            snprintf(key, sizeof(key), "%s.%s", jobid,
-                     getenv("SLURM_STEP_ID") ? getenv("SLURM_STEP_ID") : "");
-            port = 20000 + (int)(gcx_bootstrap_hash(key) % 20000u);
-        } else {
-            port = GCX_BOOTSTRAP_DEFAULT_PORT;
-        }
+        char key[GCX_CONFIG_STRING_MAX];
+
+        port = gcx_bootstrap_job_id(0, key, sizeof(key)) != NULL ?
+                   20000 + (int)(gcx_bootstrap_hash(key) % 20000u) :
+                   GCX_BOOTSTRAP_DEFAULT_PORT;
     }
     *port_p = port;
     return GCX_OK;
+}
+
+/* ---- the job token and the authenticator -------------------------------- */
+
+#define GCX_ROTL(_x, _b) (uint64_t)(((_x) << (_b)) | ((_x) >> (64 - (_b))))
+#define GCX_SIPROUND(_v0, _v1, _v2, _v3)                                       \
+    do {                                                                       \
+        _v0 += _v1; _v1 = GCX_ROTL(_v1, 13); _v1 ^= _v0;                       \
+        _v0 = GCX_ROTL(_v0, 32);                                               \
+        _v2 += _v3; _v3 = GCX_ROTL(_v3, 16); _v3 ^= _v2;                       \
+        _v0 += _v3; _v3 = GCX_ROTL(_v3, 21); _v3 ^= _v0;                       \
+        _v2 += _v1; _v1 = GCX_ROTL(_v1, 17); _v1 ^= _v2;                       \
+        _v2 = GCX_ROTL(_v2, 32);                                               \
+    } while (0)
+
+static void gcx_bootstrap_put32(uint8_t *p, uint32_t v)
+{
+    int i;
+
+    for (i = 0; i < 4; ++i) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+}
+
+static void gcx_bootstrap_put64(uint8_t *p, uint64_t v)
+{
+    int i;
+
+    for (i = 0; i < 8; ++i) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+}
+
+static uint32_t gcx_bootstrap_get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+static uint64_t gcx_bootstrap_get64(const uint8_t *p)
+{
+    return (uint64_t)gcx_bootstrap_get32(p) |
+           (uint64_t)gcx_bootstrap_get32(p + 4) << 32;
+}
+
+uint64_t gcx_bootstrap_siphash(const uint64_t key[2], const void *data,
+                               size_t len)
+{
+    const uint8_t *in = data;
+    uint64_t       v0 = 0x736f6d6570736575ull ^ key[0];
+    uint64_t       v1 = 0x646f72616e646f6dull ^ key[1];
+    uint64_t       v2 = 0x6c7967656e657261ull ^ key[0];
+    uint64_t       v3 = 0x7465646279746573ull ^ key[1];
+    uint64_t       b  = (uint64_t)len << 56, m;
+    size_t         i, left = len & 7, end = len - left;
+
+    for (i = 0; i < end; i += 8) {
+        m = gcx_bootstrap_get64(in + i);
+        v3 ^= m;
+        GCX_SIPROUND(v0, v1, v2, v3);
+        GCX_SIPROUND(v0, v1, v2, v3);
+        v0 ^= m;
+    }
+    for (i = 0; i < left; ++i) {
+        b |= (uint64_t)in[end + i] << (8 * i);
+    }
+    v3 ^= b;
+    GCX_SIPROUND(v0, v1, v2, v3);
+    GCX_SIPROUND(v0, v1, v2, v3);
+    v0 ^= b;
+    v2 ^= 0xff;
+    for (i = 0; i < 4; ++i) {
+        GCX_SIPROUND(v0, v1, v2, v3);
+    }
+    return v0 ^ v1 ^ v2 ^ v3;
+}
+
+void gcx_bootstrap_key(const char *token, uint64_t key[2])
+{
+    /* two fixed keys make a 128-bit key of the token (domain separation) */
+    static const uint64_t k0[2] = {0x6763782d6a6f622dull, 0x746f6b656e2d6b30ull};
+    static const uint64_t k1[2] = {0x6763782d6a6f622dull, 0x746f6b656e2d6b31ull};
+
+    key[0] = gcx_bootstrap_siphash(k0, token, strlen(token));
+    key[1] = gcx_bootstrap_siphash(k1, token, strlen(token));
+}
+
+/* The job's token: GCX_JOB_TOKEN, else the launcher's job id, else "" (a
+ * job on one host started by hand: foreign bytes are still rejected, a
+ * second job on the same port is told apart by its world or rank claims
+ * only). */
+static const char *gcx_bootstrap_token(const struct gcx_config *config,
+                                       char *buf, size_t buflen)
+{
+    if (config->job_token[0] != '\0') {
+        return "GCX_JOB_TOKEN";
+    }
+    return gcx_bootstrap_job_id(1, buf, buflen);
+}
+
+uint64_t gcx_bootstrap_hello_mac(const uint64_t key[2], uint64_t root_nonce,
+                                 const gcx_bootstrap_msg_t *hello)
+{
+    uint8_t in[32];
+
+    memcpy(in, "gcxHELLO", 8);
+    gcx_bootstrap_put64(in + 8, root_nonce);
+    gcx_bootstrap_put64(in + 16, hello->nonce);
+    gcx_bootstrap_put32(in + 24, hello->rank);
+    gcx_bootstrap_put32(in + 28, hello->size);
+    return gcx_bootstrap_siphash(key, in, sizeof(in));
+}
+
+uint64_t gcx_bootstrap_reply_mac(const uint64_t key[2], uint64_t root_nonce,
+                                 uint64_t rank_nonce,
+                                 const gcx_bootstrap_msg_t *reply)
+{
+    uint8_t in[32];
+
+    memcpy(in, "gcxREPLY", 8);
+    gcx_bootstrap_put64(in + 8, root_nonce);
+    gcx_bootstrap_put64(in + 16, rank_nonce);
+    gcx_bootstrap_put32(in + 24, (uint32_t)reply->status);
+    gcx_bootstrap_put32(in + 28, reply->rank);
+    return gcx_bootstrap_siphash(key, in, sizeof(in));
+}
+
+/* A nonce: never repeated in practice, not secret (it only keeps a hello
+ * or a reply from being replayed into another connection). */
+static uint64_t gcx_bootstrap_nonce(void)
+{
+    static uint64_t counter; /* creations may run on several threads */
+    uint64_t        v = 0;
+
+    if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v)) {
+        v = (uint64_t)(gcx_time_now() * 1e9) ^ ((uint64_t)getpid() << 32);
+    }
+    return v ^ (__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) *
+                0x9e3779b97f4a7c15ull);
+}
+
+/* ---- messages ------------------------------------------------------------ */
+
+size_t gcx_bootstrap_body_len(unsigned type)
+{
+    switch (type) {
+    case GCX_BOOTSTRAP_CHALLENGE:
+        return 8;  /* nonce */
+    case GCX_BOOTSTRAP_HELLO:
+        return 24; /* rank, size, nonce, mac */
+    case GCX_BOOTSTRAP_REPLY:
+        return 16; /* status, rank, mac */
+    default:
+        return 0;  /* DATA: the allgather's length */
+    }
+}
+
+static void gcx_bootstrap_put_header(uint8_t *p, unsigned type,
+                                     uint32_t length)
+{
+    gcx_bootstrap_put32(p, GCX_BOOTSTRAP_MAGIC);
+    p[4] = (uint8_t)type;
+    p[5] = (uint8_t)(type >> 8);
+    p[6] = (uint8_t)GCX_BOOTSTRAP_VERSION;
+    p[7] = (uint8_t)(GCX_BOOTSTRAP_VERSION >> 8);
+    gcx_bootstrap_put32(p + 8, length);
+}
+
+gcx_status_t gcx_bootstrap_parse_header(const void *bytes, size_t len,
+                                        unsigned type, size_t length,
+                                        const char **why_p)
+{
+    const uint8_t *p = bytes;
+    const char    *why = NULL;
+
+    if (len < GCX_BOOTSTRAP_HEADER_LEN) {
+        why = "a truncated header";
+    } else if (gcx_bootstrap_get32(p) != GCX_BOOTSTRAP_MAGIC) {
+        why = "not a gcx bootstrap message (bad magic)";
+    } else if ((p[6] | p[7] << 8) != GCX_BOOTSTRAP_VERSION) {
+        why = "another protocol version (another gcx release)";
+    } else if ((unsigned)(p[4] | p[5] << 8) != type) {
+        why = "an unexpected message type";
+    } else if (gcx_bootstrap_get32(p + 8) != length) {
+        why = "a length other than the expected one";
+    }
+    if (why_p != NULL) {
+        *why_p = why;
+    }
+    return why == NULL ? GCX_OK : GCX_ERR_INVALID;
+}
+
+gcx_status_t gcx_bootstrap_parse_body(unsigned type, const void *bytes,
+                                      size_t len, gcx_bootstrap_msg_t *msg)
+{
+    const uint8_t *p = bytes;
+
+    memset(msg, 0, sizeof(*msg));
+    msg->type = type;
+    if (gcx_bootstrap_body_len(type) == 0 ||
+        len != gcx_bootstrap_body_len(type)) {
+        return GCX_ERR_INVALID;
+    }
+    switch (type) {
+    case GCX_BOOTSTRAP_CHALLENGE:
+        msg->nonce = gcx_bootstrap_get64(p);
+        break;
+    case GCX_BOOTSTRAP_HELLO:
+        msg->rank  = gcx_bootstrap_get32(p);
+        msg->size  = gcx_bootstrap_get32(p + 4);
+        msg->nonce = gcx_bootstrap_get64(p + 8);
+        msg->mac   = gcx_bootstrap_get64(p + 16);
+        break;
+    case GCX_BOOTSTRAP_REPLY:
+        msg->status = (int32_t)gcx_bootstrap_get32(p);
+        msg->rank   = gcx_bootstrap_get32(p + 4);
+        msg->mac    = gcx_bootstrap_get64(p + 8);
+        break;
+    }
+    return GCX_OK;
+}
+
+/* Header + body of a fixed-size message into @p buf; its length. */
+static size_t gcx_bootstrap_pack(uint8_t *buf, const gcx_bootstrap_msg_t *msg)
+{
+    uint8_t *p = buf + GCX_BOOTSTRAP_HEADER_LEN;
+
+    gcx_bootstrap_put_header(buf, msg->type,
+                             (uint32_t)gcx_bootstrap_body_len(msg->type));
+    switch (msg->type) {
+    case GCX_BOOTSTRAP_CHALLENGE:
+        gcx_bootstrap_put64(p, msg->nonce);
+        break;
+    case GCX_BOOTSTRAP_HELLO:
+        gcx_bootstrap_put32(p, msg->rank);
+        gcx_bootstrap_put32(p + 4, msg->size);
+        gcx_bootstrap_put64(p + 8, msg->nonce);
+        gcx_bootstrap_put64(p + 16, msg->mac);
+        break;
+    case GCX_BOOTSTRAP_REPLY:
+        gcx_bootstrap_put32(p, (uint32_t)msg->status);
+        gcx_bootstrap_put32(p + 4, msg->rank);
+        gcx_bootstrap_put64(p + 8, msg->mac);
+        break;
+    }
+    return GCX_BOOTSTRAP_HEADER_LEN + gcx_bootstrap_body_len(msg->type);
 }
 
 /* ---- socket helpers -------------------------------------------------------- */
@@ -288,6 +556,42 @@ static gcx_status_t gcx_bootstrap_recv_all(int fd, void *buf, size_t len,
     return gcx_bootstrap_io_all(fd, buf, len, 0, deadline);
 }
 
+static gcx_status_t gcx_bootstrap_send_msg(int fd,
+                                           const gcx_bootstrap_msg_t *msg,
+                                           double deadline)
+{
+    uint8_t buf[GCX_BOOTSTRAP_HEADER_LEN + 24];
+
+    return gcx_bootstrap_send_all(fd, buf, gcx_bootstrap_pack(buf, msg),
+                                  deadline);
+}
+
+/* Receives a fixed-size message of @p type: the header is checked before
+ * the body is read. GCX_ERR_INVALID (with *why_p) for a malformed one. */
+static gcx_status_t gcx_bootstrap_recv_msg(int fd, unsigned type,
+                                           gcx_bootstrap_msg_t *msg,
+                                           double deadline, const char **why_p)
+{
+    uint8_t      buf[GCX_BOOTSTRAP_HEADER_LEN + 24];
+    size_t       body = gcx_bootstrap_body_len(type);
+    gcx_status_t status;
+
+    *why_p = NULL;
+    status = gcx_bootstrap_recv_all(fd, buf, GCX_BOOTSTRAP_HEADER_LEN,
+                                    deadline);
+    if (status == GCX_OK) {
+        status = gcx_bootstrap_parse_header(buf, GCX_BOOTSTRAP_HEADER_LEN,
+                                            type, body, why_p);
+    }
+    if (status == GCX_OK) {
+        status = gcx_bootstrap_recv_all(fd, buf, body, deadline);
+    }
+    if (status == GCX_OK) {
+        status = gcx_bootstrap_parse_body(type, buf, body, msg);
+    }
+    return status;
+}
+
 static void gcx_bootstrap_tune(int fd)
 {
     int one = 1;
@@ -302,9 +606,11 @@ static int gcx_bootstrap_listen(const struct gcx_config *config, int port)
     int                fd, one = 1;
 
     if (config->bootstrap_fd >= 0) {
-        return config->bootstrap_fd; /* inherited from gcxrun */
+        fd = config->bootstrap_fd; /* inherited from gcxrun */
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+        return fd;
     }
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
         return -1;
     }
@@ -322,57 +628,256 @@ static int gcx_bootstrap_listen(const struct gcx_config *config, int port)
     return fd;
 }
 
+/* ---- rank 0: accepting the ranks ------------------------------------------- */
+
+/* A connection that has not proven it belongs to the job yet. */
+typedef struct gcx_bootstrap_pending {
+    int      fd;
+    double   deadline;   /* its hello must be complete by then */
+    uint64_t nonce;      /* the challenge it was sent */
+    size_t   got;        /* bytes of header + hello received */
+    uint8_t  buf[GCX_BOOTSTRAP_HEADER_LEN + 24];
+    char     peer[48];   /* "address:port", for the log */
+} gcx_bootstrap_pending_t;
+
+typedef struct gcx_bootstrap_root_state {
+    gcx_bootstrap_t        *bs;
+    gcx_bootstrap_pending_t pending[GCX_BOOTSTRAP_MAX_PENDING];
+    int                     npending;
+    int                     joined;
+    unsigned                rejected;
+} gcx_bootstrap_root_state_t;
+
+/* Closes pending connection @p i with the reason logged (the first few at
+ * warn level, the rest at debug: a flood must not flood the log). */
+static void gcx_bootstrap_reject(gcx_bootstrap_root_state_t *st, int i,
+                                 const char *why)
+{
+    gcx_bootstrap_pending_t *p = &st->pending[i];
+
+    if (++st->rejected <= GCX_BOOTSTRAP_LOGGED_REJECTS) {
+        gcx_warn("bootstrap: rejected a connection from %s: %s", p->peer, why);
+    } else {
+        gcx_debug("bootstrap: rejected a connection from %s: %s", p->peer,
+                  why);
+    }
+    close(p->fd);
+    st->pending[i] = st->pending[--st->npending];
+}
+
+static void gcx_bootstrap_take(gcx_bootstrap_root_state_t *st, int listen_fd,
+                               double timeout)
+{
+    struct sockaddr_in       sa;
+    socklen_t                salen = sizeof(sa);
+    gcx_bootstrap_pending_t *p;
+    gcx_bootstrap_msg_t      challenge = {.type = GCX_BOOTSTRAP_CHALLENGE};
+    uint8_t                  buf[GCX_BOOTSTRAP_HEADER_LEN + 8];
+    int                      fd, i, oldest;
+
+    fd = accept4(listen_fd, (struct sockaddr *)&sa, &salen,
+                 SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE) && st->npending > 0) {
+        oldest = 0; /* out of descriptors: drop the oldest stranger */
+        for (i = 1; i < st->npending; ++i) {
+            if (st->pending[i].deadline < st->pending[oldest].deadline) {
+                oldest = i;
+            }
+        }
+        gcx_bootstrap_reject(st, oldest, "out of file descriptors");
+        return;
+    }
+    if (fd < 0) {
+        return;
+    }
+    if (st->npending == GCX_BOOTSTRAP_MAX_PENDING) {
+        oldest = 0;
+        for (i = 1; i < st->npending; ++i) {
+            if (st->pending[i].deadline < st->pending[oldest].deadline) {
+                oldest = i;
+            }
+        }
+        gcx_bootstrap_reject(st, oldest, "too many connections without a "
+                                         "hello; the oldest goes");
+    }
+    gcx_bootstrap_tune(fd);
+    p           = &st->pending[st->npending++];
+    p->fd       = fd;
+    p->deadline = gcx_time_now() + (timeout < GCX_BOOTSTRAP_HELLO_S ?
+                                        timeout : GCX_BOOTSTRAP_HELLO_S);
+    p->nonce    = gcx_bootstrap_nonce();
+    p->got      = 0;
+    if (inet_ntop(AF_INET, &sa.sin_addr, p->peer, sizeof(p->peer)) == NULL) {
+        snprintf(p->peer, sizeof(p->peer), "?");
+    }
+    snprintf(p->peer + strlen(p->peer), sizeof(p->peer) - strlen(p->peer),
+             ":%u", ntohs(sa.sin_port));
+    challenge.nonce = p->nonce;
+    /* 20 bytes into a fresh socket's buffer: never partial */
+    if (send(fd, buf, gcx_bootstrap_pack(buf, &challenge),
+             MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+        gcx_bootstrap_reject(st, st->npending - 1,
+                             "closed before the challenge");
+    }
+}
+
+/* A verified hello from pending connection @p i: the rank joins, or the
+ * world is wrong (a fatal status for the whole creation). */
+static gcx_status_t gcx_bootstrap_admit(gcx_bootstrap_root_state_t *st, int i,
+                                        const gcx_bootstrap_msg_t *hello,
+                                        double deadline)
+{
+    gcx_bootstrap_t         *bs = st->bs;
+    gcx_bootstrap_pending_t *p  = &st->pending[i];
+    gcx_bootstrap_msg_t      reply = {.type   = GCX_BOOTSTRAP_REPLY,
+                                      .status = GCX_INPROGRESS,
+                                      .rank   = hello->rank};
+    gcx_status_t             status;
+
+    if (hello->size != (uint32_t)bs->size) {
+        gcx_error("rank %u says the world size is %u, rank 0 says %d",
+                  hello->rank, hello->size, bs->size);
+        reply.status = GCX_ERR_MISMATCH;
+    } else if (hello->rank == 0 || hello->rank >= (uint32_t)bs->size ||
+               bs->fds[hello->rank] >= 0) {
+        gcx_error("two processes claim rank %u", hello->rank);
+        reply.status = GCX_ERR_INVALID;
+    }
+    reply.mac = gcx_bootstrap_reply_mac(bs->key, p->nonce, hello->nonce,
+                                        &reply);
+    status = gcx_bootstrap_send_msg(p->fd, &reply, deadline);
+    if (reply.status != GCX_INPROGRESS) {
+        close(p->fd);
+        st->pending[i] = st->pending[--st->npending];
+        return (gcx_status_t)reply.status;
+    }
+    if (status != GCX_OK) {
+        gcx_bootstrap_reject(st, i, "lost after its hello");
+        return GCX_OK; /* it will come again */
+    }
+    bs->fds[hello->rank]            = p->fd;
+    bs->nonces[2 * hello->rank]     = p->nonce;
+    bs->nonces[2 * hello->rank + 1] = hello->nonce;
+    st->pending[i] = st->pending[--st->npending];
+    ++st->joined;
+    return GCX_OK;
+}
+
+/* Reads what pending connection @p i sent; checks the header before the
+ * body and the authenticator before anything else of the hello. */
+static gcx_status_t gcx_bootstrap_read(gcx_bootstrap_root_state_t *st, int i,
+                                       double deadline)
+{
+    gcx_bootstrap_pending_t *p    = &st->pending[i];
+    size_t                   need = GCX_BOOTSTRAP_HEADER_LEN + 24;
+    gcx_bootstrap_msg_t      hello, refusal = {.type = GCX_BOOTSTRAP_REPLY};
+    uint8_t                  buf[GCX_BOOTSTRAP_HEADER_LEN + 16];
+    const char              *why;
+    char                     text[96];
+    ssize_t                  n;
+
+    n = recv(p->fd, p->buf + p->got,
+             (p->got < GCX_BOOTSTRAP_HEADER_LEN ? GCX_BOOTSTRAP_HEADER_LEN :
+                                                  need) - p->got,
+             MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        snprintf(text, sizeof(text), "closed after %zu bytes (%s)", p->got,
+                 n == 0 ? "no complete hello" : strerror(errno));
+        gcx_bootstrap_reject(st, i, text);
+        return GCX_OK;
+    }
+    if (n < 0) {
+        return GCX_OK;
+    }
+    p->got += (size_t)n;
+    if (p->got == GCX_BOOTSTRAP_HEADER_LEN &&
+        gcx_bootstrap_parse_header(p->buf, p->got, GCX_BOOTSTRAP_HELLO, 24,
+                                   &why) != GCX_OK) {
+        gcx_bootstrap_reject(st, i, why);
+        return GCX_OK;
+    }
+    if (p->got < need) {
+        return GCX_OK;
+    }
+    gcx_bootstrap_parse_body(GCX_BOOTSTRAP_HELLO,
+                             p->buf + GCX_BOOTSTRAP_HEADER_LEN, 24, &hello);
+    if (hello.mac != gcx_bootstrap_hello_mac(st->bs->key, p->nonce, &hello)) {
+        /* not signed: this tells a rank of another job why, nothing more */
+        refusal.status = GCX_ERR_MISMATCH;
+        refusal.rank   = hello.rank;
+        send(p->fd, buf, gcx_bootstrap_pack(buf, &refusal),
+             MSG_NOSIGNAL | MSG_DONTWAIT);
+        gcx_bootstrap_reject(st, i, "wrong job token (its authenticator "
+                                    "does not match this job's token)");
+        return GCX_OK;
+    }
+    return gcx_bootstrap_admit(st, i, &hello, deadline);
+}
+
 static gcx_status_t gcx_bootstrap_root_accept(gcx_bootstrap_t *bs,
                                               const struct gcx_config *config,
                                               int port, double deadline)
 {
-    gcx_status_t status = GCX_OK;
-    int          listen_fd, joined = 0, r;
+    gcx_bootstrap_root_state_t *st;
+    gcx_status_t                status = GCX_OK;
+    int                         listen_fd, r, i;
 
+    st = calloc(1, sizeof(*st));
+    if (st == NULL) {
+        return GCX_ERR_NOMEM;
+    }
+    st->bs    = bs;
     listen_fd = gcx_bootstrap_listen(config, port);
     if (listen_fd < 0) {
+        free(st);
         return GCX_ERR_IO;
     }
-    while (joined < bs->size - 1) {
-        gcx_bootstrap_hello_t hello;
-        int                   fd, w;
+    while (status == GCX_OK && st->joined < bs->size - 1) {
+        struct pollfd pfds[1 + GCX_BOOTSTRAP_MAX_PENDING];
+        double        now = gcx_time_now(), wake = deadline;
+        int           rc;
 
-        w = gcx_bootstrap_wait_fd(listen_fd, POLLIN, deadline);
-        if (w == 0) {
+        if (now >= deadline) {
             gcx_error("only %d of %d ranks joined within GCX_TIMEOUT=%g s",
-                      joined + 1, bs->size, bs->timeout);
+                      st->joined + 1, bs->size, bs->timeout);
             status = GCX_ERR_TIMEOUT;
             break;
         }
-        fd = accept(listen_fd, NULL, NULL);
-        if (fd < 0) {
-            continue;
+        pfds[0].fd     = listen_fd;
+        pfds[0].events = POLLIN;
+        for (i = 0; i < st->npending; ++i) {
+            pfds[1 + i].fd     = st->pending[i].fd;
+            pfds[1 + i].events = POLLIN;
+            if (st->pending[i].deadline < wake) {
+                wake = st->pending[i].deadline;
+            }
         }
-        gcx_bootstrap_tune(fd);
-        if (gcx_bootstrap_recv_all(fd, &hello, sizeof(hello), deadline) !=
-                GCX_OK ||
-            hello.magic != GCX_BOOTSTRAP_MAGIC) {
-            close(fd); /* not one of ours */
-            continue;
-        }
-        hello.status = GCX_OK;
-        if (hello.size != (uint32_t)bs->size) {
-            gcx_error("rank %u says the world size is %u, rank 0 says %d",
-                      hello.rank, hello.size, bs->size);
-            hello.status = GCX_ERR_MISMATCH;
-        } else if (hello.rank == 0 || hello.rank >= (uint32_t)bs->size ||
-                   bs->fds[hello.rank] >= 0) {
-            gcx_error("two processes claim rank %u", hello.rank);
-            hello.status = GCX_ERR_INVALID;
-        }
-        if (hello.status != GCX_OK) {
-            gcx_bootstrap_send_all(fd, &hello, sizeof(hello), deadline);
-            close(fd);
-            status = (gcx_status_t)hello.status;
+        rc = poll(pfds, (nfds_t)(1 + st->npending),
+                  wake > now ? (int)((wake - now) * 1000.0) + 1 : 0);
+        if (rc < 0 && errno != EINTR) {
+            gcx_error("bootstrap: poll: %s", strerror(errno));
+            status = GCX_ERR_IO;
             break;
         }
-        bs->fds[hello.rank] = fd;
-        ++joined;
+        now = gcx_time_now();
+        /* from the last: a rejected one is replaced by the last one */
+        for (i = st->npending - 1; i >= 0 && status == GCX_OK; --i) {
+            if (rc > 0 && pfds[1 + i].revents != 0) {
+                status = gcx_bootstrap_read(st, i, deadline);
+            } else if (now >= st->pending[i].deadline) {
+                gcx_bootstrap_reject(st, i, "no complete hello in time");
+            }
+        }
+        if (status == GCX_OK && rc > 0 && (pfds[0].revents & POLLIN)) {
+            gcx_bootstrap_take(st, listen_fd, bs->timeout);
+        }
+    }
+    for (i = 0; i < st->npending; ++i) {
+        close(st->pending[i].fd); /* strangers still silent: not ours */
+    }
+    if (st->rejected > GCX_BOOTSTRAP_LOGGED_REJECTS) {
+        gcx_warn("bootstrap: rejected %u foreign or malformed connections "
+                 "in all", st->rejected);
     }
     if (listen_fd != config->bootstrap_fd) {
         close(listen_fd); /* an inherited one serves later communicators */
@@ -380,11 +885,84 @@ static gcx_status_t gcx_bootstrap_root_accept(gcx_bootstrap_t *bs,
     /* tell every joined rank whether the world is complete */
     for (r = 1; r < bs->size; ++r) {
         if (bs->fds[r] >= 0) {
-            gcx_bootstrap_hello_t reply = {GCX_BOOTSTRAP_MAGIC, (uint32_t)r,
-                                           (uint32_t)bs->size, status};
-            gcx_bootstrap_send_all(bs->fds[r], &reply, sizeof(reply),
-                                   deadline + 1.0);
+            gcx_bootstrap_msg_t reply = {.type   = GCX_BOOTSTRAP_REPLY,
+                                         .status = status,
+                                         .rank   = (uint32_t)r};
+
+            reply.mac = gcx_bootstrap_reply_mac(bs->key, bs->nonces[2 * r],
+                                                bs->nonces[2 * r + 1], &reply);
+            gcx_bootstrap_send_msg(bs->fds[r], &reply, deadline + 1.0);
         }
+    }
+    free(st);
+    return status;
+}
+
+/* ---- the other ranks: joining ---------------------------------------------- */
+
+/* One attempt over a connected @p fd: challenge, hello, admission, then
+ * the root's word that the world is complete. *retry_p: the connection
+ * was not (or no longer) a working rendezvous, try again. */
+static gcx_status_t gcx_bootstrap_join_once(gcx_bootstrap_t *bs, int fd,
+                                            const char *where, double deadline,
+                                            int *retry_p)
+{
+    gcx_bootstrap_msg_t challenge, reply;
+    gcx_bootstrap_msg_t hello = {.type = GCX_BOOTSTRAP_HELLO,
+                                 .rank = (uint32_t)bs->rank,
+                                 .size = (uint32_t)bs->size};
+    const char         *why;
+    gcx_status_t        status;
+
+    *retry_p = 1;
+    status   = gcx_bootstrap_recv_msg(fd, GCX_BOOTSTRAP_CHALLENGE, &challenge,
+                                      deadline, &why);
+    if (status != GCX_OK) {
+        gcx_debug("bootstrap: %s sent no challenge: %s", where,
+                  why != NULL ? why : gcx_strerror(status));
+        return status;
+    }
+    hello.nonce = gcx_bootstrap_nonce();
+    hello.mac   = gcx_bootstrap_hello_mac(bs->key, challenge.nonce, &hello);
+    status      = gcx_bootstrap_send_msg(fd, &hello, deadline);
+    if (status == GCX_OK) {
+        status = gcx_bootstrap_recv_msg(fd, GCX_BOOTSTRAP_REPLY, &reply,
+                                        deadline, &why);
+    }
+    if (status != GCX_OK) {
+        return status; /* e.g. dropped by a root flooded with strangers */
+    }
+    if (reply.mac != gcx_bootstrap_reply_mac(bs->key, challenge.nonce,
+                                             hello.nonce, &reply)) {
+        if (reply.status == GCX_ERR_MISMATCH && reply.mac == 0) {
+            gcx_error("rank 0 at %s refused this rank's job token: "
+                      "GCX_JOB_TOKEN (or the launcher's job id it is taken "
+                      "from) differs between the ranks", where);
+            *retry_p = 0;
+            return GCX_ERR_MISMATCH;
+        }
+        gcx_debug("bootstrap: %s answered with a wrong authenticator", where);
+        return GCX_ERR_PEER;
+    }
+    *retry_p = 0;
+    if (reply.status == GCX_INPROGRESS) { /* admitted: wait for the world */
+        status = gcx_bootstrap_recv_msg(fd, GCX_BOOTSTRAP_REPLY, &reply,
+                                        deadline, &why);
+        if (status == GCX_OK &&
+            reply.mac != gcx_bootstrap_reply_mac(bs->key, challenge.nonce,
+                                                 hello.nonce, &reply)) {
+            status = GCX_ERR_PEER;
+            why    = "a wrong authenticator";
+        }
+        if (status != GCX_OK) {
+            gcx_error("bootstrap: rank 0 at %s: %s", where,
+                      why != NULL ? why : gcx_strerror(status));
+            return status;
+        }
+    }
+    if (reply.status != GCX_OK) {
+        status = reply.status < 0 ? (gcx_status_t)reply.status : GCX_ERR_PEER;
+        gcx_error("rank 0 refused this rank: %s", gcx_strerror(status));
     }
     return status;
 }
@@ -392,50 +970,46 @@ static gcx_status_t gcx_bootstrap_root_accept(gcx_bootstrap_t *bs,
 static gcx_status_t gcx_bootstrap_join(gcx_bootstrap_t *bs, const char *host,
                                        int port, double deadline)
 {
-    struct addrinfo       hints = {0}, *res = NULL;
-    gcx_bootstrap_hello_t hello = {GCX_BOOTSTRAP_MAGIC, (uint32_t)bs->rank,
-                                   (uint32_t)bs->size, GCX_OK};
-    char                  service[16];
-    gcx_status_t          status;
-    int                   fd = -1, rc;
+    struct addrinfo hints = {0}, *res = NULL;
+    char            service[16], where[GCX_CONFIG_STRING_MAX + 16];
+    gcx_status_t    status = GCX_ERR_TIMEOUT;
+    int             fd = -1, rc, retry = 1;
 
     hints.ai_family   = AF_INET;
     hints.ai_socktype = SOCK_STREAM;
     snprintf(service, sizeof(service), "%d", port);
+    snprintf(where, sizeof(where), "%s:%d", host, port);
     rc = getaddrinfo(host, service, &hints, &res);
     if (rc != 0) {
         gcx_error("cannot resolve the rendezvous host '%s': %s", host,
                   gai_strerror(rc));
         return GCX_ERR_INVALID;
     }
-    for (;;) {
+    while (retry) {
         fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0) {
-            break;
+            gcx_bootstrap_tune(fd);
+            status = gcx_bootstrap_join_once(bs, fd, where, deadline, &retry);
+            if (status == GCX_OK) {
+                break;
+            }
         }
         if (fd >= 0) {
             close(fd);
             fd = -1;
         }
-        if (gcx_time_now() > deadline) {
-            gcx_error("cannot reach rank 0 at %s:%d within GCX_TIMEOUT=%g s",
-                      host, port, bs->timeout);
-            freeaddrinfo(res);
-            return GCX_ERR_TIMEOUT;
+        if (retry && gcx_time_now() > deadline) {
+            gcx_error("cannot reach rank 0 at %s within GCX_TIMEOUT=%g s",
+                      where, bs->timeout);
+            status = GCX_ERR_TIMEOUT;
+            break;
         }
-        usleep(20000);
+        if (retry) {
+            usleep(20000);
+        }
     }
     freeaddrinfo(res);
-    gcx_bootstrap_tune(fd);
     bs->fds[0] = fd;
-    status = gcx_bootstrap_send_all(fd, &hello, sizeof(hello), deadline);
-    if (status == GCX_OK) {
-        status = gcx_bootstrap_recv_all(fd, &hello, sizeof(hello), deadline);
-    }
-    if (status == GCX_OK && hello.status != GCX_OK) {
-        status = (gcx_status_t)hello.status;
-        gcx_error("rank 0 refused this rank: %s", gcx_strerror(status));
-    }
     return status;
 }
 
@@ -443,7 +1017,8 @@ gcx_status_t gcx_bootstrap_connect(const struct gcx_config *config, int rank,
                                    int size, gcx_bootstrap_t **bootstrap_p)
 {
     gcx_bootstrap_t *bs;
-    char             host[GCX_CONFIG_STRING_MAX];
+    char             host[GCX_CONFIG_STRING_MAX], jobid[GCX_CONFIG_STRING_MAX];
+    const char      *source;
     gcx_status_t     status;
     double           deadline = gcx_time_now() + config->timeout;
     int              port, r;
@@ -456,8 +1031,11 @@ gcx_status_t gcx_bootstrap_connect(const struct gcx_config *config, int rank,
     if (bs == NULL) {
         return GCX_ERR_NOMEM;
     }
-    bs->fds = malloc((size_t)size * sizeof(int));
-    if (bs->fds == NULL) {
+    bs->fds    = malloc((size_t)size * sizeof(int));
+    bs->nonces = calloc(2 * (size_t)size, sizeof(uint64_t));
+    if (bs->fds == NULL || bs->nonces == NULL) {
+        free(bs->fds);
+        free(bs->nonces);
         free(bs);
         return GCX_ERR_NOMEM;
     }
@@ -467,8 +1045,12 @@ gcx_status_t gcx_bootstrap_connect(const struct gcx_config *config, int rank,
     bs->rank    = rank;
     bs->size    = size;
     bs->timeout = config->timeout;
-    gcx_debug("bootstrap: rank %d of %d, rendezvous %s:%d", rank, size, host,
-              port);
+    source      = gcx_bootstrap_token(config, jobid, sizeof(jobid));
+    gcx_bootstrap_key(config->job_token[0] != '\0' ? config->job_token :
+                      source != NULL ? jobid : "", bs->key);
+    gcx_debug("bootstrap: rank %d of %d, rendezvous %s:%d, job token from "
+              "%s", rank, size, host, port,
+              source != NULL ? source : "nowhere (none set)");
     if (size == 1) {
         status = GCX_OK;
     } else if (rank == 0) {
@@ -484,11 +1066,46 @@ gcx_status_t gcx_bootstrap_connect(const struct gcx_config *config, int rank,
     return GCX_OK;
 }
 
+/* Receives a DATA message of exactly @p len bytes into @p buf: the length
+ * is checked before a byte of the payload is read. */
+static gcx_status_t gcx_bootstrap_recv_data(int fd, void *buf, size_t len,
+                                            double deadline, const char **why)
+{
+    uint8_t      hdr[GCX_BOOTSTRAP_HEADER_LEN];
+    gcx_status_t status;
+
+    *why   = NULL;
+    status = gcx_bootstrap_recv_all(fd, hdr, sizeof(hdr), deadline);
+    if (status == GCX_OK) {
+        status = gcx_bootstrap_parse_header(hdr, sizeof(hdr),
+                                            GCX_BOOTSTRAP_DATA, len, why);
+    }
+    if (status == GCX_OK) {
+        status = gcx_bootstrap_recv_all(fd, buf, len, deadline);
+    }
+    return status;
+}
+
+static gcx_status_t gcx_bootstrap_send_data(int fd, const void *buf,
+                                            size_t len, double deadline)
+{
+    uint8_t      hdr[GCX_BOOTSTRAP_HEADER_LEN];
+    gcx_status_t status;
+
+    gcx_bootstrap_put_header(hdr, GCX_BOOTSTRAP_DATA, (uint32_t)len);
+    status = gcx_bootstrap_send_all(fd, hdr, sizeof(hdr), deadline);
+    if (status == GCX_OK) {
+        status = gcx_bootstrap_send_all(fd, buf, len, deadline);
+    }
+    return status;
+}
+
 gcx_status_t gcx_bootstrap_allgather(const void *sendbuf, void *recvbuf,
                                      size_t len, void *bootstrap)
 {
     gcx_bootstrap_t *bs       = bootstrap;
     double           deadline = gcx_time_now() + bs->timeout;
+    const char      *why;
     gcx_status_t     status;
     int              r;
 
@@ -496,27 +1113,37 @@ gcx_status_t gcx_bootstrap_allgather(const void *sendbuf, void *recvbuf,
     if (bs->size == 1) {
         return GCX_OK;
     }
+    if ((size_t)bs->size * len > UINT32_MAX) {
+        gcx_error("bootstrap allgather: %zu bytes per rank are too many",
+                  len);
+        return GCX_ERR_INVALID;
+    }
     if (bs->rank != 0) {
-        status = gcx_bootstrap_send_all(bs->fds[0], sendbuf, len, deadline);
+        status = gcx_bootstrap_send_data(bs->fds[0], sendbuf, len, deadline);
         if (status == GCX_OK) {
-            status = gcx_bootstrap_recv_all(bs->fds[0], recvbuf,
-                                            (size_t)bs->size * len, deadline);
+            status = gcx_bootstrap_recv_data(bs->fds[0], recvbuf,
+                                             (size_t)bs->size * len, deadline,
+                                             &why);
+        }
+        if (status != GCX_OK && why != NULL) {
+            gcx_error("bootstrap allgather: rank 0 sent %s", why);
+            status = GCX_ERR_PEER;
         }
         return status;
     }
     for (r = 1; r < bs->size; ++r) {
-        status = gcx_bootstrap_recv_all(bs->fds[r],
-                                        (char *)recvbuf + (size_t)r * len, len,
-                                        deadline);
+        status = gcx_bootstrap_recv_data(bs->fds[r],
+                                         (char *)recvbuf + (size_t)r * len,
+                                         len, deadline, &why);
         if (status != GCX_OK) {
             gcx_error("bootstrap allgather: rank %d: %s", r,
-                      gcx_strerror(status));
-            return status;
+                      why != NULL ? why : gcx_strerror(status));
+            return why != NULL ? GCX_ERR_PEER : status;
         }
     }
     for (r = 1; r < bs->size; ++r) {
-        status = gcx_bootstrap_send_all(bs->fds[r], recvbuf,
-                                        (size_t)bs->size * len, deadline);
+        status = gcx_bootstrap_send_data(bs->fds[r], recvbuf,
+                                         (size_t)bs->size * len, deadline);
         if (status != GCX_OK) {
             return status;
         }
@@ -534,6 +1161,7 @@ void gcx_bootstrap_close(gcx_bootstrap_t *bs)
         }
     }
     free(bs->fds);
+    free(bs->nonces);
     free(bs);
 }
 
@@ -565,6 +1193,12 @@ static const gcx_config_entry_t gcx_bootstrap_config_rows[] = {
     {"BOOTSTRAP_FD", GCX_CONFIG_INT, "-1",
      "Listening socket inherited by rank 0 from gcxrun (internal; -1: none)",
      offsetof(struct gcx_config, bootstrap_fd), -1, INT_MAX, NULL},
+    {"JOB_TOKEN", GCX_CONFIG_STRING, "",
+     "Secret every rank of the job shares; rank 0 admits only connections "
+     "that prove it (a MAC of a nonce, the token itself is never sent); "
+     "empty: the launcher's job id (SLURM_JOB_ID+SLURM_STEP_ID, Open MPI, "
+     "PMIx, TORCHELASTIC_RUN_ID); gcxrun sets a random one",
+     offsetof(struct gcx_config, job_token), 0, 0, NULL},
 };
 GCX_CONFIG_REGISTER(GCX_CONFIG_LAYER_CORE, "core/bootstrap",
                     gcx_bootstrap_config_rows)

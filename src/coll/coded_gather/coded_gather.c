@@ -99,18 +99,27 @@ void gcx_coded_fill_result(const gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
     result->skipped = skipped;
 }
 
+gcx_status_t gcx_coded_hdr_parse(const void *bytes, size_t len,
+                                 gcx_coded_hdr_t *hdr)
+{
+    if (len < offsetof(gcx_coded_hdr_t, arrival) || len > sizeof(*hdr)) {
+        return GCX_ERR_INVALID;
+    }
+    memset(hdr, 0, sizeof(*hdr));
+    memcpy(hdr, bytes, len); /* may be unaligned */
+    return GCX_OK;
+}
+
 static void gcx_coded_am_handler(void *arg, const gcx_tl_am_msg_t *msg)
 {
     gcx_coded_t    *coded = arg;
     gcx_coded_hdr_t hdr;
 
-    memset(&hdr, 0, sizeof(hdr));
-    if (msg->header_length < offsetof(gcx_coded_hdr_t, arrival) ||
-        msg->header_length > sizeof(hdr)) {
+    if (gcx_coded_hdr_parse(msg->header, msg->header_length, &hdr) !=
+        GCX_OK) {
         gcx_warn("coded gather: dropping a message with a bad header");
         return;
     }
-    memcpy(&hdr, msg->header, msg->header_length); /* may be unaligned */
     if (hdr.comm_id != coded->comm->id || hdr.instance != coded->instance ||
         hdr.sender >= (unsigned)coded->comm->size) {
         return; /* another object's (destroyed) message: drop */

@@ -41,6 +41,16 @@ typedef struct gcx_coded_hdr {
     float    arrival[GCX_CODE_MAX_WORKERS];
 } gcx_coded_hdr_t;
 
+/**
+ * A received header of @p len bytes into @p hdr: the fixed part and any
+ * number of arrival entries (those not sent read 0). Pure: the AM handler
+ * and the fuzz target (tests/fuzz/fuzz_coded.c) call it.
+ * @return GCX_ERR_INVALID when @p len is shorter than the fixed part or
+ *         longer than the whole header.
+ */
+gcx_status_t gcx_coded_hdr_parse(const void *bytes, size_t len,
+                                 gcx_coded_hdr_t *hdr);
+
 /*
  * A buffer of count floats with a reference count: the owner holds one,
  * every abandoned transfer that still reads or writes it holds one, so it
@@ -171,6 +181,15 @@ void gcx_coded_fill_result(const gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
                            int skipped, gcx_coded_result_t *result);
 
 /* ---- straggler injection (coded_straggler.c) ----------------------------- */
+
+/**
+ * The workers of a GCX_STRAGGLER_RANKS list ("1,3") on a communicator of
+ * @p size ranks, as a bit mask (a root that is not a worker is left out).
+ * Pure: the fuzz target tests/fuzz/fuzz_config.c calls it.
+ * @return GCX_ERR_INVALID (nothing written) on a bad list.
+ */
+gcx_status_t gcx_coded_straggler_parse(const char *list, int size, int root,
+                                       int root_not_worker, uint64_t *mask_p);
 
 /** Parse GCX_STRAGGLER_* for this object; GCX_ERR_INVALID on a bad list. */
 gcx_status_t gcx_coded_straggler_init(gcx_coded_t *coded);

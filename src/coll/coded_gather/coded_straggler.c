@@ -36,12 +36,38 @@ static double gcx_coded_uniform(uint64_t seed, uint64_t round, uint64_t i)
     return ((double)(x >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 }
 
+gcx_status_t gcx_coded_straggler_parse(const char *list, int size, int root,
+                                       int root_not_worker, uint64_t *mask_p)
+{
+    const char *p    = list;
+    uint64_t    mask = 0;
+    char       *end;
+    long        rank;
+
+    while (*p != '\0') {
+        errno = 0;
+        rank  = strtol(p, &end, 10);
+        if (end == p || errno != 0 || rank < 0 || rank >= size ||
+            (*end != ',' && *end != '\0')) {
+            return GCX_ERR_INVALID;
+        }
+        if (!(root_not_worker && rank == root)) {
+            int w = root_not_worker && rank > root ? (int)rank - 1 : (int)rank;
+
+            if (w >= GCX_CODE_MAX_WORKERS) {
+                return GCX_ERR_INVALID; /* no such worker (size too big) */
+            }
+            mask |= 1ull << w;
+        }
+        p = *end == ',' ? end + 1 : end;
+    }
+    *mask_p = mask;
+    return GCX_OK;
+}
+
 gcx_status_t gcx_coded_straggler_init(gcx_coded_t *coded)
 {
     const struct gcx_config *config = &coded->comm->config;
-    const char              *p      = config->straggler_ranks;
-    char                    *end;
-    long                     rank;
 
     coded->straggler_mask     = 0;
     coded->straggler_delay_ms = config->straggler_delay_ms;
@@ -53,23 +79,13 @@ gcx_status_t gcx_coded_straggler_init(gcx_coded_t *coded)
         coded->straggler_count = coded->n;
     }
     coded->straggler_seed = config->straggler_seed;
-    while (*p != '\0') {
-        errno = 0;
-        rank  = strtol(p, &end, 10);
-        if (end == p || errno != 0 || rank < 0 || rank >= coded->comm->size ||
-            (*end != ',' && *end != '\0')) {
-            gcx_error("invalid GCX_STRAGGLER_RANKS='%s'; accepted: "
-                      "comma-separated ranks in 0..%d",
-                      config->straggler_ranks, coded->comm->size - 1);
-            return GCX_ERR_INVALID;
-        }
-        if (!(coded->root_not_worker && rank == coded->root)) {
-            int w = coded->root_not_worker && rank > coded->root ?
-                        (int)rank - 1 :
-                        (int)rank;
-            coded->straggler_mask |= 1ull << w;
-        }
-        p = *end == ',' ? end + 1 : end;
+    if (gcx_coded_straggler_parse(config->straggler_ranks, coded->comm->size,
+                                  coded->root, coded->root_not_worker,
+                                  &coded->straggler_mask) != GCX_OK) {
+        gcx_error("invalid GCX_STRAGGLER_RANKS='%s'; accepted: "
+                  "comma-separated ranks in 0..%d",
+                  config->straggler_ranks, coded->comm->size - 1);
+        return GCX_ERR_INVALID;
     }
     return GCX_OK;
 }

@@ -197,6 +197,36 @@ static void gcx_sparse_finish(gcx_sparse_task_t *t)
     t->super.status = GCX_OK;
 }
 
+/* ---- the info records ----------------------------------------------------- */
+
+int gcx_sparse_info_parse(const int64_t *info, int P, size_t stride, size_t N,
+                          size_t *nnz, size_t *sum_p, size_t *max_p)
+{
+    const int64_t *rec;
+    size_t         sum = 0, max = 0;
+    int            r, q;
+
+    for (r = 0; r < P; ++r) {
+        rec = info + (size_t)r * stride;
+        if (rec[0] < 0 || (uint64_t)rec[0] > N || rec[1] < 0) {
+            return r;
+        }
+        for (q = 1; q < P; ++q) { /* what the model and ranges read */
+            if (rec[1 + q] < 0 || (uint64_t)rec[1 + q] > N) {
+                return r;
+            }
+        }
+        nnz[r] = (size_t)rec[0];
+        sum += nnz[r];
+        if (nnz[r] > max) {
+            max = nnz[r];
+        }
+    }
+    *sum_p = sum;
+    *max_p = max;
+    return -1;
+}
+
 /* ---- the task ------------------------------------------------------------- */
 
 static void gcx_sparse_start_algo(gcx_sparse_task_t *t)
@@ -228,14 +258,15 @@ static void gcx_sparse_progress(gcx_task_t *task)
                 return;
             }
             t->sub->ops->finalize(t->sub);
-            t->sub     = NULL;
-            t->nnz_sum = t->nnz_max = 0;
-            for (r = 0; r < P; ++r) {
-                t->nnz[r] = (size_t)t->info[(size_t)r * t->info_len];
-                t->nnz_sum += t->nnz[r];
-                if (t->nnz[r] > t->nnz_max) {
-                    t->nnz_max = t->nnz[r];
-                }
+            t->sub = NULL;
+            r      = gcx_sparse_info_parse(t->info, P, t->info_len, t->N,
+                                           t->nnz, &t->nnz_sum, &t->nnz_max);
+            if (r >= 0) { /* every rank sees the same records: all fail */
+                gcx_error("sparse allreduce #%u: rank %d's info record is "
+                          "out of range (nnz, capacity or an index quantile "
+                          "outside [0, N = %zu])", task->seq, r, t->N);
+                task->status = GCX_ERR_MISMATCH;
+                return;
             }
             gcx_sparse_fb_fold_info(t);
             t->union_est = 0; /* sketches are only sent for auto */

@@ -260,6 +260,17 @@ static inline gcx_sparse_comm_state_t *gcx_sparse_state(const gcx_comm_t *comm)
     return slot < 0 ? NULL : comm->state[slot].data;
 }
 
+/**
+ * The P exchanged info records (rank r's at @p info + r·@p stride, the
+ * GCX_SPARSE_INFO_* layout) of a call of dense length @p N: checks what the
+ * rest reads from them (0 <= nnz <= N, capacity >= 0, every index quantile
+ * in [0, N]) and takes nnz[r], their sum and maximum. Pure: the fuzz target
+ * tests/fuzz/fuzz_sparse.c calls it. @return -1 when every record is valid,
+ * else the first rank whose record is not (nothing is taken then).
+ */
+int gcx_sparse_info_parse(const int64_t *info, int P, size_t stride, size_t N,
+                          size_t *nnz, size_t *sum_p, size_t *max_p);
+
 /* calibrate.c: α (s), β (s/byte) and γ (s/merged pair) into the task from
  * the variables or the measured cache; 0 when they still have to be
  * measured. */

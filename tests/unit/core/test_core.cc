@@ -41,6 +41,65 @@ TEST(Bootstrap, FirstHostOfSlurmLists)
               gcx_bootstrap_first_host("averyveryverylongname", host, 8));
 }
 
+TEST(Bootstrap, SipHashReferenceVector)
+{
+    // SipHash-2-4 paper, appendix A: key 00..0f, message 00..0e
+    uint64_t key[2] = {0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull};
+    uint8_t  msg[15];
+    for (int i = 0; i < 15; ++i) {
+        msg[i] = uint8_t(i);
+    }
+    EXPECT_EQ(0xa129ca6149be45e5ull, gcx_bootstrap_siphash(key, msg, 15));
+}
+
+TEST(Bootstrap, MessagesParseAndMacsBindTheirFields)
+{
+    // "gcxb", HELLO (2), version 2, 24 bytes
+    const uint8_t hdr[12] = {0x62, 0x78, 0x63, 0x67, 2, 0, 2, 0, 24, 0, 0, 0};
+    const char   *why     = nullptr;
+    EXPECT_EQ(GCX_OK, gcx_bootstrap_parse_header(hdr, 12, GCX_BOOTSTRAP_HELLO,
+                                                 24, &why));
+    EXPECT_EQ(nullptr, why);
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_bootstrap_parse_header(hdr, 11,
+                                   GCX_BOOTSTRAP_HELLO, 24, &why));
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_bootstrap_parse_header(hdr, 12,
+                                   GCX_BOOTSTRAP_REPLY, 16, &why));
+    EXPECT_STREQ("an unexpected message type", why);
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_bootstrap_parse_header(hdr, 12,
+                                   GCX_BOOTSTRAP_DATA, 100, &why));
+    uint8_t bad[12];
+    memcpy(bad, hdr, 12);
+    bad[8] = 0xff; // length
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_bootstrap_parse_header(bad, 12,
+                                   GCX_BOOTSTRAP_HELLO, 24, &why));
+    EXPECT_STREQ("a length other than the expected one", why);
+    bad[8] = 24;
+    bad[6] = 1; // version
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_bootstrap_parse_header(bad, 12,
+                                   GCX_BOOTSTRAP_HELLO, 24, &why));
+
+    uint8_t body[24] = {3, 0, 0, 0, 5, 0, 0, 0, 9};
+    gcx_bootstrap_msg_t hello;
+    ASSERT_EQ(GCX_OK, gcx_bootstrap_parse_body(GCX_BOOTSTRAP_HELLO, body, 24,
+                                               &hello));
+    EXPECT_EQ(3u, hello.rank);
+    EXPECT_EQ(5u, hello.size);
+    EXPECT_EQ(9u, hello.nonce);
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_bootstrap_parse_body(GCX_BOOTSTRAP_HELLO,
+                                                        body, 23, &hello));
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_bootstrap_parse_body(GCX_BOOTSTRAP_DATA,
+                                                        body, 0, &hello));
+
+    uint64_t k1[2], k2[2];
+    gcx_bootstrap_key("job-a", k1);
+    gcx_bootstrap_key("job-b", k2);
+    uint64_t mac = gcx_bootstrap_hello_mac(k1, 77, &hello);
+    EXPECT_NE(mac, gcx_bootstrap_hello_mac(k2, 77, &hello)); // token
+    EXPECT_NE(mac, gcx_bootstrap_hello_mac(k1, 78, &hello)); // challenge
+    hello.rank = 4;
+    EXPECT_NE(mac, gcx_bootstrap_hello_mac(k1, 77, &hello)); // a claim
+}
+
 class Identity : public ::testing::Test {
   protected:
     void SetUp() override
