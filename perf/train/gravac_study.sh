@@ -6,7 +6,7 @@
 # cluster (perf/cluster/emulate.sh, every link --rate, default 1gbit), the
 # same data order, schedule and batch; only --sync differs:
 #   dense, static top-k at CF 10, 100 and 1000, and GraVAC (top-k,
-#   theta_min 10, theta_max 1000, window --window) for every epsilon of
+#   --theta-min 10, --theta-max 1000, window --window) for every epsilon of
 #   --eps (default 0.04 0.1 0.3 0.7) under both policies (exponential,
 #   geometric x2).
 # The table (perf/train/tta_table.py) gives time to --target (default 85%)
@@ -36,12 +36,15 @@ usage: $0 [options]
   --target A         target test accuracy (default 0.85)
   --rate R           emulated link rate (default 1gbit)
   --window W         GraVAC window in steps (default 100)
+  --theta-min T      GraVAC's theta_min, its lowest CF (default 10)
+  --theta-max T      GraVAC's theta_max (default 1000)
   --max-steps N      cut every run after N steps (smoke tests)
 EOF2
 }
 
 build=build out=build/gravac-study models="mlp cnn" eps_list="0.04 0.1 0.3 0.7"
 epochs=2 eval_every=50 target=0.85 rate=1gbit window=100 max_steps=0
+theta_min=10 theta_max=1000
 while [[ $# -gt 0 ]]; do
     case $1 in
     --build) build=$2; shift 2 ;;
@@ -53,6 +56,8 @@ while [[ $# -gt 0 ]]; do
     --target) target=$2; shift 2 ;;
     --rate) rate=$2; shift 2 ;;
     --window) window=$2; shift 2 ;;
+    --theta-min) theta_min=$2; shift 2 ;;
+    --theta-max) theta_max=$2; shift 2 ;;
     --max-steps) max_steps=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "$0: unknown option $1" >&2; usage >&2; exit 2 ;;
@@ -99,11 +104,11 @@ for model in $models; do
         for eps in $eps_list; do
             name=$model-gravac-${policy:0:3}-eps$eps
             run "$name" "$model" --sync \
-                "gravac:policy=$policy,window=$window,eps=$eps,theta_min=10,theta_max=1000"
+                "gravac:policy=$policy,window=$window,eps=$eps,theta_min=$theta_min,theta_max=$theta_max"
             runs+=("$name")
         done
     done
-    table_args+=(--title "$model: 4 ranks, emulated cluster, $rate links, $epochs epochs, GraVAC window $window")
+    table_args+=(--title "$model: 4 ranks, emulated cluster, $rate links, $epochs epochs, GraVAC theta $theta_min..$theta_max, window $window")
     for r in "${runs[@]}"; do table_args+=(--run "$out/$r"); done
     if command -v gnuplot >/dev/null 2>&1; then
         csvs=()
@@ -112,6 +117,7 @@ for model in $models; do
     fi
 done
 python3 "$here/tta_table.py" --out "$out/results.md" "${table_args[@]}"
+echo >>"$out/results.md"
 python3 "$here/gravac_study_verdict.py" --target "$target" "$out" $models \
     >>"$out/results.md"
 cat "$out/results.md"
