@@ -394,6 +394,28 @@ static void soak_draw_common(soak_op_t *o, size_t max_bytes, int reduction)
 static void soak_sparse_prepare(soak_op_t *o, size_t max_bytes);
 static void soak_sparse_check(soak_op_t *o);
 
+/* (All)gather: c elements per rank into an n*c output, this rank's block
+ * already in place there (in place; at the root only when rooted) or in
+ * the send buffer. */
+static void soak_gather_inputs(soak_op_t *o, size_t max_bytes, int rooted)
+{
+    size_t c;
+
+    soak_draw_common(o, max_bytes / (size_t)o->n, 0);
+    c            = o->count;
+    o->out_bytes = (size_t)o->n * c * o->esz;
+    o->out = soak_place(&o->rng, o->slot->recv, o->slot->bytes, o->out_bytes,
+                        o->esz, 1);
+    o->inplace = o->inplace && (!rooted || o->me == o->root);
+    if (o->inplace) {
+        soak_fill(o->dt, o->out + (size_t)o->me * c * o->esz, c, o->seq,
+                  (uint32_t)o->me, 0);
+    } else {
+        o->in = o->slot->send;
+        soak_fill(o->dt, o->in, c, o->seq, (uint32_t)o->me, 0);
+    }
+}
+
 /* Draws the parameters, fills the inputs, posts. Returns the status of the
  * post (a non-blocking start, or the whole call when blocking). */
 static gcx_status_t soak_post(soak_op_t *o, size_t max_bytes)
@@ -434,18 +456,8 @@ static gcx_status_t soak_post(soak_op_t *o, size_t max_bytes)
         st = gcx_broadcast(o->comm, o->out, c, o->dt, o->root, rq);
         break;
     case K_ALLGATHER:
-        soak_draw_common(o, max_bytes / (size_t)n, 0);
-        c            = o->count;
-        o->out_bytes = (size_t)n * c * o->esz;
-        o->out = soak_place(&o->rng, sl->recv, sl->bytes, o->out_bytes, o->esz,
-                            1);
-        if (o->inplace) {
-            soak_fill(o->dt, o->out + (size_t)me * c * o->esz, c, seq,
-                      (uint32_t)me, 0);
-        } else {
-            o->in = sl->send;
-            soak_fill(o->dt, o->in, c, seq, (uint32_t)me, 0);
-        }
+        soak_gather_inputs(o, max_bytes, 0);
+        c  = o->count;
         st = gcx_allgather(o->comm, o->inplace ? GCX_IN_PLACE : o->in, o->out,
                            c, o->dt, rq);
         break;
@@ -544,19 +556,8 @@ static gcx_status_t soak_post(soak_op_t *o, size_t max_bytes)
                         o->op, o->root, rq);
         break;
     case K_GATHER:
-        soak_draw_common(o, max_bytes / (size_t)n, 0);
-        c            = o->count;
-        o->out_bytes = (size_t)n * c * o->esz;
-        o->out = soak_place(&o->rng, sl->recv, sl->bytes, o->out_bytes, o->esz,
-                            1);
-        o->inplace = o->inplace && me == o->root;
-        if (o->inplace) {
-            soak_fill(o->dt, o->out + (size_t)me * c * o->esz, c, seq,
-                      (uint32_t)me, 0);
-        } else {
-            o->in = sl->send;
-            soak_fill(o->dt, o->in, c, seq, (uint32_t)me, 0);
-        }
+        soak_gather_inputs(o, max_bytes, 1);
+        c  = o->count;
         st = gcx_gather(o->comm, o->inplace ? GCX_IN_PLACE : o->in, c, o->out,
                         o->dt, o->root, rq);
         break;
