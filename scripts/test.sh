@@ -5,6 +5,7 @@
 #                              ASan+UBSan build + all suites again
 #   GCX_TEST_NO_ASAN=1 ...     skip the sanitizer pass (local iteration)
 #   GCX_TEST_NO_FUZZ=1 ...     skip the fuzz stage (below)
+#   GCX_TEST_NO_TSAN=1 ...     skip the ThreadSanitizer pass (suite threads)
 #
 # Suites: unit (no network), multirank (gcxrun jobs with P = 1..5), failure
 # (dead and sleeping ranks, joins), cluster (network-namespace self-test;
@@ -102,5 +103,22 @@ if [[ "${GCX_TEST_NO_FUZZ:-0}" != "1" ]]; then
   fi
   meson compile -C build-fuzz
   run_suites build-fuzz --suite fuzz
+fi
+# ThreadSanitizer: the code that runs on more than one thread (suite
+# 'threads': tests/multirank/test_threads.cc, the torch plugin's engine
+# built without torch, test_comms.cc's Threads.*), and only the targets
+# those need. UCX is not instrumented: tests/meson.build sets
+# tests/tsan-ucx.supp (races inside UCX only) and turns UCX's mmap hooks
+# off. About 35 s from scratch on 2 shared CPUs (18 s compiling, 13 s
+# of tests).
+# GCX_TEST_NO_TSAN=1 skips it.
+if [[ "${GCX_TEST_NO_TSAN:-0}" != "1" ]]; then
+  if [[ ! -f build-tsan/build.ninja ]]; then
+    meson setup build-tsan -Db_sanitize=thread --buildtype=debug
+  else
+    meson setup --reconfigure build-tsan >/dev/null
+  fi
+  meson compile -C build-tsan gcxrun mr_threads mr_comms mr_torch_engine
+  run_suites build-tsan --no-rebuild --suite threads
 fi
 echo "tests: $passed passed, $failed failed, $skipped skipped"

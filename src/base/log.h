@@ -16,7 +16,15 @@ typedef enum gcx_log_level {
     GCX_LOG_TRACE,
 } gcx_log_level_t;
 
+/* Read by every thread's level checks, written by each configuration read
+ * (gcx_config_read, communicator creation) from any thread: accessed with
+ * relaxed atomics (a plain load and store on x86; a race otherwise). */
 extern int gcx_log_level_current;
+
+static inline int gcx_log_level(void)
+{
+    return __atomic_load_n(&gcx_log_level_current, __ATOMIC_RELAXED);
+}
 
 /** Set the process-wide level and (when >= 0) the rank shown in the prefix. */
 void gcx_log_configure(int level, int rank);
@@ -26,7 +34,7 @@ void gcx_log_write(gcx_log_level_t level, const char *file, int line,
 
 #define gcx_log(_level, ...)                                                   \
     do {                                                                       \
-        if ((int)(_level) <= gcx_log_level_current) {                          \
+        if ((int)(_level) <= gcx_log_level()) {                                 \
             gcx_log_write((_level), __FILE__, __LINE__, __VA_ARGS__);          \
         }                                                                      \
     } while (0)

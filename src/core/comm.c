@@ -365,7 +365,13 @@ static gcx_status_t gcx_comm_split_locked(gcx_comm_t *parent, int color,
     if (recs == NULL) {
         return GCX_ERR_NOMEM;
     }
+    /* the exchange waits for the other ranks' splits: drop the context
+     * lock meanwhile (the creation lock still serializes creations), so
+     * this process's other threads can run the collectives a peer may
+     * need to finish before it reaches its split */
+    gcx_context_unlock();
     status = gcx_service_allgather(parent, &mine, recs, sizeof(mine));
+    gcx_context_lock();
     if (status != GCX_OK || color == GCX_UNDEFINED) {
         goto out;
     }

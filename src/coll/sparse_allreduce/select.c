@@ -314,7 +314,7 @@ const gcx_sparse_algo_t *gcx_sparse_select(gcx_sparse_task_t *t)
     t->fb_algo   = c.best + 1;
     t->fb_bucket = c.bucket[c.best];
     t->fb_model  = c.model[c.best];
-    if (GCX_LOG_INFO <= gcx_log_level_current) { /* not on the hot path */
+    if (GCX_LOG_INFO <= gcx_log_level()) { /* not on the hot path */
         gcx_sparse_log_choice(t, &c);
     }
     return gcx_sparse_algos[c.best];
