@@ -90,6 +90,26 @@ void gcx_tl_ucx_request_init(void *request)
     priv->user_freed = 0;
 }
 
+gcx_tl_ucx_abandoned_t *gcx_tl_ucx_abandoned_new(gcx_tl_ctx_t *ctx,
+                                                 void (*release)(void *arg),
+                                                 void *arg,
+                                                 gcx_tl_ucx_ep_t *ep)
+{
+    gcx_tl_ucx_abandoned_t *node = malloc(sizeof(*node));
+
+    if (node == NULL) {
+        return NULL;
+    }
+    node->release             = release;
+    node->arg                 = arg;
+    node->ep                  = ep;
+    node->next                = ctx->abandoned.next;
+    node->prev                = &ctx->abandoned;
+    ctx->abandoned.next->prev = node;
+    ctx->abandoned.next       = node;
+    return node;
+}
+
 void gcx_tl_ucx_abandoned_run(gcx_tl_ucx_abandoned_t *node)
 {
     node->prev->next = node->next;

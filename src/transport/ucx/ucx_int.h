@@ -158,6 +158,12 @@ int gcx_tl_ucx_wait_until(gcx_tl_ctx_t *ctx, ucs_status_ptr_t sp,
                           double deadline);
 
 void gcx_tl_ucx_request_init(void *request);
+/** A new entry on the context's list of abandoned operations (NULL: out
+ *  of memory); @p ep: a send's endpoint, or NULL. */
+gcx_tl_ucx_abandoned_t *gcx_tl_ucx_abandoned_new(gcx_tl_ctx_t *ctx,
+                                                 void (*release)(void *arg),
+                                                 void *arg,
+                                                 gcx_tl_ucx_ep_t *ep);
 void gcx_tl_ucx_abandoned_run(gcx_tl_ucx_abandoned_t *node);
 void gcx_tl_ucx_abandoned_keep(gcx_tl_ucx_abandoned_t *node);
 

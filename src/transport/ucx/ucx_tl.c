@@ -473,17 +473,11 @@ static void gcx_tl_ucx_abandon(gcx_tl_t *tl, gcx_tl_req_t *req,
         }
         return;
     }
-    node = malloc(sizeof(*node));
+    node = gcx_tl_ucx_abandoned_new(
+        ctx, release, arg,
+        req->is_recv ? NULL : ((gcx_tl_ucx_t *)tl)->peers[req->peer]);
     if (node == NULL) { /* keep the memory alive for good rather than risk it */
         gcx_warn("out of memory abandoning a request; its buffer is kept");
-    } else {
-        node->release             = release;
-        node->arg                 = arg;
-        node->ep = req->is_recv ? NULL : ((gcx_tl_ucx_t *)tl)->peers[req->peer];
-        node->next                = ctx->abandoned.next;
-        node->prev                = &ctx->abandoned;
-        ctx->abandoned.next->prev = node;
-        ctx->abandoned.next       = node;
     }
     priv->owner      = NULL;
     priv->orphaned   = 1;
@@ -660,10 +654,23 @@ static void gcx_tl_ucx_drain(gcx_tl_ctx_t *ctx, uint32_t id, double deadline)
         }
         param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
         param.datatype     = ucp_dt_make_contig(1);
-        gcx_tl_ucx_wait_until(ctx,
-                              ucp_tag_msg_recv_nbx(ctx->worker, buf,
-                                                   info.length, msg, &param),
-                              deadline);
+        if (!gcx_tl_ucx_wait_until(ctx,
+                                   ucp_tag_msg_recv_nbx(ctx->worker, buf,
+                                                        info.length, msg,
+                                                        &param),
+                                   deadline)) {
+            /* a rendezvous its (dead or stuck) sender never completed:
+             * UCX may still write into buf, and holds a request, so the
+             * buffer is kept for good and the worker left to the exit */
+            gcx_tl_ucx_abandoned_t *node =
+                gcx_tl_ucx_abandoned_new(ctx, NULL, buf, NULL);
+
+            if (node != NULL) {
+                gcx_tl_ucx_abandoned_keep(node); /* reachable: not a leak */
+            }
+            ctx->leftover = 1;
+            return;
+        }
         free(buf);
     }
 }
