@@ -40,6 +40,7 @@ typedef enum gcx_config_type {
 enum {
     GCX_UCX_ERR_MODE_NONE = 0,
     GCX_UCX_ERR_MODE_PEER,
+    GCX_UCX_ERR_MODE_AUTO, /* peer to other hosts, none on this one */
 };
 
 /* GCX_TRANSPORT values */

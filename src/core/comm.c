@@ -76,6 +76,9 @@ void *gcx_comm_scratch(gcx_comm_t *comm, size_t size)
     return comm->scratch;
 }
 
+/* seconds a destroy lets the endpoints it releases deliver what was sent */
+#define GCX_COMM_CLOSE_GRACE 0.2
+
 /* Releases what a communicator holds; the context lock is held. */
 static void gcx_comm_free(gcx_comm_t *comm, double grace)
 {
@@ -181,7 +184,10 @@ static gcx_status_t gcx_comm_wireup(gcx_comm_t *comm, const gcx_oob_t *oob)
     params.size    = comm->size;
     params.comm_id = comm->id;
     params.peer_failure_detection =
-        comm->config.ucx_err_mode == GCX_UCX_ERR_MODE_PEER;
+        comm->config.ucx_err_mode == GCX_UCX_ERR_MODE_PEER ?
+            GCX_TL_PEER_FAILURE_ALL :
+        comm->config.ucx_err_mode == GCX_UCX_ERR_MODE_AUTO ?
+            GCX_TL_PEER_FAILURE_REMOTE : GCX_TL_PEER_FAILURE_NONE;
     status = ctx->tl_ops->init(ctx->tl_ctx, &params, &comm->tl);
     if (status != GCX_OK) {
         gcx_context_id_release(ctx, comm->id);
@@ -490,9 +496,13 @@ void gcx_comm_destroy(gcx_comm_t *comm)
         gcx_comm_fail(comm, GCX_ERR_CANCELED);
     }
     /* endpoints this communicator was the last to use deliver what was
-     * sent before they close */
+     * sent before they close, for at most GCX_COMM_CLOSE_GRACE: a live
+     * peer's flush takes microseconds; a dead peer's never ends, and
+     * destroy does not wait for peers (its endpoint is closed with FORCE) */
     grace = comm->error != GCX_OK ? 0 :
-            comm->config.timeout < 10.0 ? comm->config.timeout : 10.0;
+            comm->config.timeout < GCX_COMM_CLOSE_GRACE ?
+                                    comm->config.timeout :
+                                    GCX_COMM_CLOSE_GRACE;
     gcx_comm_free(comm, grace);
     gcx_context_unlock();
 }

@@ -152,8 +152,18 @@ typedef struct gcx_tl_params {
     int      rank;
     int      size;
     uint32_t comm_id;               /* even; agreed by every member */
-    int      peer_failure_detection; /* ask for fast peer-failure reports */
+    int      peer_failure_detection; /* GCX_TL_PEER_FAILURE_*: which peers
+                                        report their failure at once */
 } gcx_tl_params_t;
+
+/* Values of gcx_tl_params_t.peer_failure_detection. Fast reports may cost a
+ * transport (UCX 1.13: shared memory), so the default asks for them only
+ * from peers on other hosts. */
+enum {
+    GCX_TL_PEER_FAILURE_NONE   = 0, /* dead peers found by GCX_TIMEOUT */
+    GCX_TL_PEER_FAILURE_ALL    = 1, /* every peer */
+    GCX_TL_PEER_FAILURE_REMOTE = 2, /* peers on other hosts */
+};
 
 /**
  * Every entry: may it block? Only ctx_create, ctx_destroy, init, connect,

@@ -4,6 +4,7 @@
 #include "harness.h"
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace {
@@ -156,6 +157,56 @@ TEST(MismatchOther, AlltoallvCountsDoNotMatchPeers)
             ASSERT_EQ(-1, recv[rd[j] + k]) << "overrun after block " << j;
         }
     }
+    expect_usable(g_world);
+}
+
+TEST(MismatchOther, AlltoallvWritesNothingOnMismatch)
+{
+    // the last rank sends 30 elements to rank 0, which expects 20; every
+    // other pair agrees. No rank may write any of its receive buffer.
+    if (world_size() < 2) {
+        GTEST_SKIP() << "needs two ranks to disagree";
+    }
+    int                 P = world_size(), me = world_rank();
+    std::vector<size_t> sc(P, 20), sd(P), rc(P, 20), rd(P);
+    for (int j = 0; j < P; ++j) {
+        sd[j] = 40 * j;
+        rd[j] = 40 * j;
+    }
+    if (me == P - 1) {
+        sc[0] = 30;
+    }
+    std::vector<int32_t> send(40 * P, 3), recv(40 * P, -7);
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(GCX_ERR_MISMATCH,
+              gcx_alltoallv(g_world, send.data(), sc.data(), sd.data(), recv.data(),
+                            rc.data(), rd.data(), GCX_DT_I32, nullptr));
+    std::string err = testing::internal::GetCapturedStderr();
+    for (size_t k = 0; k < recv.size(); ++k) {
+        ASSERT_EQ(-7, recv[k]) << "element " << k << " written on a mismatch";
+    }
+    if (me == 0) { // the rank that saw it names the peer and both counts
+        EXPECT_NE(std::string::npos,
+                  err.find("rank " + std::to_string(P - 1) + " sends 30"))
+            << err;
+    }
+    expect_usable(g_world);
+}
+
+TEST(Alltoallv, NullBuffersWithZeroCounts)
+{
+    int                 P = world_size();
+    std::vector<size_t> zero(P, 0);
+    EXPECT_EQ(GCX_OK, gcx_alltoallv(g_world, nullptr, zero.data(), zero.data(),
+                                    nullptr, zero.data(), zero.data(),
+                                    GCX_DT_F32, nullptr));
+    std::vector<float> v(1, 1.0f);
+    testing::internal::CaptureStderr();
+    std::vector<size_t> one(P, 1), displs(P, 0);
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_alltoallv(g_world, nullptr, one.data(),
+                                             displs.data(), v.data(), zero.data(),
+                                             zero.data(), GCX_DT_F32, nullptr));
+    testing::internal::GetCapturedStderr();
     expect_usable(g_world);
 }
 

@@ -13,10 +13,14 @@
  * are already connected costs no connection at all.
  *
  * Endpoints are reference counted by the views that use them; the last
- * view's release closes an endpoint after flushing it. An endpoint is keyed
- * by (peer address, error mode): GCX_UCX_ERR_MODE=peer endpoints cannot use
- * shared memory in UCX 1.13, so a communicator that asks for it gets its
- * own. A failed endpoint (lost peer, or closed by an abort) is never handed
+ * view's release flushes the endpoints it lets go all at once, for a bounded
+ * time (a dead peer's flush never ends), then closes them. An endpoint is
+ * keyed by (peer address, error mode): peer-mode endpoints cannot use shared
+ * memory in UCX 1.13, so a communicator that asks for it gets its own. By
+ * default (GCX_UCX_ERR_MODE=auto) peer mode is used for peers on other
+ * hosts only: each rank publishes its host identity (boot id, network
+ * namespace) in front of its worker address. Cost: one 56-byte header per
+ * published address; a dead peer costs a destroy at most its grace. A failed endpoint (lost peer, or closed by an abort) is never handed
  * to a new view; views holding it fail their transfers to that peer.
  *
  * Active messages: UCP dispatches on the message id only, so the context
@@ -32,8 +36,14 @@
 #include "base/time.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* seconds a close waits for UCX once the endpoint was flushed (or FORCEd) */
+#define GCX_TL_UCX_CLOSE_WAIT 0.1
 
 /* kept for good, reachable from here: memory of abandoned operations that
  * did not end well, and contexts whose worker is left to the process exit
@@ -78,6 +88,26 @@ void gcx_tl_ucx_request_init(void *request)
     priv->orphaned   = 0;
     priv->abandoned  = NULL;
     priv->user_freed = 0;
+}
+
+gcx_tl_ucx_abandoned_t *gcx_tl_ucx_abandoned_new(gcx_tl_ctx_t *ctx,
+                                                 void (*release)(void *arg),
+                                                 void *arg,
+                                                 gcx_tl_ucx_ep_t *ep)
+{
+    gcx_tl_ucx_abandoned_t *node = malloc(sizeof(*node));
+
+    if (node == NULL) {
+        return NULL;
+    }
+    node->release             = release;
+    node->arg                 = arg;
+    node->ep                  = ep;
+    node->next                = ctx->abandoned.next;
+    node->prev                = &ctx->abandoned;
+    ctx->abandoned.next->prev = node;
+    ctx->abandoned.next       = node;
+    return node;
 }
 
 void gcx_tl_ucx_abandoned_run(gcx_tl_ucx_abandoned_t *node)
@@ -181,19 +211,21 @@ gcx_status_t gcx_tl_ucx_ep_get(gcx_tl_ctx_t *ctx, const void *address,
     return GCX_OK;
 }
 
-static void gcx_tl_ucx_ep_close(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep,
-                                int force, double deadline)
+/* Closes @p ep; 1 when UCX finished the close by @p deadline. */
+static int gcx_tl_ucx_ep_close(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep,
+                               int force, double deadline)
 {
     ucp_request_param_t param = {0};
+    int                 done  = 1;
 
     if (ep->ep == NULL) {
-        return;
+        return 1;
     }
     if (ctx->stopped) {
         /* closing would progress the worker; ucp_worker_destroy releases
          * the endpoint without delivering anything */
         ep->ep = NULL;
-        return;
+        return 1;
     }
     /* a failed endpoint may only be closed with FORCE */
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -201,8 +233,10 @@ static void gcx_tl_ucx_ep_close(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep,
     if (!gcx_tl_ucx_wait_until(ctx, ucp_ep_close_nbx(ep->ep, &param),
                                deadline)) {
         gcx_debug("closing an endpoint did not finish in time");
+        done = 0;
     }
     ep->ep = NULL;
+    return done;
 }
 
 void gcx_tl_ucx_ep_kill(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep)
@@ -211,31 +245,130 @@ void gcx_tl_ucx_ep_kill(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep)
     gcx_tl_ucx_ep_close(ctx, ep, 1, gcx_time_now() + 0.2);
 }
 
-void gcx_tl_ucx_ep_put(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep,
-                       double deadline)
+/* Whether an abandoned send to @p ep is still in flight. */
+static int gcx_tl_ucx_ep_has_abandoned(gcx_tl_ctx_t *ctx,
+                                       const gcx_tl_ucx_ep_t *ep)
 {
-    gcx_tl_ucx_ep_t **pp;
-    int               force = 0;
+    const gcx_tl_ucx_abandoned_t *node;
 
-    if (--ep->refcount > 0) {
-        return;
+    for (node = ctx->abandoned.next; node != &ctx->abandoned;
+         node = node->next) {
+        if (node->ep == ep) {
+            return 1;
+        }
     }
+    return 0;
+}
+
+/* Unlinks @p ep from the context's list and frees it (closed already). */
+static void gcx_tl_ucx_ep_free(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep)
+{
+    gcx_tl_ucx_ep_t       **pp;
+    gcx_tl_ucx_abandoned_t *node;
+
+    for (node = ctx->abandoned.next; node != &ctx->abandoned;
+         node = node->next) {
+        if (node->ep == ep) {
+            node->ep = NULL;
+        }
+    }
+
     for (pp = &ctx->eps; *pp != ep; pp = &(*pp)->next) {
     }
     *pp = ep->next;
-    if (ctx->abort_seen) {
+    free(ep->address);
+    free(ep);
+}
+
+void gcx_tl_ucx_ep_put_all(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t **eps, int n,
+                           double deadline)
+{
+    ucs_status_ptr_t *flush;
+    int               i, pending;
+
+    /* the endpoints no view uses any more; the others are left out */
+    for (i = 0; i < n; ++i) {
+        if (eps[i] != NULL && --eps[i]->refcount > 0) {
+            eps[i] = NULL;
+        }
+    }
+    if (ctx->abort_seen || ctx->stopped) {
         /* after an abort, teardown does not progress the worker and does
          * not flush (a flush would push what the abort gave up): UCX 1.13's
          * TCP transport can be left with a freed endpoint in its event set
          * then (a call through a stale pointer in the next progress: 1 in 4
          * runs of Failure.OutOfStepWithoutChecks-tcp-p3); FORCE purges the
          * endpoint's requests without delivering */
-        force    = 1;
-        deadline = 0;
+        for (i = 0; i < n; ++i) {
+            if (eps[i] != NULL) {
+                gcx_tl_ucx_ep_close(ctx, eps[i], 1, 0);
+                gcx_tl_ucx_ep_free(ctx, eps[i]);
+            }
+        }
+        return;
     }
-    gcx_tl_ucx_ep_close(ctx, ep, force, deadline);
-    free(ep->address);
-    free(ep);
+    /* flush them all at once, and let the peers take what abandoned
+     * operations still offer them (a rendezvous they pull), until the
+     * deadline: what was sent reaches the live peers */
+    flush = calloc(n > 0 ? (size_t)n : 1, sizeof(*flush));
+    for (i = 0; flush != NULL && i < n; ++i) {
+        ucp_request_param_t param = {0};
+
+        if (eps[i] != NULL && eps[i]->ep != NULL && !eps[i]->failed) {
+            flush[i] = ucp_ep_flush_nbx(eps[i]->ep, &param);
+        }
+    }
+    for (;;) {
+        pending = 0;
+        for (i = 0; flush != NULL && i < n; ++i) {
+            pending |= (flush[i] != NULL && !UCS_PTR_IS_ERR(flush[i]) &&
+                        ucp_request_check_status(flush[i]) ==
+                            UCS_INPROGRESS) ||
+                       (eps[i] != NULL &&
+                        gcx_tl_ucx_ep_has_abandoned(ctx, eps[i]));
+        }
+        if (!pending || gcx_time_now() >= deadline) {
+            break;
+        }
+        ucp_worker_progress(ctx->worker);
+    }
+    /* a flush that did not end waits on a peer that is dead or stuck (an
+     * active message it never takes, a rendezvous it never pulls): closing
+     * with FORCE purges those requests (their memory stays kept, see
+     * gcx_tl_ucx_abandoned_t), so none is left in UCX's pool */
+    for (i = 0; i < n; ++i) {
+        int stuck, force;
+
+        if (eps[i] == NULL) {
+            continue;
+        }
+        stuck = (flush != NULL && flush[i] != NULL &&
+                 !UCS_PTR_IS_ERR(flush[i]) &&
+                 ucp_request_check_status(flush[i]) == UCS_INPROGRESS) ||
+                gcx_tl_ucx_ep_has_abandoned(ctx, eps[i]);
+        /* FORCE purges an endpoint's requests only in UCX's peer error
+         * mode; in mode none it would only reset a live peer's connection
+         * (fatal to it over TCP), so that close is left running */
+        force = (stuck || flush == NULL) && eps[i]->err_mode_peer;
+        if (stuck) {
+            gcx_debug("a peer did not take what was sent to it before the "
+                      "communicator was destroyed: its endpoint is closed "
+                      "%s", force ? "with FORCE" : "without waiting");
+        }
+        if (!gcx_tl_ucx_ep_close(ctx, eps[i], force,
+                                 stuck && !force ? 0 :
+                                 gcx_time_now() + GCX_TL_UCX_CLOSE_WAIT)) {
+            ctx->leftover = 1;
+        }
+        if (flush != NULL && flush[i] != NULL && !UCS_PTR_IS_ERR(flush[i])) {
+            if (ucp_request_check_status(flush[i]) == UCS_INPROGRESS) {
+                ctx->leftover = 1;
+            }
+            ucp_request_free(flush[i]); /* done, or purged by the close */
+        }
+        gcx_tl_ucx_ep_free(ctx, eps[i]);
+    }
+    free(flush);
 }
 
 /* ---- active-message routing --------------------------------------------- */
@@ -294,6 +427,47 @@ gcx_status_t gcx_tl_ucx_am_route(gcx_tl_ctx_t *ctx, unsigned id)
     }
     ctx->am_registered |= 1u << id;
     return GCX_OK;
+}
+
+/* ---- host identity ------------------------------------------------------- */
+
+static void gcx_tl_ucx_host_self(gcx_tl_ucx_host_t *host)
+{
+    struct stat st;
+    FILE       *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+    memset(host, 0, sizeof(*host));
+    host->magic = GCX_TL_UCX_HOST_MAGIC;
+    if (f == NULL || fgets(host->boot_id, sizeof(host->boot_id), f) == NULL) {
+        gethostname(host->boot_id, sizeof(host->boot_id) - 1);
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    host->boot_id[strcspn(host->boot_id, "\n")] = '\0';
+    if (stat("/proc/self/ns/net", &st) == 0) {
+        host->netns = (uint64_t)st.st_ino;
+    }
+}
+
+int gcx_tl_ucx_blob_parse(const gcx_tl_ctx_t *ctx, const void *blob,
+                          size_t len, const void **ucp_addr_p,
+                          size_t *ucp_len_p)
+{
+    gcx_tl_ucx_host_t peer, self;
+
+    if (len <= sizeof(peer)) {
+        return -1;
+    }
+    memcpy(&peer, blob, sizeof(peer)); /* the OOB buffer may be unaligned */
+    memcpy(&self, ctx->blob, sizeof(self));
+    if (peer.magic != GCX_TL_UCX_HOST_MAGIC) {
+        return -1;
+    }
+    *ucp_addr_p = (const char *)blob + sizeof(peer);
+    *ucp_len_p  = len - sizeof(peer);
+    return peer.netns == self.netns &&
+           strncmp(peer.boot_id, self.boot_id, sizeof(peer.boot_id)) == 0;
 }
 
 /* ---- the context ------------------------------------------------------------ */
@@ -438,6 +612,15 @@ gcx_status_t gcx_tl_ucx_ctx_create(gcx_tl_ctx_t **ctx_p)
         gcx_error("ucp_worker_get_address failed: %s", ucs_status_string(st));
         goto err_destroy_worker;
     }
+    ctx->blob_len = sizeof(gcx_tl_ucx_host_t) + ctx->address_len;
+    ctx->blob     = malloc(ctx->blob_len);
+    if (ctx->blob == NULL) {
+        ucp_worker_release_address(ctx->worker, ctx->address);
+        goto err_destroy_worker;
+    }
+    gcx_tl_ucx_host_self(ctx->blob);
+    memcpy((char *)ctx->blob + sizeof(gcx_tl_ucx_host_t), ctx->address,
+           ctx->address_len);
     *ctx_p = ctx;
     return GCX_OK;
 
@@ -456,22 +639,30 @@ void gcx_tl_ucx_ctx_destroy(gcx_tl_ctx_t *ctx)
 
     /* the views put every endpoint back; anything left is closed */
     while (ctx->eps != NULL) {
-        ctx->eps->refcount = 1;
-        gcx_tl_ucx_ep_put(ctx, ctx->eps, deadline);
+        gcx_tl_ucx_ep_t *ep = ctx->eps;
+
+        ep->refcount = 1;
+        gcx_tl_ucx_ep_put_all(ctx, &ep, 1, deadline);
     }
-    if (ctx->abort_seen) {
+    if (ctx->abort_seen || ctx->leftover ||
+        ctx->abandoned.next != &ctx->abandoned) {
         /* the endpoints' FORCE closes were not progressed (see
-         * gcx_tl_ucx_ep_put), and UCX 1.13 asserts in ucp_worker_destroy on
-         * an endpoint whose requests are not purged yet: the worker and its
-         * sockets are left to the process's exit, reachable from here
-         * (so that leak checkers see memory kept on purpose, not lost) */
-        gcx_debug("after an abort the UCX worker is left to the process exit");
+         * gcx_tl_ucx_ep_put_all), and UCX 1.13 asserts in ucp_worker_destroy on
+         * an endpoint whose requests are not purged yet; requests waiting
+         * on a dead peer (mode none) can never be purged, and destroying
+         * the worker would print UCX's leak report for each: the worker
+         * and its sockets are left to the process's exit, reachable from
+         * here (so that leak checkers see memory kept on purpose, not
+         * lost) */
+        gcx_debug("after an abort or with requests a peer never took, the "
+                  "UCX worker is left to the process exit");
         pthread_mutex_lock(&gcx_tl_ucx_kept_lock);
         ctx->kept_next       = gcx_tl_ucx_kept_ctxs;
         gcx_tl_ucx_kept_ctxs = ctx;
         pthread_mutex_unlock(&gcx_tl_ucx_kept_lock);
         return;
     }
+    free(ctx->blob);
     ucp_worker_release_address(ctx->worker, ctx->address);
     ucp_worker_destroy(ctx->worker);
     /* abandoned operations that never ended: a peer may still pull (or
@@ -487,8 +678,8 @@ void gcx_tl_ucx_ctx_destroy(gcx_tl_ctx_t *ctx)
 gcx_status_t gcx_tl_ucx_address(gcx_tl_ctx_t *ctx, const void **addr_p,
                                 size_t *len_p)
 {
-    *addr_p = ctx->address;
-    *len_p  = ctx->address_len;
+    *addr_p = ctx->blob;
+    *len_p  = ctx->blob_len;
     return GCX_OK;
 }
 

@@ -25,6 +25,8 @@ typedef struct gcx_tl_ucx gcx_tl_ucx_t;
 typedef struct gcx_tl_ucx_abandoned {
     void (*release)(void *arg);
     void  *arg;
+    struct gcx_tl_ucx_ep *ep; /* a send's endpoint (NULL: unknown, or freed):
+                                 releasing it waits for this, then FORCEs */
     struct gcx_tl_ucx_abandoned *prev, *next;
 } gcx_tl_ucx_abandoned_t;
 
@@ -63,8 +65,13 @@ struct gcx_tl_ctx {
     int                    abort_seen; /* a view aborted (endpoints may
                                            have been killed): teardown
                                            no longer progresses */
+    int                    leftover;   /* a close or flush UCX did not
+                                           finish: the worker is left to
+                                           the exit */
     ucp_address_t         *address;
     size_t                 address_len;
+    void                  *blob;     /* host identity + address (OOB) */
+    size_t                 blob_len;
     gcx_tl_ucx_ep_t       *eps;
     unsigned               am_registered; /* bit i: UCP handler for id i */
     gcx_tl_ucx_am_route_t  am_route[GCX_TL_AM_MAX_ID];
@@ -93,7 +100,7 @@ typedef struct gcx_tl_ucx_priv {
 struct gcx_tl_ucx {
     gcx_tl_t          super;
     gcx_tl_ucx_ep_t **peers;       /* by rank; shared */
-    int               err_mode_peer;
+    int               peer_failure; /* GCX_TL_PEER_FAILURE_* */
     int               aborted;
     gcx_tl_req_t      outstanding; /* list head (sentinel) */
     gcx_tl_ucx_am_t   am[GCX_TL_AM_MAX_ID];
@@ -101,15 +108,44 @@ struct gcx_tl_ucx {
 
 gcx_status_t gcx_tl_ucx_status(ucs_status_t status);
 
+/*
+ * What a rank publishes over the OOB: the identity of its host, then its
+ * UCP worker address. Two ranks are on one host when the kernel boot id and
+ * the network namespace are the same; only then can shared memory and cma
+ * join them, and only between hosts does the endpoint need (and afford)
+ * UCX's peer failure mode (GCX_UCX_ERR_MODE=auto).
+ */
+typedef struct gcx_tl_ucx_host {
+    uint32_t magic;        /* GCX_TL_UCX_HOST_MAGIC */
+    uint32_t reserved;
+    uint64_t netns;        /* inode of /proc/self/ns/net, 0 if unknown */
+    char     boot_id[40];  /* /proc/sys/kernel/random/boot_id, or the
+                              host name when that cannot be read */
+} gcx_tl_ucx_host_t;
+
+#define GCX_TL_UCX_HOST_MAGIC 0x67637848u /* "gcxH" */
+
+/** Whether @p blob (another rank's published address) is on this host;
+ *  @p ucp_addr_p, @p ucp_len_p: its UCP address. 0 or 1, or -1 when the
+ *  blob is not a gcx UCX address. */
+int gcx_tl_ucx_blob_parse(const gcx_tl_ctx_t *ctx, const void *blob,
+                          size_t len, const void **ucp_addr_p,
+                          size_t *ucp_len_p);
+
 /** The endpoint to the worker at @p address: a cached one, or a new one. */
 gcx_status_t gcx_tl_ucx_ep_get(gcx_tl_ctx_t *ctx, const void *address,
                                size_t address_len, int err_mode_peer,
                                gcx_tl_ucx_ep_t **ep_p);
 
-/** Drop a reference; the last one closes it, flushing until @p deadline
- *  (after an abort in the process: FORCE, without waiting). */
-void gcx_tl_ucx_ep_put(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep,
-                       double deadline);
+/**
+ * Drop one reference of each of the @p n endpoints of @p eps (NULL entries
+ * are skipped; the array is overwritten). The endpoints no view uses any
+ * more are flushed together until @p deadline and closed; one whose flush
+ * did not end (a dead or stuck peer) is closed with FORCE, which purges its
+ * requests. After an abort nothing is flushed or progressed (FORCE only).
+ */
+void gcx_tl_ucx_ep_put_all(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t **eps, int n,
+                           double deadline);
 
 /** Close an endpoint at once (abort); every view using it sees it failed. */
 void gcx_tl_ucx_ep_kill(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep);
@@ -122,6 +158,12 @@ int gcx_tl_ucx_wait_until(gcx_tl_ctx_t *ctx, ucs_status_ptr_t sp,
                           double deadline);
 
 void gcx_tl_ucx_request_init(void *request);
+/** A new entry on the context's list of abandoned operations (NULL: out
+ *  of memory); @p ep: a send's endpoint, or NULL. */
+gcx_tl_ucx_abandoned_t *gcx_tl_ucx_abandoned_new(gcx_tl_ctx_t *ctx,
+                                                 void (*release)(void *arg),
+                                                 void *arg,
+                                                 gcx_tl_ucx_ep_t *ep);
 void gcx_tl_ucx_abandoned_run(gcx_tl_ucx_abandoned_t *node);
 void gcx_tl_ucx_abandoned_keep(gcx_tl_ucx_abandoned_t *node);
 

@@ -10,12 +10,14 @@
  * or rendezvous (large: cma/knem single copy on a host, zero-copy RDMA on
  * InfiniBand), so gcx itself never stages user data.
  *
- * Peer failure: with GCX_UCX_ERR_MODE=peer, endpoints use
- * UCP_ERR_HANDLING_MODE_PEER and the error callback marks the endpoint
- * failed, so collectives waiting on the peer fail with GCX_ERR_PEER at once.
- * UCX 1.13 has no shared-memory transport that supports that mode, so the
- * default is none (shm + cma single-copy on a host) and a dead peer is
- * caught by the GCX_TIMEOUT deadline that the task queue enforces. Every
+ * Peer failure: endpoints in UCP_ERR_HANDLING_MODE_PEER have their error
+ * callback mark the endpoint failed, so collectives waiting on the peer fail
+ * with GCX_ERR_PEER at once. UCX 1.13 has no shared-memory transport that
+ * supports that mode, so by default (GCX_UCX_ERR_MODE=auto) only endpoints
+ * to peers on other hosts use it (they go over TCP or InfiniBand anyway);
+ * a dead peer on this host (shm + cma single copy) is caught by the
+ * GCX_TIMEOUT deadline that the task queue enforces. `peer` asks it of
+ * every endpoint, `none` of none. Every
  * posted request is on the view's outstanding list so abort() can cancel
  * receives, let live peers' transfers end for a moment, close the endpoints
  * the rest wait on (which completes them) and wait until nothing can write
@@ -158,7 +160,7 @@ static gcx_tl_ucx_t *gcx_tl_ucx_view_new(gcx_tl_ctx_t *ctx,
     ucx->super.rank       = params->rank;
     ucx->super.size       = params->size;
     ucx->super.comm_id    = id;
-    ucx->err_mode_peer    = params->peer_failure_detection;
+    ucx->peer_failure    = params->peer_failure_detection;
     ucx->outstanding.next = &ucx->outstanding;
     ucx->outstanding.prev = &ucx->outstanding;
     ctx->views[id]        = ucx;
@@ -193,8 +195,21 @@ static gcx_status_t gcx_tl_ucx_connect(gcx_tl_t *tl, const void *const *addrs,
     int           i;
 
     for (i = 0; i < tl->size; ++i) {
-        status = gcx_tl_ucx_ep_get(tl->ctx, addrs[i], lens[i],
-                                   ucx->err_mode_peer, &ucx->peers[i]);
+        const void *addr;
+        size_t      len;
+        int         local = gcx_tl_ucx_blob_parse(tl->ctx, addrs[i], lens[i],
+                                                  &addr, &len);
+
+        if (local < 0) {
+            gcx_error("rank %d published no gcx UCX address (%zu bytes): "
+                      "another transport or gcx version?", i, lens[i]);
+            return GCX_ERR_MISMATCH;
+        }
+        status = gcx_tl_ucx_ep_get(
+            tl->ctx, addr, len,
+            ucx->peer_failure == GCX_TL_PEER_FAILURE_ALL ||
+                (ucx->peer_failure == GCX_TL_PEER_FAILURE_REMOTE && !local),
+            &ucx->peers[i]);
         if (status != GCX_OK) {
             return status;
         }
@@ -212,7 +227,7 @@ static gcx_status_t gcx_tl_ucx_derive(const gcx_tl_t *parent,
     gcx_tl_params_t     p = *params;
     int                 i;
 
-    p.peer_failure_detection = pucx->err_mode_peer;
+    p.peer_failure_detection = pucx->peer_failure;
     ucx = gcx_tl_ucx_view_new(parent->ctx, &p);
     if (ucx == NULL) {
         return GCX_ERR_NOMEM;
@@ -458,16 +473,11 @@ static void gcx_tl_ucx_abandon(gcx_tl_t *tl, gcx_tl_req_t *req,
         }
         return;
     }
-    node = malloc(sizeof(*node));
+    node = gcx_tl_ucx_abandoned_new(
+        ctx, release, arg,
+        req->is_recv ? NULL : ((gcx_tl_ucx_t *)tl)->peers[req->peer]);
     if (node == NULL) { /* keep the memory alive for good rather than risk it */
         gcx_warn("out of memory abandoning a request; its buffer is kept");
-    } else {
-        node->release             = release;
-        node->arg                 = arg;
-        node->next                = ctx->abandoned.next;
-        node->prev                = &ctx->abandoned;
-        ctx->abandoned.next->prev = node;
-        ctx->abandoned.next       = node;
     }
     priv->owner      = NULL;
     priv->orphaned   = 1;
@@ -644,10 +654,23 @@ static void gcx_tl_ucx_drain(gcx_tl_ctx_t *ctx, uint32_t id, double deadline)
         }
         param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
         param.datatype     = ucp_dt_make_contig(1);
-        gcx_tl_ucx_wait_until(ctx,
-                              ucp_tag_msg_recv_nbx(ctx->worker, buf,
-                                                   info.length, msg, &param),
-                              deadline);
+        if (!gcx_tl_ucx_wait_until(ctx,
+                                   ucp_tag_msg_recv_nbx(ctx->worker, buf,
+                                                        info.length, msg,
+                                                        &param),
+                                   deadline)) {
+            /* a rendezvous its (dead or stuck) sender never completed:
+             * UCX may still write into buf, and holds a request, so the
+             * buffer is kept for good and the worker left to the exit */
+            gcx_tl_ucx_abandoned_t *node =
+                gcx_tl_ucx_abandoned_new(ctx, NULL, buf, NULL);
+
+            if (node != NULL) {
+                gcx_tl_ucx_abandoned_keep(node); /* reachable: not a leak */
+            }
+            ctx->leftover = 1;
+            return;
+        }
         free(buf);
     }
 }
@@ -657,25 +680,21 @@ static int gcx_tl_ucx_fini(gcx_tl_t *tl, double seconds)
     gcx_tl_ucx_t *ucx      = (gcx_tl_ucx_t *)tl;
     gcx_tl_ctx_t *ctx      = tl->ctx;
     double        deadline = gcx_time_now() + seconds;
-    int           i, reusable;
+    int           reusable;
 
     if (!ucx->aborted && ucx->outstanding.next != &ucx->outstanding) {
         gcx_tl_ucx_abort(tl);
     }
     ctx->views[tl->comm_id] = NULL; /* late active messages are dropped */
     /* draining progresses the worker, which an abort rules out (see
-     * gcx_tl_ucx_ep_put): the id's unmatched messages stay queued and the
+     * gcx_tl_ucx_ep_put_all): the id's unmatched messages stay queued and the
      * id is never used again */
     reusable = !ctx->stopped && !ctx->abort_seen;
     if (reusable) {
         gcx_tl_ucx_drain(ctx, tl->comm_id, deadline);
         gcx_tl_ucx_drain(ctx, tl->comm_id | 1u, deadline);
     }
-    for (i = 0; i < tl->size; ++i) {
-        if (ucx->peers[i] != NULL) {
-            gcx_tl_ucx_ep_put(ctx, ucx->peers[i], deadline);
-        }
-    }
+    gcx_tl_ucx_ep_put_all(ctx, ucx->peers, tl->size, deadline);
     free(ucx->peers);
     free(ucx);
     return reusable;
