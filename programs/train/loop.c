@@ -14,6 +14,10 @@
  * ends with every rank evaluating its contiguous part of the test set;
  * counts are summed.
  *
+ * A sync mode that survives dead ranks (coded: train_sync_ops_t.survivors)
+ * gets those checks, evaluations and byte sums over the live ranks
+ * instead, through the rank that knows who is gone (train_reduce()).
+ *
  * Cost per step: gather + forward/backward of --batch samples, the sync
  * mode's exchange, one SGD pass over the parameters, and one allreduce of
  * three doubles (loss, hits, samples) for the global batch statistics.

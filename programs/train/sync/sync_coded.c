@@ -33,6 +33,11 @@
  * (TRAIN_SYNC_BATCH_STATS). The decoded vector is the sum over partitions
  * of partition-mean gradients; dividing by n gives the global-batch mean.
  *
+ * Dead workers: the root knows which workers the coded gather counts gone
+ * (gcx_coded_stats()); coded_survivors() tells the loop, whose weight
+ * checks, evaluation and byte sums then skip them, so a run that lost up
+ * to s workers still ends checked (the steps never needed them).
+ *
  * Cost per step: compute of s+1 partitions (gc) or 1 (pgc) of
  * global/n samples each (per epoch both compute (s+1)x what dense does:
  * pgc in P times as many steps); every worker sends 4(N+3) bytes once,
