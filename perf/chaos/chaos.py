@@ -2,7 +2,8 @@
 """chaos.py: gcx-train under random faults on the emulated cluster (perf/cluster/emulate.sh).
 
 Idea: from one seed, draw a schedule of short training runs (4 ranks, one per emulated node,
-1 Gbit/s links), each with one fault injected from outside while it trains: SIGKILL of ranks,
+1 Gbit/s links), each with one fault injected from outside while it trains (2 to 6 s after
+rank 0 printed its header, i.e. once the communicator is up): SIGKILL of ranks,
 a SIGSTOP/SIGCONT stall shorter or longer than GCX_TIMEOUT, or a link rate change with
 `tc qdisc change` inside a rank's namespace and on its switch port. Every run has a hard
 wall-clock limit (emulate.sh --timeout, and a kill of the whole run group past it); a run
@@ -74,7 +75,7 @@ def draw_schedule(seed, runs, timeout_s):
         mode = modes[i % len(modes)] if i < len(modes) else rng.choice(modes)
         kind = rng.choices(kinds, weights)[0]
         s = MODES[mode][1]
-        run = {"run": i, "mode": mode, "fault": kind, "at_s": round(rng.uniform(3.0, 7.0), 1),
+        run = {"run": i, "mode": mode, "fault": kind, "at_s": round(rng.uniform(2.0, 6.0), 1),
                "ranks": [], "dur_s": 0.0, "rate": ""}
         if kind == "kill":
             if s > 0 and rng.random() < 0.75:
@@ -133,6 +134,7 @@ class Run:
         self.fault_t = None       # seconds since start at which the fault began
         self.fault_note = ""
         self.lock = threading.Lock()
+        self.up = threading.Event()   # rank 0 printed its header: the job is up
 
     def now(self):
         return time.monotonic() - self.t0
@@ -173,6 +175,9 @@ class Run:
     def inject(self, stop):
         """The fault thread: wait for the fault time, then do it (unless the run ended)."""
         spec = self.spec
+        while not self.up.wait(0.1):
+            if stop.is_set():
+                return
         if stop.wait(spec["at_s"]):
             return
         self.fault_t = self.now()
@@ -208,6 +213,8 @@ class Run:
             line = raw.decode("utf-8", "replace").rstrip("\n")
             with self.lock:
                 self.lines.append((self.now(), line))
+            if line.startswith("[0] gcx-train: "):
+                self.up.set()
 
     def execute(self):
         a, spec = self.args, self.spec
