@@ -122,7 +122,7 @@ gcx_status_t train_comm_allreduce_live(train_comm_t *tc, void *buf,
     size_t bytes = count * gcx_dtype_size(dtype);
     gcx_status_t status = GCX_OK;
     void *tmp;
-    int r;
+    int r, peer = -1;
 
     if (tc->comm == NULL) {
         return GCX_OK;
@@ -157,6 +157,7 @@ gcx_status_t train_comm_allreduce_live(train_comm_t *tc, void *buf,
         if (r == root || (r < 64 && (gone >> r & 1))) {
             continue;
         }
+        peer = r;
         status = gcx_recv(tc->comm, tmp, count, dtype, r, TRAIN_TAG_LIVE_UP,
                           NULL);
         if (status == GCX_OK) {
@@ -165,15 +166,16 @@ gcx_status_t train_comm_allreduce_live(train_comm_t *tc, void *buf,
     }
     for (r = 0; r < tc->size && status == GCX_OK; r++) {
         if (r != root && !(r < 64 && (gone >> r & 1))) {
+            peer = r;
             status = gcx_send(tc->comm, buf, count, dtype, r,
                               TRAIN_TAG_LIVE_DOWN, NULL);
         }
     }
     free(tmp);
     if (status != GCX_OK) {
-        train_error("allreduce of %zu %s (%s) over the live ranks failed at "
-                    "rank %d: %s",
-                    count, gcx_dtype_name(dtype), gcx_op_name(op), r - 1,
+        train_error("allreduce of %zu %s (%s) over the live ranks failed "
+                    "with rank %d: %s",
+                    count, gcx_dtype_name(dtype), gcx_op_name(op), peer,
                     gcx_strerror(status));
     }
     return status;
