@@ -135,47 +135,42 @@ gcx_status_t train_comm_allreduce_live(train_comm_t *tc, void *buf,
         return GCX_ERR_UNSUPPORTED;
     }
     if (tc->rank != root) {
+        peer = root;
         status = gcx_send(tc->comm, buf, count, dtype, root, TRAIN_TAG_LIVE_UP,
                           NULL);
         if (status == GCX_OK) {
             status = gcx_recv(tc->comm, buf, count, dtype, root,
                               TRAIN_TAG_LIVE_DOWN, NULL);
         }
-        if (status != GCX_OK) {
-            train_error("allreduce of %zu %s (%s) through the root, rank %d, "
-                        "failed: %s",
-                        count, gcx_dtype_name(dtype), gcx_op_name(op), root,
-                        gcx_strerror(status));
+    } else {
+        tmp = malloc(bytes > 0 ? bytes : 1);
+        if (tmp == NULL) {
+            return GCX_ERR_NOMEM;
         }
-        return status;
-    }
-    tmp = malloc(bytes > 0 ? bytes : 1);
-    if (tmp == NULL) {
-        return GCX_ERR_NOMEM;
-    }
-    for (r = 0; r < tc->size && status == GCX_OK; r++) {
-        if (r == root || (r < 64 && (gone >> r & 1))) {
-            continue;
-        }
-        peer = r;
-        status = gcx_recv(tc->comm, tmp, count, dtype, r, TRAIN_TAG_LIVE_UP,
-                          NULL);
-        if (status == GCX_OK) {
-            train_combine(buf, tmp, count, dtype, op);
-        }
-    }
-    for (r = 0; r < tc->size && status == GCX_OK; r++) {
-        if (r != root && !(r < 64 && (gone >> r & 1))) {
+        for (r = 0; r < tc->size && status == GCX_OK; r++) {
+            if (r == root || (r < 64 && (gone >> r & 1))) {
+                continue;
+            }
             peer = r;
-            status = gcx_send(tc->comm, buf, count, dtype, r,
-                              TRAIN_TAG_LIVE_DOWN, NULL);
+            status = gcx_recv(tc->comm, tmp, count, dtype, r,
+                              TRAIN_TAG_LIVE_UP, NULL);
+            if (status == GCX_OK) {
+                train_combine(buf, tmp, count, dtype, op);
+            }
         }
+        for (r = 0; r < tc->size && status == GCX_OK; r++) {
+            if (r != root && !(r < 64 && (gone >> r & 1))) {
+                peer = r;
+                status = gcx_send(tc->comm, buf, count, dtype, r,
+                                  TRAIN_TAG_LIVE_DOWN, NULL);
+            }
+        }
+        free(tmp);
     }
-    free(tmp);
     if (status != GCX_OK) {
-        train_error("allreduce of %zu %s (%s) over the live ranks failed "
-                    "with rank %d: %s",
-                    count, gcx_dtype_name(dtype), gcx_op_name(op), peer,
+        train_error("allreduce of %zu %s (%s) over the live ranks through "
+                    "rank %d failed with rank %d: %s",
+                    count, gcx_dtype_name(dtype), gcx_op_name(op), root, peer,
                     gcx_strerror(status));
     }
     return status;
