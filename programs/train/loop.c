@@ -14,6 +14,10 @@
  * ends with every rank evaluating its contiguous part of the test set;
  * counts are summed.
  *
+ * A sync mode that survives dead ranks (coded: train_sync_ops_t.survivors)
+ * gets those checks, evaluations and byte sums over the live ranks
+ * instead, through the rank that knows who is gone (train_reduce()).
+ *
  * Cost per step: gather + forward/backward of --batch samples, the sync
  * mode's exchange, one SGD pass over the parameters, and one allreduce of
  * three doubles (loss, hits, samples) for the global batch statistics.
@@ -31,6 +35,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +62,7 @@ typedef struct train_state {
     train_sched_t sched;
     train_sync_t sync;
     long perturb_step; /* fault injection (GCX_TRAIN_PERTURB); -1: off */
+    long kill_step;    /* fault injection (GCX_TRAIN_KILL); -1: off */
     FILE *trace;       /* GCX_TRAIN_TRACE_SAMPLES; NULL: off */
 } train_state_t;
 
@@ -72,14 +78,24 @@ int64_t train_checksum(const float *v, size_t n)
     return (int64_t)(h >> 1);
 }
 
-gcx_status_t train_check_identical(train_comm_t *comm, const float *v, size_t n,
-                                   long step)
+/* An in-place allreduce: over every rank, or over the live ones. */
+typedef gcx_status_t (*train_reduce_fn_t)(void *ctx, void *buf, size_t count,
+                                          gcx_dtype_t dtype, gcx_op_t op);
+
+static gcx_status_t train_reduce_all(void *ctx, void *buf, size_t count,
+                                     gcx_dtype_t dtype, gcx_op_t op)
+{
+    return train_comm_allreduce(ctx, buf, count, dtype, op);
+}
+
+static gcx_status_t train_check_with(train_reduce_fn_t reduce, void *ctx,
+                                     const float *v, size_t n, long step)
 {
     int64_t h = train_checksum(v, n);
     int64_t range[2] = {h, -h}; /* max of h and of -h: max and -min */
     gcx_status_t status;
 
-    status = train_comm_allreduce(comm, range, 2, GCX_DT_I64, GCX_OP_MAX);
+    status = reduce(ctx, range, 2, GCX_DT_I64, GCX_OP_MAX);
     if (status != GCX_OK) {
         return status;
     }
@@ -92,6 +108,32 @@ gcx_status_t train_check_identical(train_comm_t *comm, const float *v, size_t n,
         return GCX_ERR_MISMATCH;
     }
     return GCX_OK;
+}
+
+gcx_status_t train_check_identical(train_comm_t *comm, const float *v, size_t n,
+                                   long step)
+{
+    return train_check_with(train_reduce_all, comm, v, n, step);
+}
+
+/*
+ * The loop's reductions once training runs: over every rank, or, for a
+ * sync mode that survives dead ranks (coded), over the live ones through
+ * the rank that knows which are gone; a dead rank then stops nothing.
+ */
+static gcx_status_t train_reduce(void *ctx, void *buf, size_t count,
+                                 gcx_dtype_t dtype, gcx_op_t op)
+{
+    train_state_t *st = ctx;
+    uint64_t gone;
+    int root;
+
+    if (st->sync.ops->survivors == NULL) {
+        return train_comm_allreduce(st->comm, buf, count, dtype, op);
+    }
+    st->sync.ops->survivors(&st->sync, &root, &gone);
+    return train_comm_allreduce_live(st->comm, buf, count, dtype, op, root,
+                                     gone);
 }
 
 /*
@@ -157,38 +199,56 @@ static gcx_status_t train_grad_part(void *ctx, int part, int nparts,
     return GCX_OK;
 }
 
-/* Loss and accuracy over this rank's part of the test set, summed. */
+/*
+ * Loss and accuracy over the test set: each rank evaluates its part, the
+ * sums are reduced; for a sync mode that survives dead ranks, the rank
+ * that knows which are gone evaluates their parts too, and the sums are
+ * reduced over the live ranks with the same view of who is gone.
+ */
 static gcx_status_t train_evaluate(train_state_t *st, double *loss_p,
                                    double *acc_p)
 {
     const train_dataset_t *test = st->test;
     size_t begin, end, i, chunk = (size_t)st->net.max_batch;
     double sums[3] = {0, 0, 0}; /* loss, hits, samples */
+    uint64_t gone = 0;
     uint32_t *idx;
     gcx_status_t status;
+    int r, root = -1;
 
+    if (st->sync.ops->survivors != NULL) {
+        st->sync.ops->survivors(&st->sync, &root, &gone);
+    }
     idx = malloc(chunk * sizeof(*idx));
     if (idx == NULL) {
         return GCX_ERR_NOMEM;
     }
-    train_eval_range(test->n, st->comm->rank, st->comm->size, &begin, &end);
-    for (i = begin; i < end; i += chunk) {
-        size_t count = end - i < chunk ? end - i : chunk, j;
-        double loss;
-        int hits;
-
-        for (j = 0; j < count; j++) {
-            idx[j] = (uint32_t)(i + j);
+    for (r = 0; r < st->comm->size; r++) {
+        if (r != st->comm->rank && !(r < 64 && (gone >> r & 1))) {
+            continue;
         }
-        train_dataset_gather(test, idx, count, st->x, st->y);
-        train_net_evaluate(&st->net, st->params, st->x, st->y, (int)count,
-                           &loss, &hits);
-        sums[0] += loss;
-        sums[1] += hits;
-        sums[2] += (double)count;
+        train_eval_range(test->n, r, st->comm->size, &begin, &end);
+        for (i = begin; i < end; i += chunk) {
+            size_t count = end - i < chunk ? end - i : chunk, j;
+            double loss;
+            int hits;
+
+            for (j = 0; j < count; j++) {
+                idx[j] = (uint32_t)(i + j);
+            }
+            train_dataset_gather(test, idx, count, st->x, st->y);
+            train_net_evaluate(&st->net, st->params, st->x, st->y, (int)count,
+                               &loss, &hits);
+            sums[0] += loss;
+            sums[1] += hits;
+            sums[2] += (double)count;
+        }
     }
     free(idx);
-    status = train_comm_allreduce(st->comm, sums, 3, GCX_DT_F64, GCX_OP_SUM);
+    status = root < 0 ? train_comm_allreduce(st->comm, sums, 3, GCX_DT_F64,
+                                             GCX_OP_SUM)
+                      : train_comm_allreduce_live(st->comm, sums, 3, GCX_DT_F64,
+                                                  GCX_OP_SUM, root, gone);
     if (status != GCX_OK) {
         return status;
     }
@@ -212,6 +272,23 @@ static long train_perturb_step(int rank)
     }
     train_info("GCX_TRAIN_PERTURB: this rank changes a weight after step %ld",
                s);
+    return s;
+}
+
+/*
+ * Fault injection for tests of dead ranks: GCX_TRAIN_KILL="R:S" makes rank R
+ * kill itself with SIGKILL after step S (no exit path runs, as when an
+ * operator or the OOM killer ends it). Returns S on rank R, -1 elsewhere.
+ */
+static long train_kill_step(int rank)
+{
+    const char *v = getenv("GCX_TRAIN_KILL");
+    long r, s;
+
+    if (v == NULL || sscanf(v, "%ld:%ld", &r, &s) != 2 || r != rank) {
+        return -1;
+    }
+    train_info("GCX_TRAIN_KILL: this rank kills itself after step %ld", s);
     return s;
 }
 
@@ -254,6 +331,7 @@ static gcx_status_t train_state_init(train_state_t *st,
 
     memset(st, 0, sizeof(*st));
     st->perturb_step = train_perturb_step(comm->rank);
+    st->kill_step = train_kill_step(comm->rank);
     st->opts = opts;
     st->comm = comm;
     st->train = train;
@@ -499,6 +577,10 @@ static gcx_status_t train_step(train_state_t *st, long step,
     if (step == st->perturb_step) {
         st->params[0] = nextafterf(st->params[0], INFINITY);
     }
+    if (step == st->kill_step) {
+        fflush(NULL);
+        raise(SIGKILL);
+    }
 
     if (st->sync.ops->flags & TRAIN_SYNC_BATCH_STATS) {
         stats[0] = rec->sync.batch.loss_sum;
@@ -635,8 +717,8 @@ gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
             res.bytes_sent += rec.sync.bytes_sent;
             res.dense_bytes += rec.sync.dense_bytes;
             if (opts->check_every > 0 && step % opts->check_every == 0) {
-                status = train_check_identical(comm, st.params, st.net.nparams,
-                                               step);
+                status = train_check_with(train_reduce, &st, st.params,
+                                          st.net.nparams, step);
                 if (status != GCX_OK) {
                     goto out_report;
                 }
@@ -670,7 +752,8 @@ gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
                 }
             }
         }
-        status = train_check_identical(comm, st.params, st.net.nparams, step);
+        status = train_check_with(train_reduce, &st, st.params,
+                                  st.net.nparams, step);
         if (status != GCX_OK) {
             goto out_report;
         }
@@ -698,7 +781,7 @@ gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
     res.final_test_acc = res.nepochs ? res.epochs[res.nepochs - 1].test_acc : 0;
     bytes[0] = res.bytes_sent;
     bytes[1] = res.dense_bytes;
-    status = train_comm_allreduce(comm, bytes, 2, GCX_DT_F64, GCX_OP_SUM);
+    status = train_reduce(&st, bytes, 2, GCX_DT_F64, GCX_OP_SUM);
     res.bytes_sent_all = bytes[0];
     res.dense_bytes_all = bytes[1];
     if (status == GCX_OK && opts->save[0]) {

@@ -88,6 +88,94 @@ gcx_status_t train_comm_allreduce(train_comm_t *tc, void *buf, size_t count,
     return status;
 }
 
+/* p2p tags of train_comm_allreduce_live: values up, results down */
+#define TRAIN_TAG_LIVE_UP   0x67780001
+#define TRAIN_TAG_LIVE_DOWN 0x67780002
+
+/* acc[i] = op(acc[i], in[i]) for F64 or I64 values */
+static void train_combine(void *acc, const void *in, size_t count,
+                          gcx_dtype_t dtype, gcx_op_t op)
+{
+    size_t i;
+
+    for (i = 0; i < count; i++) {
+        if (dtype == GCX_DT_F64) {
+            double *a = (double *)acc + i, b = ((const double *)in)[i];
+
+            *a = op == GCX_OP_SUM ? *a + b
+                 : op == GCX_OP_MAX ? (b > *a ? b : *a)
+                                    : (b < *a ? b : *a);
+        } else {
+            int64_t *a = (int64_t *)acc + i, b = ((const int64_t *)in)[i];
+
+            *a = op == GCX_OP_SUM ? *a + b
+                 : op == GCX_OP_MAX ? (b > *a ? b : *a)
+                                    : (b < *a ? b : *a);
+        }
+    }
+}
+
+gcx_status_t train_comm_allreduce_live(train_comm_t *tc, void *buf,
+                                       size_t count, gcx_dtype_t dtype,
+                                       gcx_op_t op, int root, uint64_t gone)
+{
+    size_t bytes = count * gcx_dtype_size(dtype);
+    gcx_status_t status = GCX_OK;
+    void *tmp;
+    int r, peer = -1;
+
+    if (tc->comm == NULL) {
+        return GCX_OK;
+    }
+    if ((dtype != GCX_DT_F64 && dtype != GCX_DT_I64) ||
+        (op != GCX_OP_SUM && op != GCX_OP_MAX && op != GCX_OP_MIN)) {
+        train_error("allreduce over the live ranks: %s %s is not supported "
+                    "(f64 or i64; sum, max or min)",
+                    gcx_dtype_name(dtype), gcx_op_name(op));
+        return GCX_ERR_UNSUPPORTED;
+    }
+    if (tc->rank != root) {
+        peer = root;
+        status = gcx_send(tc->comm, buf, count, dtype, root, TRAIN_TAG_LIVE_UP,
+                          NULL);
+        if (status == GCX_OK) {
+            status = gcx_recv(tc->comm, buf, count, dtype, root,
+                              TRAIN_TAG_LIVE_DOWN, NULL);
+        }
+    } else {
+        tmp = malloc(bytes > 0 ? bytes : 1);
+        if (tmp == NULL) {
+            return GCX_ERR_NOMEM;
+        }
+        for (r = 0; r < tc->size && status == GCX_OK; r++) {
+            if (r == root || (r < 64 && (gone >> r & 1))) {
+                continue;
+            }
+            peer = r;
+            status = gcx_recv(tc->comm, tmp, count, dtype, r,
+                              TRAIN_TAG_LIVE_UP, NULL);
+            if (status == GCX_OK) {
+                train_combine(buf, tmp, count, dtype, op);
+            }
+        }
+        for (r = 0; r < tc->size && status == GCX_OK; r++) {
+            if (r != root && !(r < 64 && (gone >> r & 1))) {
+                peer = r;
+                status = gcx_send(tc->comm, buf, count, dtype, r,
+                                  TRAIN_TAG_LIVE_DOWN, NULL);
+            }
+        }
+        free(tmp);
+    }
+    if (status != GCX_OK) {
+        train_error("allreduce of %zu %s (%s) over the live ranks through "
+                    "rank %d failed with rank %d: %s",
+                    count, gcx_dtype_name(dtype), gcx_op_name(op), root, peer,
+                    gcx_strerror(status));
+    }
+    return status;
+}
+
 gcx_status_t train_comm_broadcast(train_comm_t *tc, void *buf, size_t count,
                                   gcx_dtype_t dtype, int root)
 {

@@ -8,6 +8,7 @@
 
 #include <gcx/compress.h>
 #include <gcx/gcx.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,6 +37,19 @@ void train_comm_close(train_comm_t *tc);
 /** In-place blocking allreduce. */
 gcx_status_t train_comm_allreduce(train_comm_t *tc, void *buf, size_t count,
                                   gcx_dtype_t dtype, gcx_op_t op);
+
+/**
+ * Allreduce over the ranks still alive, through @p root: every other rank
+ * sends its @p count values to the root (gcx_send), the root combines those
+ * of the ranks not in @p gone (bit r: rank r; read on the root only) with
+ * its own and sends the result back to each of them. For sync modes that
+ * survive dead ranks (coded), where a collective would wait for a dead rank
+ * and fail. F64 and I64; SUM, MAX, MIN. Cost: 2(P-1) messages through the
+ * root. A rank the root counts gone gets no answer and fails at GCX_TIMEOUT.
+ */
+gcx_status_t train_comm_allreduce_live(train_comm_t *tc, void *buf,
+                                       size_t count, gcx_dtype_t dtype,
+                                       gcx_op_t op, int root, uint64_t gone);
 
 /** Blocking broadcast from @p root. */
 gcx_status_t train_comm_broadcast(train_comm_t *tc, void *buf, size_t count,

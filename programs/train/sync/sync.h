@@ -15,6 +15,7 @@
 #define GCX_TRAIN_SYNC_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <gcx/compress.h>
 #include <gcx/status.h>
@@ -135,6 +136,16 @@ typedef struct train_sync_ops {
      */
     gcx_status_t (*save)(train_sync_t *sync, train_blob_t *out);
     gcx_status_t (*load)(train_sync_t *sync, train_blob_t *in);
+    /**
+     * Optional, for a mode that goes on when ranks die (coded: up to s
+     * workers). Sets *root_p to the rank that knows which ranks are gone
+     * and *gone_p to their bit mask (bit r: rank r; on that rank, 0
+     * elsewhere). The loop's own reductions (weight checks, evaluation,
+     * byte sums) then run over the live ranks through that rank
+     * (train_comm_allreduce_live()) instead of waiting for a dead one.
+     */
+    void (*survivors)(const train_sync_t *sync, int *root_p,
+                      uint64_t *gone_p);
 } train_sync_ops_t;
 
 /** An instance of a sync mode. */

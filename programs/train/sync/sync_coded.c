@@ -33,6 +33,11 @@
  * (TRAIN_SYNC_BATCH_STATS). The decoded vector is the sum over partitions
  * of partition-mean gradients; dividing by n gives the global-batch mean.
  *
+ * Dead workers: the root knows which workers the coded gather counts gone
+ * (gcx_coded_stats()); coded_survivors() tells the loop, whose weight
+ * checks, evaluation and byte sums then skip them, so a run that lost up
+ * to s workers still ends checked (the steps never needed them).
+ *
  * Cost per step: compute of s+1 partitions (gc) or 1 (pgc) of
  * global/n samples each (per epoch both compute (s+1)x what dense does:
  * pgc in P times as many steps); every worker sends 4(N+3) bytes once,
@@ -334,6 +339,21 @@ static void coded_fini(train_sync_t *sync)
     sync->priv = NULL;
 }
 
+/* The root decodes and knows which workers (= ranks) it counts gone. */
+static void coded_survivors(const train_sync_t *sync, int *root_p,
+                            uint64_t *gone_p)
+{
+    const coded_sync_t *cs = sync->priv;
+    gcx_coded_stats_t st;
+
+    *root_p = cs->root;
+    *gone_p = 0;
+    if (sync->comm->rank == cs->root &&
+        gcx_coded_stats(cs->coded, &st) == GCX_OK) {
+        *gone_p = st.gone;
+    }
+}
+
 static gcx_status_t gc_fr_init(train_sync_t *sync, train_kv_t *args)
 {
     return coded_init(sync, args, GCX_CODE_FR, 0);
@@ -364,6 +384,7 @@ const train_sync_ops_t train_sync_gc_fr = {
     .init = gc_fr_init,
     .exchange = coded_exchange,
     .fini = coded_fini,
+    .survivors = coded_survivors,
 };
 
 const train_sync_ops_t train_sync_gc_cr = {
@@ -374,6 +395,7 @@ const train_sync_ops_t train_sync_gc_cr = {
     .init = gc_cr_init,
     .exchange = coded_exchange,
     .fini = coded_fini,
+    .survivors = coded_survivors,
 };
 
 const train_sync_ops_t train_sync_pgc_fr = {
@@ -385,6 +407,7 @@ const train_sync_ops_t train_sync_pgc_fr = {
     .init = pgc_fr_init,
     .exchange = coded_exchange,
     .fini = coded_fini,
+    .survivors = coded_survivors,
 };
 
 const train_sync_ops_t train_sync_pgc_cr = {
@@ -395,4 +418,5 @@ const train_sync_ops_t train_sync_pgc_cr = {
     .init = pgc_cr_init,
     .exchange = coded_exchange,
     .fini = coded_fini,
+    .survivors = coded_survivors,
 };

@@ -18,7 +18,10 @@
 #     epoch's permutation it computed; over the ranks they must tile the
 #     dense run's epoch exactly, for dense and for the pipelined modes
 #     (pgc-fr and pgc-cr with s = 1 on 4 ranks, pgc-fr with s = 2 on 3),
-#     whose epoch has P = s+1 times dense's steps, P per global batch.
+#     whose epoch has P = s+1 times dense's steps, P per global batch;
+#  6. a coded run (gc-cr, s = 1, 4 ranks over TCP) whose worker 3
+#     kills itself (GCX_TRAIN_KILL) goes on to the end on the other three:
+#     weight checks, evaluation and byte sums over the live ranks.
 # Skips (77) when Fashion-MNIST is not installed.
 set -u
 gcxrun=$1
@@ -146,5 +149,23 @@ for run in dense:4 pgc-fr:s=1:4 pgc-cr:s=1:4 dense:3 pgc-fr:s=2:3; do
     [ "$res" = ok ] ||
         { echo "FAIL: sync $mode on $n ranks: an epoch is not one pass over" \
                "the data"; fail=1; }
+done
+
+# 6. A dead coded worker stops nothing: the others finish, checks passed.
+for mode in gc-cr; do
+    name=kill-$mode
+    GCX_TRAIN_KILL=3:12 UCX_TLS=tcp,self GCX_TIMEOUT=10 "$gcxrun" -n 4 \
+        --keep-going -- "$train" $common --batch 12 --sync "$mode" \
+        --json "$tmp/$name.json" > "$tmp/$name.log" 2>&1
+    c=$(field "$tmp/$name.json" weight_checks 2>/dev/null)
+    acc=$(field "$tmp/$name.json" final_test_acc 2>/dev/null)
+    echo "sync $mode, rank 3 killed after step 12: weight_checks ${c:-none}" \
+         "acc ${acc:-none}"
+    if ! grep -q "rank 3 was killed by signal 9" "$tmp/$name.log" ||
+       grep -q "gcx-train\[[012]\]: error" "$tmp/$name.log" ||
+       [ "${c:-0}" != 5 ]; then
+        echo "FAIL: sync $mode did not finish on the live ranks"
+        cat "$tmp/$name.log"; fail=1
+    fi
 done
 exit $fail
