@@ -22,14 +22,9 @@
  * mode's exchange, one SGD pass over the parameters, and one allreduce of
  * three doubles (loss, hits, samples) for the global batch statistics.
  *
- * Checkpoints (--save PATH / --resume PATH): every rank writes PATH.<rank>
- * at the end of the run with the position of the next step (global step,
- * epoch, step in the epoch), the weights, the SGD velocity and the sync
- * mode's own state; the data order is a function of (seed, epoch) and the
- * learning rate of the global step, so a resumed run computes exactly what
- * an uninterrupted one would. One file write or read per run, O(params).
+ * Checkpoints (--save/--resume) are loop_ckpt.c's.
  */
-#include "loop.h"
+#include "loop_int.h"
 #include "report.h"
 #include "util.h"
 
@@ -40,31 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct train_state {
-    const train_opts_t *opts;
-    train_comm_t *comm;
-    const train_dataset_t *train;
-    const train_dataset_t *test;
-    train_net_t net;
-    size_t dim; /* floats per sample */
-    float *params;
-    float *grads;
-    float *x; /* batch x dim */
-    uint8_t *y;
-    uint32_t *perm;
-    long spe;           /* steps per epoch: global batches x steps_per_batch */
-    int epoch;          /* 1-based */
-    long step_in_epoch; /* / sync.steps_per_batch: the global batch */
-    double loss_sum;    /* since the last reset: summed sample losses */
-    double hits;
-    double samples;
-    train_sgd_t sgd;
-    train_sched_t sched;
-    train_sync_t sync;
-    long perturb_step; /* fault injection (GCX_TRAIN_PERTURB); -1: off */
-    long kill_step;    /* fault injection (GCX_TRAIN_KILL); -1: off */
-    FILE *trace;       /* GCX_TRAIN_TRACE_SAMPLES; NULL: off */
-} train_state_t;
 
 int64_t train_checksum(const float *v, size_t n)
 {
@@ -413,134 +383,6 @@ static void train_state_fini(train_state_t *st)
     train_ffree(st->grads);
     train_ffree(st->params);
     train_net_destroy(&st->net);
-}
-
-/* Where a run starts: the first step, or the one after a checkpoint. */
-typedef struct train_position {
-    long step;          /* global */
-    int epoch;          /* 1-based */
-    long step_in_epoch;
-} train_position_t;
-
-#define TRAIN_CKPT_MAGIC   "GCXTRAIN"
-#define TRAIN_CKPT_VERSION 1u
-#define TRAIN_CKPT_ORDER   0x01020304u /* refuses a host of the other order */
-
-static void train_ckpt_path(const char *prefix, int rank, char *path,
-                            size_t len)
-{
-    snprintf(path, len, "%s.%d", prefix, rank);
-}
-
-/* What a checkpoint must agree on with the run that resumes it. */
-static void train_ckpt_put_identity(train_blob_t *b, const train_state_t *st)
-{
-    train_blob_put_u64(b, (uint64_t)st->comm->size);
-    train_blob_put_u64(b, (uint64_t)st->comm->rank);
-    train_blob_put_u64(b, st->net.nparams);
-    train_blob_put_u64(b, st->opts->seed);
-    train_blob_put_u64(b, (uint64_t)st->opts->batch);
-    train_blob_put_u64(b, (uint64_t)st->sync.steps_per_batch);
-    train_blob_put_str(b, st->net.desc);
-    train_blob_put_str(b, st->opts->sync);
-}
-
-static gcx_status_t train_ckpt_save(train_state_t *st,
-                                    const train_position_t *next)
-{
-    char path[1100];
-    uint32_t head[2] = {TRAIN_CKPT_VERSION, TRAIN_CKPT_ORDER};
-    train_blob_t b;
-    gcx_status_t status;
-
-    train_ckpt_path(st->opts->save, st->comm->rank, path, sizeof(path));
-    if (st->sync.ops->save == NULL) {
-        train_error("--save: sync mode %s cannot be checkpointed (its rounds "
-                    "and stragglers' messages are in flight at any step)",
-                    st->sync.ops->name);
-        return GCX_ERR_UNSUPPORTED;
-    }
-    train_blob_init(&b);
-    train_blob_put(&b, TRAIN_CKPT_MAGIC, 8);
-    train_blob_put(&b, head, sizeof(head));
-    train_ckpt_put_identity(&b, st);
-    train_blob_put_u64(&b, (uint64_t)next->step);
-    train_blob_put_u64(&b, (uint64_t)next->epoch);
-    train_blob_put_u64(&b, (uint64_t)next->step_in_epoch);
-    train_blob_put(&b, st->params, st->net.nparams * sizeof(float));
-    train_blob_put(&b, st->sgd.velocity, st->net.nparams * sizeof(float));
-    status = st->sync.ops->save(&st->sync, &b);
-    if (status == GCX_OK) {
-        status = train_blob_write_file(&b, path);
-    }
-    train_blob_free(&b);
-    if (status == GCX_OK) {
-        train_info("checkpoint %s: next step %ld (epoch %d, step %ld of it)",
-                   path, next->step, next->epoch, next->step_in_epoch);
-    }
-    return status;
-}
-
-static gcx_status_t train_ckpt_load(train_state_t *st, train_position_t *pos)
-{
-    char path[1100], magic[8];
-    uint32_t head[2];
-    train_blob_t b, mine;
-    train_position_t p;
-    gcx_status_t status;
-    int same;
-
-    train_ckpt_path(st->opts->resume, st->comm->rank, path, sizeof(path));
-    status = train_blob_read_file(&b, path);
-    if (status != GCX_OK) {
-        return status;
-    }
-    train_blob_get(&b, magic, sizeof(magic));
-    train_blob_get(&b, head, sizeof(head));
-    if (!b.ok || memcmp(magic, TRAIN_CKPT_MAGIC, 8) != 0 ||
-        head[0] != TRAIN_CKPT_VERSION || head[1] != TRAIN_CKPT_ORDER) {
-        train_error("--resume: %s is not a gcx-train checkpoint of this "
-                    "version and byte order",
-                    path);
-        train_blob_free(&b);
-        return GCX_ERR_INVALID;
-    }
-    /* the identity block must match this run's byte for byte */
-    train_blob_init(&mine);
-    train_ckpt_put_identity(&mine, st);
-    same = mine.ok && b.len - b.pos >= mine.len &&
-           memcmp(b.data + b.pos, mine.data, mine.len) == 0;
-    b.pos += same ? mine.len : 0;
-    train_blob_free(&mine);
-    if (!same) {
-        train_error("--resume: %s was written by another run: ranks, model, "
-                    "--batch, --seed and --sync must be the same "
-                    "(this run: %d ranks, %s, batch %d, seed %llu, sync %s)",
-                    path, st->comm->size, st->net.desc, st->opts->batch,
-                    (unsigned long long)st->opts->seed, st->opts->sync);
-        train_blob_free(&b);
-        return GCX_ERR_MISMATCH;
-    }
-    p.step = (long)train_blob_get_u64(&b);
-    p.epoch = (int)train_blob_get_u64(&b);
-    p.step_in_epoch = (long)train_blob_get_u64(&b);
-    train_blob_get(&b, st->params, st->net.nparams * sizeof(float));
-    train_blob_get(&b, st->sgd.velocity, st->net.nparams * sizeof(float));
-    status = b.ok ? st->sync.ops->load(&st->sync, &b) : GCX_ERR_INVALID;
-    if (status == GCX_OK && (!b.ok || b.pos != b.len || p.epoch < 1 ||
-                             p.step_in_epoch < 0 ||
-                             p.step_in_epoch >= st->spe || p.step < 0)) {
-        status = GCX_ERR_INVALID;
-    }
-    if (status == GCX_OK) {
-        *pos = p;
-        train_info("resumed from %s at step %ld (epoch %d, step %ld of it)",
-                   path, p.step, p.epoch, p.step_in_epoch);
-    } else if (status == GCX_ERR_INVALID) {
-        train_error("--resume: %s is damaged or cut short", path);
-    }
-    train_blob_free(&b);
-    return status;
 }
 
 /* One global step; fills @p rec. */
