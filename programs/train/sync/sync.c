@@ -208,6 +208,7 @@ void train_sync_delay(train_sync_t *sync)
     if (!(delay > 0)) {
         return;
     }
+    sync->busy_s += delay;
     ts.tv_sec = (time_t)delay;
     ts.tv_nsec = (long)((delay - (double)ts.tv_sec) * 1e9);
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
@@ -236,6 +237,7 @@ double train_straggler_draw(uint64_t seed, long step, int rank, int part)
 
 void train_sync_computed(train_sync_t *sync, int part, double compute_s)
 {
+    sync->busy_s += compute_s;
     if (sync->straggler_exp <= 0 || !(compute_s > 0)) {
         return;
     }

@@ -153,6 +153,13 @@ struct train_sync {
     uint64_t straggler_seed;
     /** exp:M delays of this step's computations, not yet slept. */
     double pending_delay_s;
+    /**
+     * Seconds this step spent computing gradients and sleeping for
+     * --straggler (train_sync_computed() and train_sync_delay() add to it;
+     * the loop resets it): a TRAIN_SYNC_OWN_GRADIENT mode's compute, which
+     * the loop reports apart from its exchange.
+     */
+    double busy_s;
     void *priv;         /**< The mode's state. */
     /**
      * Steps that share one global batch (1; init may change it). A mode
