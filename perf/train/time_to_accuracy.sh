@@ -30,7 +30,7 @@
 # (perf/train/plot.sh; needs gnuplot-nox, skipped with a note otherwise).
 #
 # Cost on the 2-core box: the compress set ~15 minutes (2 epochs, 1 Gbit/s),
-# the coded set locally ~6 minutes, the pgc set ~20 minutes (M = 2). Needs
+# the coded set locally ~6 minutes, the pgc set ~8 minutes (M = 2). Needs
 # root for the emulated cluster (not for --set coded or pgc).
 set -euo pipefail
 

@@ -130,7 +130,8 @@ TEST(TrainSync, RingBytes)
 // the statistics below are the same numbers on every run).
 TEST(TrainSync, StragglerDrawIsRepeatableAndExponential)
 {
-    EXPECT_EQ(train_straggler_draw(1, 7, 2, 3), train_straggler_draw(1, 7, 2, 3));
+    EXPECT_EQ(train_straggler_draw(1, 7, 2, 3),
+              train_straggler_draw(1, 7, 2, 3));
     std::set<double> distinct = {
         train_straggler_draw(1, 7, 2, 3), train_straggler_draw(2, 7, 2, 3),
         train_straggler_draw(1, 8, 2, 3), train_straggler_draw(1, 7, 3, 3),
@@ -151,9 +152,9 @@ TEST(TrainSync, StragglerDrawIsRepeatableAndExponential)
     double mean = sum / N, var = sq / N - mean * mean;
     // standard error of the mean 1/sqrt(N) = 0.0022: 5 sigma
     EXPECT_NEAR(mean, 1.0, 0.012);
-    EXPECT_NEAR(var, 1.0, 0.05);                 // Exp(1): variance 1
+    EXPECT_NEAR(var, 1.0, 0.05);                    // Exp(1): variance 1
     EXPECT_NEAR(above1 / N, std::exp(-1.0), 0.006); // P(X > 1) = 1/e
-    EXPECT_LT(minv, 1e-4);                       // no floor on the draw
+    EXPECT_LT(minv, 1e-4);                          // no floor on the draw
 }
 
 // train_sync_computed() adds M x compute time x draw, and train_sync_delay()
