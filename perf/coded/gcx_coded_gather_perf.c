@@ -5,7 +5,7 @@
  *
  *   gcxrun -n 4 -- gcx_coded_gather_perf [--count N] [--rounds R]
  *          [--warmup W] [--s S] [--compute-ms X] [--modes a,b,..]
- *          [--baseline] [--json FILE]
+ *          [--straggler-exp M] [--baseline] [--json FILE]
  *
  * A round on every rank = compute (a busy loop of X ms per partition
  * gradient, the cost of one partition) + encode + coded gather. Modes:
@@ -22,6 +22,13 @@
  * the step each slot was computed at, and abstains (gcx_coded_abstain)
  * from the rounds whose message would read a slot it skipped
  * (gcx_pgc_message_valid), so no stale or empty slot reaches a sum.
+ * --straggler-exp M: the straggler model of the gradient coding papers,
+ * every worker delayed every round by an exponential time of mean M x its
+ * compute of the round (M x X ms for uncoded, ignore and pgc, M x (s+1) X
+ * for gc): the library's random injection with GCX_STRAGGLER_COUNT = n
+ * (all workers drawn) and GCX_STRAGGLER_MEAN_MS set per mode; it replaces
+ * those two variables. Without it GCX_STRAGGLER_COUNT defaults to the
+ * code's s, which is 0 for uncoded: random delays then miss that mode.
  * With --baseline every mode is also run with straggler injection off and
  * the ratio straggler/baseline printed. Columns: mode, n, s, partitions
  * computed per round, mean / p50 / max round time (ms) on the root,
@@ -43,6 +50,7 @@ typedef struct perf_opts {
     size_t count;
     int    rounds, warmup, s, baseline;
     double compute_ms;
+    double straggler_exp; /* --straggler-exp M; 0: GCX_STRAGGLER_* as set */
     char   modes[256];
     char   json[256];
 } perf_opts_t;
@@ -81,7 +89,9 @@ static gcx_status_t world_allgather(const void *sendbuf, void *recvbuf,
     return gcx_allgather(ctx, sendbuf, recvbuf, len, GCX_DT_U8, NULL);
 }
 
-static gcx_comm_t *make_comm(gcx_comm_t *world, int straggle)
+/* @p exp_mean_ms > 0: every worker delayed Exp(that mean) per round */
+static gcx_comm_t *make_comm(gcx_comm_t *world, int straggle,
+                             double exp_mean_ms)
 {
     gcx_config_t *config = NULL;
     gcx_comm_t   *comm   = NULL;
@@ -94,6 +104,13 @@ static gcx_comm_t *make_comm(gcx_comm_t *world, int straggle)
     if (!straggle) {
         gcx_config_set(config, "STRAGGLER_DELAY_MS", "0");
         gcx_config_set(config, "STRAGGLER_MEAN_MS", "0");
+    } else if (exp_mean_ms > 0) {
+        char mean[64], count[32];
+
+        snprintf(mean, sizeof(mean), "%.17g", exp_mean_ms);
+        snprintf(count, sizeof(count), "%d", gcx_comm_size(world));
+        gcx_config_set(config, "STRAGGLER_MEAN_MS", mean);
+        gcx_config_set(config, "STRAGGLER_COUNT", count);
     }
     if (gcx_comm_create(&oob, config, &comm) != GCX_OK) {
         comm = NULL;
@@ -144,7 +161,13 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
         gcx_code_destroy(code);
         return 1;
     }
-    comm = make_comm(world, straggle);
+    /* gc computes its s+1 partitions per round, the others one */
+    comm = make_comm(world, straggle,
+                     o->straggler_exp * o->compute_ms *
+                         (pgc || !strcmp(mode, "ignore") ||
+                                  !strcmp(mode, "uncoded") ?
+                              1 :
+                              P));
     if (comm == NULL) {
         return 1;
     }
@@ -313,6 +336,16 @@ int main(int argc, char **argv)
             o.s = atoi(v);
         } else if (!strcmp(a, "--compute-ms")) {
             o.compute_ms = atof(v);
+        } else if (!strcmp(a, "--straggler-exp")) {
+            char *end;
+            o.straggler_exp = strtod(v, &end);
+            if (end == v || *end != '\0' ||
+                !(o.straggler_exp > 0 && o.straggler_exp <= 1000)) {
+                fprintf(stderr, "--straggler-exp %s: expected M in (0, 1000], "
+                                "the mean delay as a multiple of the compute "
+                                "time\n", v);
+                return 2;
+            }
         } else if (!strcmp(a, "--modes")) {
             snprintf(o.modes, sizeof(o.modes), "%s", v);
         } else if (!strcmp(a, "--json")) {
@@ -334,9 +367,11 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("# gcx_coded_gather_perf: %d ranks, %zu floats, %d rounds "
                "(+%d warm-up), %.2f ms per partition; straggler injection "
-               "from GCX_STRAGGLER_*; times on rank 0\n",
+               "from GCX_STRAGGLER_*%s; times on rank 0\n",
                gcx_comm_size(world), o.count, o.rounds, o.warmup,
-               o.compute_ms);
+               o.compute_ms,
+               o.straggler_exp > 0 ? " (every worker Exp(mean M x compute), "
+                                     "--straggler-exp)" : "");
         printf("%10s %9s %4s %4s %6s %10s %10s %10s %8s %7s\n", "mode",
                "straggler", "n", "s", "parts", "mean_ms", "p50_ms",
                "max_ms", "vs_base", "#wrong");
@@ -369,8 +404,10 @@ int main(int argc, char **argv)
     }
     if (rank == 0 && o.json[0] != '\0' && (json = fopen(o.json, "w"))) {
         fprintf(json, "{\"ranks\": %d, \"count\": %zu, \"rounds\": %d, "
-                      "\"compute_ms\": %g, \"rows\": [",
-                gcx_comm_size(world), o.count, o.rounds, o.compute_ms);
+                      "\"compute_ms\": %g, \"straggler_exp\": %g, "
+                      "\"rows\": [",
+                gcx_comm_size(world), o.count, o.rounds, o.compute_ms,
+                o.straggler_exp);
         for (i = 0; i < nrows; ++i) {
             fprintf(json,
                     "%s\n {\"mode\": \"%s\", \"straggler\": %s, \"n\": %d, "

@@ -2,7 +2,7 @@
 # time_to_accuracy.sh - time-to-accuracy of gcx-train's sync modes, side by
 # side in one go, with a table and plots.
 #
-# Two sets of runs, each the same MLP, data order and schedule; only --sync
+# Three sets of runs, each the same MLP, data order and schedule; only --sync
 # (and the straggler) differ:
 #   compress  4 ranks on the emulated cluster (perf/cluster/emulate.sh, every
 #             link --rate, default 1gbit): dense, static top-k at CF 10, 100
@@ -30,7 +30,8 @@
 # (perf/train/plot.sh; needs gnuplot-nox, skipped with a note otherwise).
 #
 # Cost on the 2-core box: the compress set ~15 minutes (2 epochs, 1 Gbit/s),
-# the coded set locally ~6 minutes. Needs root for the emulated cluster.
+# the coded set locally ~6 minutes, the pgc set ~8 minutes (M = 2). Needs
+# root for the emulated cluster (not for --set coded or pgc).
 set -euo pipefail
 
 usage() {
@@ -38,7 +39,7 @@ usage() {
 usage: $0 [options]
   --build DIR          meson build directory (default build)
   --out DIR            output directory (default build/tta)
-  --set compress|coded|all   which runs (default all)
+  --set compress|coded|pgc|all   which runs (default all)
   --epochs E           epochs of the compress set (default 2)
   --eval-every N       its steps between test evaluations (default 50)
   --target A           target test accuracy (default 0.85)
@@ -50,6 +51,11 @@ usage: $0 [options]
   --coded-batch B      batch per rank of the coded set (default 64)
   --coded-epochs E     epochs of the coded set (default 2)
   --coded-eval-every N evaluation interval of the coded set (default 25)
+  --pgc-straggler M    pgc set: mean delay, x the compute time (default 2)
+  --pgc-batch B        its batch per rank (default 64)
+  --pgc-epochs E       its epochs (default 2)
+  --pgc-eval-every N   its evaluation interval (default 25)
+  --pgc-hidden W,W     its MLP widths (default 256,256: a run of minutes)
   --max-steps N        cut every run after N steps (smoke tests)
 EOF
 }
@@ -57,6 +63,7 @@ EOF
 build=build out=build/tta set=all epochs=2 eval_every=50 target=0.85
 rate=1gbit window=100 srank=1 sms=200 coded_on=local max_steps=0
 coded_batch=64 coded_epochs=2 coded_eval_every=25
+pgc_m=2 pgc_batch=64 pgc_epochs=2 pgc_eval_every=25 pgc_hidden=256,256
 while [[ $# -gt 0 ]]; do
     case $1 in
     --build) build=$2; shift 2 ;;
@@ -73,13 +80,18 @@ while [[ $# -gt 0 ]]; do
     --coded-batch) coded_batch=$2; shift 2 ;;
     --coded-epochs) coded_epochs=$2; shift 2 ;;
     --coded-eval-every) coded_eval_every=$2; shift 2 ;;
+    --pgc-straggler) pgc_m=$2; shift 2 ;;
+    --pgc-batch) pgc_batch=$2; shift 2 ;;
+    --pgc-epochs) pgc_epochs=$2; shift 2 ;;
+    --pgc-eval-every) pgc_eval_every=$2; shift 2 ;;
+    --pgc-hidden) pgc_hidden=$2; shift 2 ;;
     --max-steps) max_steps=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "$0: unknown option $1" >&2; usage >&2; exit 2 ;;
     esac
 done
-case $set in compress | coded | all) ;; *)
-    echo "$0: --set $set: expected compress, coded or all" >&2; exit 2 ;;
+case $set in compress | coded | pgc | all) ;; *)
+    echo "$0: --set $set: expected compress, coded, pgc or all" >&2; exit 2 ;;
 esac
 case $coded_on in local | cluster) ;; *)
     echo "$0: --coded-on $coded_on: expected local or cluster" >&2; exit 2 ;;
@@ -97,8 +109,8 @@ for f in "$train" "$gcxrun"; do
     [[ -x $f ]] || { echo "$0: $f not built (meson compile -C $build)" >&2; exit 1; }
 done
 need_cluster=0
-[[ $set != coded ]] && need_cluster=1
-[[ $set != compress && $coded_on == cluster ]] && need_cluster=1
+[[ $set == compress || $set == all ]] && need_cluster=1
+[[ ($set == coded || $set == all) && $coded_on == cluster ]] && need_cluster=1
 if [[ $need_cluster == 1 && $(id -u) -ne 0 ]]; then
     echo "$0: the emulated cluster needs root (network namespaces, tc)" >&2
     exit 2
@@ -127,8 +139,8 @@ run() {
     grep -h "final test accuracy" "$log" | tail -1
 }
 
-compress_runs=() coded_runs=()
-if [[ $set != coded ]]; then
+compress_runs=() coded_runs=() pgc_runs=()
+if [[ $set == compress || $set == all ]]; then
     run dense cluster --sync dense "${compress_args[@]}"
     run topk-10 cluster --sync topk:cf=10 "${compress_args[@]}"
     run topk-100 cluster --sync topk:cf=100 "${compress_args[@]}"
@@ -139,12 +151,20 @@ if [[ $set != coded ]]; then
         "${compress_args[@]}"
     compress_runs=(dense topk-10 topk-100 topk-1000 gravac gravac-tuned)
 fi
-if [[ $set != compress ]]; then
+if [[ $set == coded || $set == all ]]; then
     for mode in dense gc-fr pgc-fr gc-cr pgc-cr; do
         run "straggler-$mode" "$coded_on" --sync "$mode" \
             --straggler "$srank:$sms" --batch "$coded_batch" \
             --epochs "$coded_epochs" --eval-every "$coded_eval_every"
         coded_runs+=("straggler-$mode")
+    done
+fi
+if [[ $set == pgc || $set == all ]]; then
+    for mode in dense ignore gc-fr gc-cr pgc-fr pgc-cr; do
+        run "exp-$mode" local --sync "$mode" --straggler "exp:$pgc_m" \
+            --batch "$pgc_batch" --epochs "$pgc_epochs" \
+            --eval-every "$pgc_eval_every" --hidden "$pgc_hidden"
+        pgc_runs+=("exp-$mode")
     done
 fi
 
@@ -158,6 +178,7 @@ add_set() { # TITLE RUN...
 }
 add_set "compress set: 4 ranks, emulated cluster, $rate links" "${compress_runs[@]}"
 add_set "coded set: 4 ranks ($coded_on), batch $coded_batch per rank, $coded_epochs epochs, rank $srank delayed $sms ms per step" "${coded_runs[@]}"
+add_set "pgc set: 4 local ranks, MLP hidden $pgc_hidden, batch $pgc_batch per rank, $pgc_epochs epochs, every rank delayed Exp(mean $pgc_m x its compute time) per gradient" "${pgc_runs[@]}"
 python3 "$here/tta_table.py" --out "$out/results.md" "${table_args[@]}"
 cat "$out/results.md"
 
@@ -172,6 +193,7 @@ plots() {
 if command -v gnuplot >/dev/null 2>&1; then
     plots plots-compress "${compress_runs[@]}"
     plots plots-coded "${coded_runs[@]}"
+    plots plots-pgc "${pgc_runs[@]}"
 else
     echo "no plots: gnuplot not found (apt-get install gnuplot-nox)"
 fi

@@ -136,7 +136,7 @@ static gcx_status_t train_grad_part(void *ctx, int part, int nparts,
     train_state_t *st = ctx;
     size_t global = (size_t)st->opts->batch * (size_t)st->comm->size;
     size_t begin, count;
-    double loss;
+    double loss, t0;
     long u;
     int hits;
 
@@ -157,9 +157,12 @@ static gcx_status_t train_grad_part(void *ctx, int part, int nparts,
         fprintf(st->trace, "%d %ld %zu %zu\n", st->epoch, st->step_in_epoch,
                 begin, count);
     }
+    t0 = train_now();
     train_dataset_gather(st->train, st->perm + begin, count, st->x, st->y);
     train_net_loss_grad(&st->net, st->params, st->x, st->y, (int)count, grad,
                         &loss, &hits);
+    /* --straggler exp:M draws a delay relative to this computation */
+    train_sync_computed(&st->sync, part, train_now() - t0);
     stats_p->loss_sum = loss * (double)count;
     stats_p->hits = hits;
     stats_p->samples = (double)count;
@@ -352,6 +355,13 @@ static gcx_status_t train_state_init(train_state_t *st,
         train_info("--straggler: this rank sleeps %.0f ms per step",
                    opts->straggler_delay * 1e3);
     }
+    st->sync.straggler_exp = opts->straggler_exp;
+    st->sync.straggler_seed = opts->seed;
+    if (opts->straggler_exp > 0 && comm->rank == 0) {
+        train_info("--straggler exp:%g: every rank sleeps Exp(mean %g x its "
+                   "compute time) after each gradient it computes",
+                   opts->straggler_exp, opts->straggler_exp);
+    }
     /* the sync mode says how many steps a global batch takes */
     st->spe = batches * st->sync.steps_per_batch;
     st->sched.kind = opts->schedule;
@@ -395,6 +405,8 @@ static gcx_status_t train_step(train_state_t *st, long step,
     gcx_status_t status;
 
     st->loss_sum = st->hits = st->samples = 0;
+    st->sync.step = step; /* the straggler draws read it */
+    st->sync.busy_s = 0;
     t0 = train_now();
     if (!(st->sync.ops->flags & TRAIN_SYNC_OWN_GRADIENT)) {
         status = train_grad_part(st, st->comm->rank, st->comm->size, st->grads,
@@ -405,7 +417,6 @@ static gcx_status_t train_step(train_state_t *st, long step,
         train_sync_delay(&st->sync);
     }
     t1 = train_now();
-    st->sync.step = step;
     memset(&rec->sync, 0, sizeof(rec->sync));
     status = st->sync.ops->exchange(&st->sync, st->grads, &src, &rec->sync);
     if (status != GCX_OK) {
@@ -443,6 +454,11 @@ static gcx_status_t train_step(train_state_t *st, long step,
     rec->acc = stats[2] > 0 ? stats[1] / stats[2] : 0;
     rec->compute_s = t1 - t0;
     rec->sync_s = t2 - t1;
+    if (st->sync.ops->flags & TRAIN_SYNC_OWN_GRADIENT) {
+        /* the mode computed inside its exchange: report that as compute */
+        rec->compute_s = st->sync.busy_s;
+        rec->sync_s = t2 - t1 - st->sync.busy_s;
+    }
     rec->step_s = train_now() - t0;
     if (!isfinite(rec->loss)) {
         train_error("the loss is %g at step %ld: training diverged (try a "

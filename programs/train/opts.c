@@ -84,6 +84,11 @@ void train_opts_usage(FILE *out)
             "step it computes\n"
             "                         a gradient (a slow worker; default: "
             "none)\n"
+            "  --straggler exp:M      every rank sleeps Exp(mean M x the "
+            "compute time) after\n"
+            "                         each gradient it computes, drawn from "
+            "(seed, step, rank,\n"
+            "                         part): random stragglers\n"
             "Synchronisation:\n"
             "  --sync MODE[:k=v,...]  how gradients are combined (default "
             "%s):\n",
@@ -266,7 +271,12 @@ static const struct option train_long_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
-/* "R:MS": rank R sleeps MS ms per gradient step. */
+/*
+ * "R:MS": rank R sleeps MS ms per gradient step; "exp:M": every rank sleeps
+ * an exponential time of mean M x the compute time of each gradient it
+ * computes (the straggler model of the gradient coding papers). One form
+ * replaces the other.
+ */
 static int opt_straggler(const char *arg, train_opts_t *o)
 {
     const char *ms_text;
@@ -274,6 +284,22 @@ static int opt_straggler(const char *arg, train_opts_t *o)
     long rank;
     double ms;
 
+    if (strncmp(arg, "exp:", 4) == 0) {
+        errno = 0;
+        ms = strtod(arg + 4, &end);
+        if (end == arg + 4 || *end != '\0' || errno != 0 ||
+            !(ms > 0 && ms <= 1000)) {
+            train_error("--straggler %s: expected exp:M with M, the mean "
+                        "delay as a multiple of the compute time, in "
+                        "(0, 1000]",
+                        arg);
+            return -1;
+        }
+        o->straggler_exp = ms;
+        o->straggler_rank = -1;
+        o->straggler_delay = 0;
+        return 0;
+    }
     errno = 0;
     rank = strtol(arg, &end, 10);
     if (end == arg || *end != ':' || rank < 0 || rank > 65535 || errno != 0) {
@@ -286,10 +312,11 @@ static int opt_straggler(const char *arg, train_opts_t *o)
     }
     o->straggler_rank = (int)rank;
     o->straggler_delay = ms * 1e-3;
+    o->straggler_exp = 0;
     return 0;
 bad:
     train_error("--straggler %s: expected RANK:MS with RANK in [0, 65535] "
-                "and MS in [0, 1e6]",
+                "and MS in [0, 1e6], or exp:M",
                 arg);
     return -1;
 }

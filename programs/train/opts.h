@@ -45,6 +45,12 @@ typedef struct train_opts {
     long eval_every;  /**< Steps between test evaluations; 0: epoch ends. */
     int straggler_rank;     /**< Rank slowed down; -1: none. */
     double straggler_delay; /**< Seconds it sleeps per gradient step. */
+    /**
+     * --straggler exp:M: every rank sleeps Exp(mean M x the measured time
+     * of each gradient computation) after it (train_sync_computed());
+     * 0: off. Replaces R:MS and the other way round.
+     */
+    double straggler_exp;
     train_progress_t progress;
     /** Checkpoint written at the end of the run, one file per rank
      *  (PATH.<rank>); "": none. */

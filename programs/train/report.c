@@ -272,6 +272,8 @@ void train_report_json_stream(FILE *f, const train_opts_t *o,
     fprintf(f, ",\n  \"straggler_rank\": %d", o->straggler_rank);
     fputs(",\n  \"straggler_delay_s\": ", f);
     json_num(f, o->straggler_delay);
+    fputs(",\n  \"straggler_exp\": ", f);
+    json_num(f, o->straggler_exp);
     fputs(",\n  \"bytes_sent\": ", f);
     json_num(f, r->bytes_sent_all);
     fputs(",\n  \"dense_bytes\": ", f);

@@ -2,12 +2,14 @@
  * sync.c - the table of sync modes, option parsing for them, and creation.
  *
  * A new mode is one row in train_sync_table. Nothing here is on the
- * per-step path: exchange() is called straight through the vtable.
+ * per-step path but the straggler delay (--straggler): exchange() is
+ * called straight through the vtable.
  */
 #include "sync/sync.h"
 #include "util.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +19,7 @@ static const train_sync_ops_t *const train_sync_table[] = {
     &train_sync_dense,   &train_sync_topk,    &train_sync_dgc,
     &train_sync_redsync, &train_sync_randomk, &train_sync_gravac,
     &train_sync_gc_fr,   &train_sync_gc_cr,   &train_sync_pgc_fr,
-    &train_sync_pgc_cr,
+    &train_sync_pgc_cr,  &train_sync_ignore,
 };
 
 #define TRAIN_SYNC_COUNT                                                       \
@@ -197,17 +199,52 @@ double train_sync_ring_bytes(size_t n, int size)
     return 2.0 * (double)(size - 1) / (double)size * 4.0 * (double)n;
 }
 
-void train_sync_delay(const train_sync_t *sync)
+void train_sync_delay(train_sync_t *sync)
 {
+    double delay = sync->delay_s + sync->pending_delay_s;
     struct timespec ts;
 
-    if (sync->delay_s <= 0) {
+    sync->pending_delay_s = 0;
+    if (!(delay > 0)) {
         return;
     }
-    ts.tv_sec = (time_t)sync->delay_s;
-    ts.tv_nsec = (long)((sync->delay_s - (double)ts.tv_sec) * 1e9);
+    sync->busy_s += delay;
+    ts.tv_sec = (time_t)delay;
+    ts.tv_nsec = (long)((delay - (double)ts.tv_sec) * 1e9);
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
+}
+
+static uint64_t train_straggler_mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+double train_straggler_draw(uint64_t seed, long step, int rank, int part)
+{
+    uint64_t h = train_straggler_mix(seed ^ 0x5354524147474c45ULL);
+    double u;
+
+    h = train_straggler_mix(h ^ (uint64_t)step);
+    h = train_straggler_mix(h ^ (uint64_t)(uint32_t)rank);
+    h = train_straggler_mix(h ^ (uint64_t)(uint32_t)part);
+    u = ((double)(h >> 11) + 0.5) * 0x1.0p-53; /* (0, 1): log is finite */
+    return -log(u);
+}
+
+void train_sync_computed(train_sync_t *sync, int part, double compute_s)
+{
+    sync->busy_s += compute_s;
+    if (sync->straggler_exp <= 0 || !(compute_s > 0)) {
+        return;
+    }
+    sync->pending_delay_s +=
+        sync->straggler_exp * compute_s *
+        train_straggler_draw(sync->straggler_seed, sync->step,
+                             sync->comm->rank, part);
 }
 
 void train_sync_put_feedback(train_blob_t *out, gcx_feedback_t *fb)

@@ -154,7 +154,22 @@ struct train_sync {
     train_comm_t *comm; /**< Ranks taking part. */
     size_t n;           /**< Gradient length in floats. */
     long step;          /**< Global step, set by the loop before exchange. */
-    double delay_s;     /**< --straggler delay of this rank per step. */
+    double delay_s;     /**< --straggler R:MS delay of this rank per step. */
+    /**
+     * --straggler exp:M: M, the mean delay as a multiple of the compute
+     * time (0: off), and the seed of the draws (set by the loop).
+     */
+    double straggler_exp;
+    uint64_t straggler_seed;
+    /** exp:M delays of this step's computations, not yet slept. */
+    double pending_delay_s;
+    /**
+     * Seconds this step spent computing gradients and sleeping for
+     * --straggler (train_sync_computed() and train_sync_delay() add to it;
+     * the loop resets it): a TRAIN_SYNC_OWN_GRADIENT mode's compute, which
+     * the loop reports apart from its exchange.
+     */
+    double busy_s;
     void *priv;         /**< The mode's state. */
     /**
      * Steps that share one global batch (1; init may change it). A mode
@@ -178,6 +193,7 @@ extern const train_sync_ops_t train_sync_gc_fr;
 extern const train_sync_ops_t train_sync_gc_cr;
 extern const train_sync_ops_t train_sync_pgc_fr;
 extern const train_sync_ops_t train_sync_pgc_cr;
+extern const train_sync_ops_t train_sync_ignore;
 
 /** Find a mode by name; NULL if none. */
 const train_sync_ops_t *train_sync_find(const char *name);
@@ -196,11 +212,29 @@ gcx_status_t train_sync_create(const char *spec, train_comm_t *comm, size_t n,
 void train_sync_destroy(train_sync_t *sync);
 
 /**
- * Sleep sync->delay_s (a --straggler rank; nothing otherwise). Called once
- * per step in which this rank computes gradients: by the loop, or by
- * TRAIN_SYNC_OWN_GRADIENT modes when they compute.
+ * Sleep sync->delay_s (a --straggler R:MS rank) plus the exp:M delays
+ * that train_sync_computed() drew since the last call (nothing otherwise).
+ * Called once per step in which this rank computes gradients: by the
+ * loop, or by TRAIN_SYNC_OWN_GRADIENT modes after they computed.
  */
-void train_sync_delay(const train_sync_t *sync);
+void train_sync_delay(train_sync_t *sync);
+
+/**
+ * The gradient source computed part @p part of this step (sync->step) in
+ * @p compute_s seconds: with --straggler exp:M, add
+ * M * compute_s * train_straggler_draw(seed, step, rank, part) to what the
+ * next train_sync_delay() sleeps. So a step's delay has the mean M x its
+ * compute time: M x one partition's for dense and pgc, (s+1)x that for gc.
+ */
+void train_sync_computed(train_sync_t *sync, int part, double compute_s);
+
+/**
+ * A unit-mean exponential draw, a pure function of its arguments: every
+ * run with the same seed delays the same (step, rank, part) by the same
+ * multiple of its compute time. -log(U) with U uniform in (0, 1) from a
+ * counter-based hash (SplitMix64 finalizer over the four inputs).
+ */
+double train_straggler_draw(uint64_t seed, long step, int rank, int part);
 
 /**
  * Checkpoint helpers for the modes: an error-feedback state (residual, and

@@ -27,6 +27,15 @@
  *   whose message would read that slot, until the slot is recomputed, so
  *   the decoded gradient is always exactly what gcx_pgc_decode() says it
  *   is.
+ * - ignore: the "ignore stragglers" baseline, no code. Every step a
+ *   worker computes its own partition (its shard, as dense) and sends it;
+ *   the root adds the first n-s to arrive and scales them by n/(n-s): an
+ *   estimate of the sum, unbiased only on average over who straggles, at
+ *   dense's compute. It runs on the coded gather with a CR code and
+ *   WEIGHTED decoding, whose root folds the first n-s arrivals with the
+ *   weight n/((n-s)(s+1)) whatever they hold; a worker sends one partition
+ *   gradient instead of the s+1 of its assignment, so the decoded vector
+ *   times s+1 is the rescaled sum.
  * The global batch statistics (loss sum, hits, samples) ride along as
  * three more floats of every partition's vector and are decoded with it,
  * so no step ever needs an allreduce that would wait for a straggler
@@ -75,6 +84,8 @@ typedef struct coded_sync {
     int *parts;       /* gc: the assignment */
     int nassigned;
     int64_t *slot_steps; /* pgc: step each slot was computed at, -1 never */
+    int ignore;       /* ignore: own partition only, first n-s rescaled */
+    double scale;     /* decoded vector x scale = sum estimate (ignore: s+1) */
     long steps, skipped, abstained; /* for the summary line of fini */
 } coded_sync_t;
 
@@ -100,9 +111,9 @@ static void coded_free(coded_sync_t *cs)
     free(cs);
 }
 
-/* Common init: kind = FR or CR, pipelined or not. */
+/* Common init: kind = FR or CR, pipelined or not; ignore: see the top. */
 static gcx_status_t coded_init(train_sync_t *sync, train_kv_t *args,
-                               gcx_code_kind_t kind, int pipelined)
+                               gcx_code_kind_t kind, int pipelined, int ignore)
 {
     const char *mode = sync->ops->name, *decoding;
     gcx_code_params_t cp;
@@ -126,7 +137,7 @@ static gcx_status_t coded_init(train_sync_t *sync, train_kv_t *args,
     if (status != GCX_OK) {
         return status;
     }
-    decoding = train_kv_str(args, "decoding", "exact");
+    decoding = ignore ? "weighted" : train_kv_str(args, "decoding", "exact");
     memset(&cp, 0, sizeof(cp));
     cp.kind = kind;
     cp.n = sync->comm->size;
@@ -167,6 +178,8 @@ static gcx_status_t coded_init(train_sync_t *sync, train_kv_t *args,
     }
     cs->worker = sync->comm->rank;
     cs->nparts = cp.n;
+    cs->ignore = ignore;
+    cs->scale = ignore ? (double)(s + 1) : 1.0;
     cs->count = sync->n + CODED_EXTRA;
     cs->bufs = calloc((size_t)cs->load, sizeof(*cs->bufs));
     cs->coeffs = calloc((size_t)cs->load, sizeof(*cs->coeffs));
@@ -247,6 +260,14 @@ static gcx_status_t coded_contribute(train_sync_t *sync, coded_sync_t *cs,
     if (status != GCX_OK || ready) {
         return status; /* decoded without us: skip the computation */
     }
+    if (cs->ignore) { /* its own partition, as it is */
+        status = coded_compute(cs, src, sync->n, cs->worker, cs->msg);
+        if (status == GCX_OK) {
+            train_sync_delay(sync);
+            *send_p = 1;
+        }
+        return status;
+    }
     if (cs->pgc == NULL) { /* classic: all assigned partitions, fresh */
         for (k = 0; k < cs->nassigned; k++) {
             status = coded_compute(cs, src, sync->n, cs->parts[k], cs->bufs[k]);
@@ -290,7 +311,8 @@ static gcx_status_t coded_exchange(train_sync_t *sync, float *grad,
 {
     coded_sync_t *cs = sync->priv;
     gcx_coded_result_t result;
-    double inv = 1.0 / (double)cs->nparts, bytes = 4.0 * (double)cs->count;
+    double inv = cs->scale / (double)cs->nparts;
+    double bytes = 4.0 * (double)cs->count;
     int send, size = sync->comm->size;
     gcx_status_t status;
     size_t i;
@@ -311,9 +333,9 @@ static gcx_status_t coded_exchange(train_sync_t *sync, float *grad,
     for (i = 0; i < sync->n; i++) {
         grad[i] = (float)((double)cs->sum[i] * inv);
     }
-    stats->batch.loss_sum = cs->sum[sync->n + 0];
-    stats->batch.hits = cs->sum[sync->n + 1];
-    stats->batch.samples = cs->sum[sync->n + 2];
+    stats->batch.loss_sum = cs->scale * cs->sum[sync->n + 0];
+    stats->batch.hits = cs->scale * cs->sum[sync->n + 1];
+    stats->batch.samples = cs->scale * cs->sum[sync->n + 2];
     if (sync->comm->rank == cs->root) {
         stats->bytes_sent = bytes * (double)(size - 1);
     } else {
@@ -356,22 +378,27 @@ static void coded_survivors(const train_sync_t *sync, int *root_p,
 
 static gcx_status_t gc_fr_init(train_sync_t *sync, train_kv_t *args)
 {
-    return coded_init(sync, args, GCX_CODE_FR, 0);
+    return coded_init(sync, args, GCX_CODE_FR, 0, 0);
 }
 
 static gcx_status_t gc_cr_init(train_sync_t *sync, train_kv_t *args)
 {
-    return coded_init(sync, args, GCX_CODE_CR, 0);
+    return coded_init(sync, args, GCX_CODE_CR, 0, 0);
 }
 
 static gcx_status_t pgc_fr_init(train_sync_t *sync, train_kv_t *args)
 {
-    return coded_init(sync, args, GCX_CODE_FR, 1);
+    return coded_init(sync, args, GCX_CODE_FR, 1, 0);
 }
 
 static gcx_status_t pgc_cr_init(train_sync_t *sync, train_kv_t *args)
 {
-    return coded_init(sync, args, GCX_CODE_CR, 1);
+    return coded_init(sync, args, GCX_CODE_CR, 1, 0);
+}
+
+static gcx_status_t ignore_init(train_sync_t *sync, train_kv_t *args)
+{
+    return coded_init(sync, args, GCX_CODE_CR, 0, 1);
 }
 
 #define CODED_FLAGS (TRAIN_SYNC_OWN_GRADIENT | TRAIN_SYNC_BATCH_STATS)
@@ -419,4 +446,14 @@ const train_sync_ops_t train_sync_pgc_cr = {
     .exchange = coded_exchange,
     .fini = coded_fini,
     .survivors = coded_survivors,
+};
+
+const train_sync_ops_t train_sync_ignore = {
+    .name = "ignore",
+    .help = "ignore stragglers: own partition, the root sums the first "
+            "n-s to arrive x n/(n-s) (inexact); s=1, root=0",
+    .flags = CODED_FLAGS,
+    .init = ignore_init,
+    .exchange = coded_exchange,
+    .fini = coded_fini,
 };

@@ -9,10 +9,12 @@
 #  3. every compressed sync mode (topk, dgc, redsync, randomk, gravac with a
 #     short window so the controller rescales) keeps the weights of 3 ranks
 #     identical through every check, and its summary reports a CF above 1;
-#  4. every coded sync mode (gc-fr, gc-cr, pgc-fr, pgc-cr, s = 1) on 4 ranks
-#     with rank 1 sleeping 300 ms per step keeps the weights identical, and
-#     the slow rank skipped steps that were decoded without it: it did not
-#     hold the others back;
+#  4. every coded sync mode (gc-fr, gc-cr, pgc-fr, pgc-cr, and ignore, the
+#     uncoded drop-the-stragglers baseline; s = 1) on 4 ranks with rank 1
+#     sleeping 300 ms per step keeps the weights identical, and the slow
+#     rank skipped steps that were decoded without it: it did not hold the
+#     others back; with --straggler exp:2 (every rank delayed at random)
+#     pgc-fr and dense keep them identical too;
 #  5. an epoch is one pass over the data, each sample computed at one step
 #     only: with GCX_TRAIN_TRACE_SAMPLES every rank lists the parts of the
 #     epoch's permutation it computed; over the ranks they must tile the
@@ -94,7 +96,7 @@ for mode in topk:cf=50 dgc:cf=50 redsync:cf=50 randomk:cf=20 \
               cat "$tmp/$name.log"; fail=1; }
     fi
 done
-for mode in gc-fr gc-cr pgc-fr pgc-cr; do
+for mode in gc-fr gc-cr pgc-fr pgc-cr ignore; do
     "$gcxrun" -n 4 -- "$train" $common --batch 12 --sync "$mode" \
         --straggler 1:300 --json "$tmp/$mode.json" > "$tmp/$mode.log" 2>&1 ||
         { echo "FAIL: sync $mode"; cat "$tmp/$mode.log"; fail=1; continue; }
@@ -108,6 +110,19 @@ for mode in gc-fr gc-cr pgc-fr pgc-cr; do
     [ "${skipped:-0}" -gt 0 ] ||
         { echo "FAIL: sync $mode: the slow rank never skipped a step"; \
           cat "$tmp/$mode.log"; fail=1; }
+done
+
+for mode in pgc-fr dense; do
+    "$gcxrun" -n 4 -- "$train" $common --batch 12 --sync "$mode" \
+        --straggler exp:2 --json "$tmp/exp-$mode.json" \
+        > "$tmp/exp-$mode.log" 2>&1 ||
+        { echo "FAIL: sync $mode, exp:2"; cat "$tmp/exp-$mode.log"; fail=1;
+          continue; }
+    c=$(field "$tmp/exp-$mode.json" weight_checks)
+    x=$(field "$tmp/exp-$mode.json" straggler_exp)
+    echo "sync $mode, --straggler exp:2: weight_checks $c straggler_exp $x"
+    [ "$c" = 5 ] && [ "$x" = 2 ] ||
+        { echo "FAIL: sync $mode, exp:2: $c weight checks, exp $x"; fail=1; }
 done
 
 # 5. One full epoch of a tiny model (a few seconds in all).

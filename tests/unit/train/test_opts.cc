@@ -101,6 +101,16 @@ TEST(TrainOpts, EveryOption)
 
     ASSERT_EQ(parse({"--hidden", "none"}, &o), TRAIN_OPTS_RUN);
     EXPECT_EQ(o.model.nhidden, 0);
+    // exp:M replaces R:MS and the other way round (the last one wins)
+    ASSERT_EQ(parse({"--straggler", "2:150", "--straggler", "exp:1.5"}, &o),
+              TRAIN_OPTS_RUN);
+    EXPECT_EQ(o.straggler_exp, 1.5);
+    EXPECT_EQ(o.straggler_rank, -1);
+    EXPECT_EQ(o.straggler_delay, 0);
+    ASSERT_EQ(parse({"--straggler", "exp:2", "--straggler", "1:20"}, &o),
+              TRAIN_OPTS_RUN);
+    EXPECT_EQ(o.straggler_exp, 0);
+    EXPECT_EQ(o.straggler_rank, 1);
     ASSERT_EQ(parse({"--batch=16"}, &o), TRAIN_OPTS_RUN);
     EXPECT_EQ(o.batch, 16);
 }
@@ -150,6 +160,13 @@ TEST(TrainOpts, BadValuesAreClearErrors)
         {{"--straggler", "x:5"}, "--straggler x:5"},
         {{"--straggler", "1:-5"}, "--straggler 1:-5"},
         {{"--straggler", "1:5ms"}, "--straggler 1:5ms"},
+        {{"--straggler", "exp:"}, "--straggler exp:: expected exp:M"},
+        {{"--straggler", "exp:0"}, "--straggler exp:0: expected exp:M"},
+        {{"--straggler", "exp:-1"}, "--straggler exp:-1"},
+        {{"--straggler", "exp:1001"}, "(0, 1000]"},
+        {{"--straggler", "exp:nan"}, "--straggler exp:nan"},
+        {{"--straggler", "exp:2x"}, "--straggler exp:2x"},
+        {{"--straggler", "exq:2"}, "--straggler exq:2"},
         {{"--eval-every", "-1"}, "--eval-every"},
         {{"--bogus"}, "--bogus"},
         {{"--epochs"}, "--epochs"},

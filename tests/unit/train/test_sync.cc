@@ -2,6 +2,8 @@
 // unknown-key errors, and the dense mode on one process.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -84,7 +86,7 @@ TEST(TrainSync, CodedModesNeedRanksAndCheckTheirOptions)
     train_comm_local(&comm);
     train_sync_t sync;
 
-    for (const char *mode : {"gc-fr", "gc-cr", "pgc-fr", "pgc-cr"}) {
+    for (const char *mode : {"gc-fr", "gc-cr", "pgc-fr", "pgc-cr", "ignore"}) {
         const train_sync_ops_t *ops = train_sync_find(mode);
         ASSERT_NE(ops, nullptr) << mode;
         EXPECT_TRUE(ops->flags & TRAIN_SYNC_OWN_GRADIENT) << mode;
@@ -121,4 +123,59 @@ TEST(TrainSync, RingBytes)
     EXPECT_EQ(train_sync_ring_bytes(1000, 1), 0.0);
     EXPECT_EQ(train_sync_ring_bytes(1000, 2), 4000.0);
     EXPECT_EQ(train_sync_ring_bytes(1000, 4), 6000.0);
+}
+
+// --straggler exp:M: the draw is a pure function of (seed, step, rank,
+// part), and over many draws it is a unit-mean exponential (fixed seeds:
+// the statistics below are the same numbers on every run).
+TEST(TrainSync, StragglerDrawIsRepeatableAndExponential)
+{
+    EXPECT_EQ(train_straggler_draw(1, 7, 2, 3),
+              train_straggler_draw(1, 7, 2, 3));
+    std::set<double> distinct = {
+        train_straggler_draw(1, 7, 2, 3), train_straggler_draw(2, 7, 2, 3),
+        train_straggler_draw(1, 8, 2, 3), train_straggler_draw(1, 7, 3, 3),
+        train_straggler_draw(1, 7, 2, 4)};
+    EXPECT_EQ(distinct.size(), 5u); // every input changes the draw
+
+    const int N = 200000;
+    double sum = 0, sq = 0, above1 = 0, minv = 1e300;
+    for (int i = 0; i < N; i++) {
+        // steps, ranks and parts as a run walks them
+        double x = train_straggler_draw(42, i / 16, (i / 4) % 4, i % 4);
+        ASSERT_TRUE(std::isfinite(x) && x > 0) << i;
+        sum += x;
+        sq += x * x;
+        above1 += x > 1;
+        minv = std::min(minv, x);
+    }
+    double mean = sum / N, var = sq / N - mean * mean;
+    // standard error of the mean 1/sqrt(N) = 0.0022: 5 sigma
+    EXPECT_NEAR(mean, 1.0, 0.012);
+    EXPECT_NEAR(var, 1.0, 0.05);                    // Exp(1): variance 1
+    EXPECT_NEAR(above1 / N, std::exp(-1.0), 0.006); // P(X > 1) = 1/e
+    EXPECT_LT(minv, 1e-4);                          // no floor on the draw
+}
+
+// train_sync_computed() adds M x compute time x draw, and train_sync_delay()
+// consumes it; without exp:M nothing accumulates.
+TEST(TrainSync, StragglerDelayScalesWithComputeTime)
+{
+    train_comm_t comm;
+    train_comm_local(&comm);
+    train_sync_t sync;
+    ASSERT_EQ(train_sync_create("dense", &comm, 5, &sync), GCX_OK);
+    sync.step = 9;
+    train_sync_computed(&sync, 0, 0.010);
+    EXPECT_EQ(sync.pending_delay_s, 0.0); // off
+    sync.straggler_exp = 0.5;
+    sync.straggler_seed = 3;
+    train_sync_computed(&sync, 0, 1e-4);
+    train_sync_computed(&sync, 1, 2e-4);
+    double want = 0.5 * 1e-4 * train_straggler_draw(3, 9, 0, 0) +
+                  0.5 * 2e-4 * train_straggler_draw(3, 9, 0, 1);
+    EXPECT_DOUBLE_EQ(sync.pending_delay_s, want);
+    train_sync_delay(&sync); // sleeps it (well under a millisecond)
+    EXPECT_EQ(sync.pending_delay_s, 0.0);
+    train_sync_destroy(&sync);
 }
