@@ -25,18 +25,7 @@
 #     kills itself (GCX_TRAIN_KILL) goes on to the end on the other three:
 #     weight checks, evaluation and byte sums over the live ranks.
 # Skips (77) when Fashion-MNIST is not installed.
-set -u
-gcxrun=$1
-train=$2
-dir=${GCX_DATA_DIR:-/usr/share/datasets/fashion-mnist}
-if [ ! -r "$dir/train-images-idx3-ubyte.gz" ]; then
-    echo "SKIP: no Fashion-MNIST in $dir"
-    exit 77
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OPENBLAS_NUM_THREADS=1
-fail=0
+. "$(dirname "$0")/setup.sh"
 
 common="--epochs 1 --max-steps 40 --check-every 10 --progress none --lr 0.02"
 "$gcxrun" -n 1 -- "$train" $common --batch 48 --json "$tmp/r1.json" \

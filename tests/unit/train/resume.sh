@@ -8,18 +8,7 @@
 # top-k run. A resume under other options, a missing checkpoint and --save
 # with a coded mode fail on every rank with a message naming the cause.
 # Skips (77) when Fashion-MNIST is not installed.
-set -u
-gcxrun=$1
-train=$2
-dir=${GCX_DATA_DIR:-/usr/share/datasets/fashion-mnist}
-if [ ! -r "$dir/train-images-idx3-ubyte.gz" ]; then
-    echo "SKIP: no Fashion-MNIST in $dir"
-    exit 77
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OPENBLAS_NUM_THREADS=1
-fail=0
+. "$(dirname "$0")/setup.sh"
 common="--epochs 1 --hidden 256,128 --check-every 10 --progress none --lr 0.05 --batch 16"
 
 run() { # name, then gcx-train arguments
