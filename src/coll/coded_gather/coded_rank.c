@@ -18,7 +18,9 @@
  * into a block and copied out when the rank gets there. An ERROR from the
  * root (it failed round R) fails this rank's first round whose result has
  * not come: R, or an earlier one if the root stopped sending to this rank.
- * Waiting is bounded by GCX_TIMEOUT (the queue).
+ * A lost connection to the root fails the first round whose result is not
+ * here or on its way, at once: results come only from the root. Waiting is
+ * otherwise bounded by GCX_TIMEOUT (the queue).
  */
 #include "coded_int.h"
 #include "base/time.h"
@@ -124,6 +126,16 @@ static void gcx_coded_rank_progress(gcx_task_t *task)
                   (unsigned long long)coded->error_round,
                   gcx_strerror(coded->error));
         task->status = coded->error;
+        return;
+    }
+    if (!gcx_coded_rank_decided(op) &&
+        coded->comm->tl->ops->peer_failed(coded->comm->tl, coded->root)) {
+        /* results come only from the root: with its connection lost none
+         * can come, so fail now, not at GCX_TIMEOUT */
+        gcx_error("coded gather round %llu: the connection to the root "
+                  "(rank %d) is lost; no result can come",
+                  (unsigned long long)op->round, coded->root);
+        task->status = GCX_ERR_PEER;
         return;
     }
     slot = gcx_coded_stash_find(coded, op->round, 0);

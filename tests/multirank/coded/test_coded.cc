@@ -250,6 +250,55 @@ TEST(CodedFailure, OneRankDies)
     gcx_comm_destroy(comm);
 }
 
+// The root (rank 0, a worker too) dies inside round 20: the other ranks
+// get GCX_ERR_PEER from the first round whose result can no longer come (a
+// rank that lags behind loses the results still in flight when the root
+// exits, so that round may be before 20) as soon as the connection is
+// reported lost (run with GCX_TIMEOUT=300 under a
+// 60 s test timeout: waiting for the timeout fails the test).
+TEST(CodedFailure, RootDies)
+{
+    ASSERT_GE(world_size(), 3);
+    gcx_comm_t *comm = make_comm({});
+    ASSERT_NE(nullptr, comm);
+    int               size = world_size(), rank = world_rank();
+    gcx_code_params_t cp   = {};
+    cp.kind                = GCX_CODE_CR;
+    cp.n                   = size;
+    cp.s                   = 1;
+    gcx_code_t *code       = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_code_create(&cp, &code));
+    gcx_coded_params_t params = {};
+    params.code               = code;
+    params.count              = 256; // eager: a worker's send completes at once
+    params.root               = 0;
+    gcx_coded_t *coded        = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, &coded));
+    std::vector<float> msg(params.count), sum(params.count);
+    gcx_status_t       status = GCX_OK;
+    int                r;
+    for (r = 0; r < 200 && status == GCX_OK; ++r) {
+        encode(code, gcx_coded_worker(coded, rank), r, params.count, msg);
+        gcx_coded_result_t res;
+        if (rank == 0 && r == 20) {
+            // enter round 20 and die inside it: the workers' contributions
+            // have been sent, their results will never come
+            gcx_request_t *req = nullptr;
+            ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, &req));
+            usleep(200 * 1000);
+            printf("rank 0 (the root): exiting inside round %d\n", r);
+            fflush(stdout);
+            _exit(0);
+        }
+        status = gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr);
+    }
+    printf("rank %d: round %d: %s\n", rank, r - 1, gcx_strerror(status));
+    EXPECT_EQ(GCX_ERR_PEER, status);
+    gcx_coded_destroy(coded);
+    gcx_code_destroy(code);
+    gcx_comm_destroy(comm);
+}
+
 TEST(CodedFailure, TwoRanksDie)
 {
     ASSERT_GE(world_size(), 4);
