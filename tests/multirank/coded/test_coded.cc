@@ -238,6 +238,23 @@ gcx_code_kind_t failure_kind()
     return world_size() % 2 == 0 ? GCX_CODE_FR : GCX_CODE_CR;
 }
 
+// A code over every rank with s = 1 and a coded gather of count floats to
+// root 0 (a worker too), for the failure cases.
+void make_coded(gcx_comm_t *comm, gcx_code_kind_t kind, size_t count, gcx_code_t **code_p,
+                gcx_coded_t **coded_p)
+{
+    gcx_code_params_t cp = {};
+    cp.kind              = kind;
+    cp.n                 = world_size();
+    cp.s                 = 1;
+    ASSERT_EQ(GCX_OK, gcx_code_create(&cp, code_p));
+    gcx_coded_params_t params = {};
+    params.code               = *code_p;
+    params.count              = count;
+    params.root               = 0;
+    ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, coded_p));
+}
+
 TEST(CodedFailure, OneRankDies)
 {
     ASSERT_GE(world_size(), 3);
@@ -261,24 +278,16 @@ TEST(CodedFailure, RootDies)
     ASSERT_GE(world_size(), 3);
     gcx_comm_t *comm = make_comm({});
     ASSERT_NE(nullptr, comm);
-    int               size = world_size(), rank = world_rank();
-    gcx_code_params_t cp   = {};
-    cp.kind                = GCX_CODE_CR;
-    cp.n                   = size;
-    cp.s                   = 1;
-    gcx_code_t *code       = nullptr;
-    ASSERT_EQ(GCX_OK, gcx_code_create(&cp, &code));
-    gcx_coded_params_t params = {};
-    params.code               = code;
-    params.count              = 256; // eager: a worker's send completes at once
-    params.root               = 0;
-    gcx_coded_t *coded        = nullptr;
-    ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, &coded));
-    std::vector<float> msg(params.count), sum(params.count);
+    int          rank  = world_rank();
+    size_t       count = 256; // eager: a worker's send completes at once
+    gcx_code_t  *code  = nullptr;
+    gcx_coded_t *coded = nullptr;
+    ASSERT_NO_FATAL_FAILURE(make_coded(comm, GCX_CODE_CR, count, &code, &coded));
+    std::vector<float> msg(count), sum(count);
     gcx_status_t       status = GCX_OK;
     int                r;
     for (r = 0; r < 200 && status == GCX_OK; ++r) {
-        encode(code, gcx_coded_worker(coded, rank), r, params.count, msg);
+        encode(code, gcx_coded_worker(coded, rank), r, count, msg);
         gcx_coded_result_t res;
         if (rank == 0 && r == 20) {
             // enter round 20 and die inside it: the workers' contributions
@@ -304,19 +313,12 @@ TEST(CodedFailure, TwoRanksDie)
     ASSERT_GE(world_size(), 4);
     gcx_comm_t *comm = make_comm({});
     ASSERT_NE(nullptr, comm);
-    int               size = world_size(), rank = world_rank();
-    gcx_code_params_t cp   = {};
-    cp.kind                = failure_kind();
-    cp.n                   = size;
-    cp.s                   = 1;
-    gcx_code_t *code       = nullptr;
-    ASSERT_EQ(GCX_OK, gcx_code_create(&cp, &code));
-    gcx_coded_params_t params = {};
-    params.code               = code;
-    params.count              = 4096;
-    gcx_coded_t *coded        = nullptr;
-    ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, &coded));
-    std::vector<float> msg(params.count, 1.0f), sum(params.count);
+    int          size = world_size(), rank = world_rank();
+    size_t       count = 4096;
+    gcx_code_t  *code  = nullptr;
+    gcx_coded_t *coded = nullptr;
+    ASSERT_NO_FATAL_FAILURE(make_coded(comm, failure_kind(), count, &code, &coded));
+    std::vector<float> msg(count, 1.0f), sum(count);
     gcx_status_t       status = GCX_OK;
     int                r;
     for (r = 0; r < 200; ++r) {
