@@ -50,12 +50,6 @@ gcx_status_t train_ckpt_save(train_state_t *st,
     gcx_status_t status;
 
     train_ckpt_path(st->opts->save, st->comm->rank, path, sizeof(path));
-    if (st->sync.ops->save == NULL) {
-        train_error("--save: sync mode %s cannot be checkpointed (its rounds "
-                    "and stragglers' messages are in flight at any step)",
-                    st->sync.ops->name);
-        return GCX_ERR_UNSUPPORTED;
-    }
     train_blob_init(&b);
     train_blob_put(&b, TRAIN_CKPT_MAGIC, 8);
     train_blob_put(&b, head, sizeof(head));

@@ -46,7 +46,8 @@ typedef struct train_position {
 } train_position_t;
 
 /* Checkpoints (loop_ckpt.c): every rank writes PREFIX.<rank> / reads it
- * back; errors name the file and the cause. */
+ * back; errors name the file and the cause. train_run() refuses a sync
+ * mode without save/load before training, so both may call them. */
 gcx_status_t train_ckpt_save(train_state_t *st, const train_position_t *next);
 gcx_status_t train_ckpt_load(train_state_t *st, train_position_t *pos);
 

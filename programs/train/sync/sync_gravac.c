@@ -127,16 +127,22 @@ static gcx_status_t gravac_params(train_sync_t *sync, sync_gravac_t *sg,
                                  &p->omega);
     }
     if (status == GCX_OK) {
+        /* the names are the library's (gcx_gravac_policy_name) */
+        const gcx_gravac_policy_t known[] = {GCX_GRAVAC_POLICY_EXPONENTIAL,
+                                             GCX_GRAVAC_POLICY_GEOMETRIC};
         const char *policy = train_kv_str(args, "policy", NULL);
+        size_t      i      = 0;
 
-        if (policy != NULL && strcmp(policy, "exponential") == 0) {
-            p->policy = GCX_GRAVAC_POLICY_EXPONENTIAL;
-        } else if (policy != NULL && strcmp(policy, "geometric") == 0) {
-            p->policy = GCX_GRAVAC_POLICY_GEOMETRIC;
+        while (policy != NULL && i < sizeof(known) / sizeof(known[0]) &&
+               strcmp(policy, gcx_gravac_policy_name(known[i])) != 0) {
+            ++i;
+        }
+        if (policy != NULL && i < sizeof(known) / sizeof(known[0])) {
+            p->policy = known[i];
         } else if (policy != NULL) {
-            train_error("sync gravac: policy=%s: expected exponential or "
-                        "geometric",
-                        policy);
+            train_error("sync gravac: policy=%s: expected %s or %s", policy,
+                        gcx_gravac_policy_name(known[0]),
+                        gcx_gravac_policy_name(known[1]));
             status = GCX_ERR_INVALID;
         }
     }
