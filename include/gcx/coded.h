@@ -28,7 +28,9 @@
  *   the decoded sum, and tells the root, with a header-only message, that
  *   it will not contribute. The root then never waits for it; when the
  *   workers left cannot decode, the round fails at once.
- * - Failure: a worker whose connection is lost, or who lags more than
+ * - Failure: a worker whose connection is lost (also while the root pulls
+ *   its contribution: the root then decodes from contributions it kept
+ *   unpulled, stats.lost), or who lags more than
  *   GCX_CODED_MAX_LAG rounds behind the root, counts as a permanent
  *   straggler; one that abstains, as a straggler of that round. While the
  *   others can still decode, rounds go on. Otherwise the round fails on
@@ -116,6 +118,10 @@ typedef struct gcx_coded_stats {
                                  and said so: gcx_coded_abstain() calls
                                  that were not skipped. */
     uint64_t gone;          /**< Root: bit w set for workers counted gone. */
+    uint64_t lost;          /**< Root: contributions taken for decoding
+                                 whose transfer then failed (the sender
+                                 died mid-payload); the round was decoded
+                                 from the others when they could. */
 } gcx_coded_stats_t;
 
 /**

@@ -80,7 +80,9 @@ typedef struct gcx_tl_am_prefix {
 /**
  * An active message as its handler sees it; valid only during the handler.
  * The payload is taken with am_recv() inside the handler, or dropped by
- * returning without taking it.
+ * returning without taking it, or kept for later with am_hold() (a
+ * rendezvous payload: a copy of this struct then stands for it outside the
+ * handler, header excepted, until am_recv() or am_release()).
  */
 typedef struct gcx_tl_am_msg {
     const void *header;        /**< sender's header; may be unaligned */
@@ -256,6 +258,19 @@ typedef struct gcx_tl_ops {
     gcx_status_t (*am_recv)(gcx_tl_t *tl, const gcx_tl_am_msg_t *msg,
                             const gcx_iov_t *iov, int iovcnt,
                             gcx_tl_req_t *req);
+
+    /**
+     * Inside a handler only: keep the rendezvous payload of @p msg (not
+     * pulled yet) past the handler, so it can still be taken later:
+     * am_recv() or am_release() on a copy of @p msg, exactly once, at any
+     * later point (inside or outside a handler). Its sender's request stays
+     * in flight until then. Costs nothing on the wire. GCX_ERR_UNSUPPORTED for an eager payload (it is
+     * here already: copy it or drop it).
+     */
+    gcx_status_t (*am_hold)(gcx_tl_t *tl, const gcx_tl_am_msg_t *msg);
+
+    /** Drop a payload kept with am_hold(): its sender completes. */
+    void (*am_release)(gcx_tl_t *tl, const gcx_tl_am_msg_t *msg);
 
     /**
      * Give up an in-flight request whose owner goes away: the gcx request is

@@ -85,6 +85,16 @@ typedef struct gcx_coded_entry {
     gcx_coded_slot_t *slot;   /* internal buffer holding it, or NULL */
 } gcx_coded_entry_t;
 
+/* Root: a contribution of the live round kept but not taken (not needed
+ * when it came), so that it can replace a taken one whose transfer fails. */
+typedef struct gcx_coded_held {
+    int               worker;
+    double            t;     /* arrival, s after the round began */
+    int               late;  /* came once decodable (else: not needed) */
+    gcx_tl_am_msg_t   msg;   /* a rendezvous payload kept (am_hold) ... */
+    gcx_coded_slot_t *slot;  /* ... or a staged one's slot (non-NULL) */
+} gcx_coded_held_t;
+
 typedef struct gcx_coded_op gcx_coded_op_t;
 
 struct gcx_coded {
@@ -132,6 +142,9 @@ struct gcx_coded_op {
     int                 nentries, nfolded;
     gcx_coded_entry_t   entries[GCX_CODE_MAX_WORKERS];
     float               arrival[GCX_CODE_MAX_WORKERS];
+    uint64_t            dropped;  /* not needed, eager: gone for good */
+    int                 nheld;
+    gcx_coded_held_t    held[GCX_CODE_MAX_WORKERS];
     /* other ranks */
     int                 skipped;
     int                 recv_posted;

@@ -5,7 +5,9 @@
  * Arrival of worker w's header (AM handler, or the stash of messages that
  * came before the root entered the round):
  * - the round is decodable already, or w's coefficient is known to be 0
- *   (FR: its group has replied): drop, nothing is pulled;
+ *   (FR: its group has replied): kept, not pulled (a rendezvous payload's
+ *   descriptor, am_hold; a staged one's slot) until the round ends, when
+ *   it is released; an eager one is dropped;
  * - the coefficient is known (UNCODED, FR, WEIGHTED: streaming): the first
  *   taken message with coefficient 1 is pulled straight into recvbuf (zero
  *   copy), the others into an internal block and folded with
@@ -25,6 +27,10 @@
  * Abstention: a worker's VOID message (or the root's own abstention) marks
  * it abstained for the round: never taken, never waited for. A VOID that
  * comes after the round is decodable changes nothing (dropped as late).
+ *
+ * Lost transfer: a taken payload whose pull fails (its sender died
+ * mid-payload) counts its worker gone, and the round is rebuilt from what
+ * is left, taking kept payloads in its place (gcx_coded_root_retake).
  *
  * Failure: when the arrived workers plus those that may still arrive (not
  * gone, not abstained) cannot be decoded, or GCX_TIMEOUT passes, the round
@@ -73,20 +79,12 @@ static void gcx_coded_root_take(gcx_coded_op_t *op, int w, double coeff,
         }
         iov.buffer = (void *)e->buf;
         iov.length = coded->bytes;
-        if (e->slot != NULL) {
-            tl->ops->am_recv(tl, msg, &iov, 1, &e->slot->reqs[0]);
-            if (e->slot->reqs[0].status == GCX_INPROGRESS) {
-                e->req = &e->slot->reqs[0];
-            } else if (e->slot->reqs[0].status != GCX_OK) {
-                op->super.status = e->slot->reqs[0].status;
-            }
-        } else {
-            tl->ops->am_recv(tl, msg, &iov, 1, &op->rreq);
-            if (op->rreq.status == GCX_INPROGRESS) {
-                e->req = &op->rreq;
-            } else if (op->rreq.status != GCX_OK) {
-                op->super.status = op->rreq.status;
-            }
+        /* not landed yet, or failed: the request tells (a failed pull is
+         * a lost contribution, see gcx_coded_root_retake) */
+        e->req = e->slot != NULL ? &e->slot->reqs[0] : &op->rreq;
+        tl->ops->am_recv(tl, msg, &iov, 1, e->req);
+        if (e->req->status == GCX_OK) {
+            e->req = NULL;
         }
     }
     op->arrived |= 1ull << w;
@@ -97,23 +95,101 @@ static void gcx_coded_root_take(gcx_coded_op_t *op, int w, double coeff,
     ++op->nentries;
 }
 
-/* Decide about worker w's message; returns 1 when it was taken. */
-static int gcx_coded_root_arrive(gcx_coded_op_t *op, int w,
-                                 const gcx_tl_am_msg_t *msg,
-                                 gcx_coded_slot_t *slot, double t)
+/* Let go of a contribution not taken: a staged slot is freed once its
+ * transfer is done, a kept rendezvous payload is released (its sender
+ * completes). */
+static void gcx_coded_root_drop(gcx_coded_op_t *op,
+                                const gcx_tl_am_msg_t *msg, int msg_held,
+                                gcx_coded_slot_t *slot)
+{
+    gcx_coded_t *coded = op->coded;
+
+    if (slot != NULL) {
+        slot->next      = coded->inflight;
+        coded->inflight = slot;
+    } else if (msg != NULL && msg_held) {
+        coded->comm->tl->ops->am_release(coded->comm->tl, msg);
+    }
+}
+
+/* Keep worker w's contribution, not taken now, until the round ends: it
+ * replaces a taken one whose transfer fails. A staged slot is kept as it
+ * is, a rendezvous payload with am_hold(); an eager payload (here already,
+ * so a taken eager one is never lost) is dropped. */
+static void gcx_coded_root_keep(gcx_coded_op_t *op, int w,
+                                const gcx_tl_am_msg_t *msg, int msg_held,
+                                gcx_coded_slot_t *slot, double t, int late)
+{
+    gcx_coded_t      *coded = op->coded;
+    gcx_tl_t         *tl    = coded->comm->tl;
+    gcx_coded_held_t *h     = &op->held[op->nheld];
+
+    if (op->nheld < GCX_CODE_MAX_WORKERS &&
+        (slot != NULL ||
+         (msg != NULL && (msg_held || tl->ops->am_hold(tl, msg) == GCX_OK)))) {
+        h->worker = w;
+        h->t      = t;
+        h->late   = late;
+        h->slot   = slot;
+        if (msg != NULL) {
+            h->msg               = *msg;
+            h->msg.header        = NULL; /* valid only in the handler */
+            h->msg.header_length = 0;
+        }
+        ++op->nheld;
+        return;
+    }
+    gcx_coded_root_drop(op, msg, msg_held, slot);
+    if (late) {
+        ++coded->stats.late_dropped;
+    } else {
+        ++coded->stats.unneeded;
+        op->dropped |= 1ull << w;
+    }
+}
+
+/* The round ends: what was kept is let go. */
+static void gcx_coded_root_release_held(gcx_coded_op_t *op)
+{
+    int i;
+
+    for (i = 0; i < op->nheld; ++i) {
+        gcx_coded_held_t *h = &op->held[i];
+
+        if (h->late) {
+            ++op->coded->stats.late_dropped;
+        } else {
+            ++op->coded->stats.unneeded;
+        }
+        gcx_coded_root_drop(op, h->slot != NULL ? NULL : &h->msg, 1, h->slot);
+    }
+    op->nheld = 0;
+}
+
+/*
+ * Decide about worker w's contribution: its payload @p msg (in the AM
+ * handler; @p msg_held: kept earlier with am_hold), a staged @p slot, or
+ * neither (the root's own, read from sendbuf). Taken, kept, or dropped.
+ */
+static void gcx_coded_root_arrive(gcx_coded_op_t *op, int w,
+                                  const gcx_tl_am_msg_t *msg, int msg_held,
+                                  gcx_coded_slot_t *slot, double t)
 {
     gcx_coded_t *coded = op->coded;
     double       coeff = 0;
     int          known = 0, decodable = 0;
 
-    if (op->decodable || ((op->arrived | op->abstained) & (1ull << w)) ||
-        op->super.status != GCX_INPROGRESS) {
+    if (((op->arrived | op->abstained) & (1ull << w)) ||
+        op->super.status != GCX_INPROGRESS ||
+        gcx_code_arrival_coeff(coded->code, op->arrived, w, &known,
+                               &coeff) != GCX_OK) {
         ++coded->stats.late_dropped;
-        return 0;
+        gcx_coded_root_drop(op, msg, msg_held, slot);
+        return;
     }
-    if (gcx_code_arrival_coeff(coded->code, op->arrived, w, &known, &coeff) !=
-        GCX_OK) {
-        return 0;
+    if (op->decodable) {
+        gcx_coded_root_keep(op, w, msg, msg_held, slot, t, 1);
+        return;
     }
     if (op->nentries == 0) {
         op->streaming = known;
@@ -121,15 +197,93 @@ static int gcx_coded_root_arrive(gcx_coded_op_t *op, int w,
     if (known && coeff == 0.0) {
         op->arrived |= 1ull << w; /* arrived, not needed */
         op->arrival[w] = (float)t;
-        ++coded->stats.unneeded;
-        return 0;
+        gcx_coded_root_keep(op, w, msg, msg_held, slot, t, 0);
+        return;
     }
     gcx_coded_root_take(op, w, coeff, msg, slot, t);
     if (gcx_code_decodable(coded->code, op->arrived, &decodable) == GCX_OK &&
         decodable) {
         op->decodable = 1;
     }
-    return 1;
+}
+
+/*
+ * A taken contribution whose transfer failed (its sender died mid-payload,
+ * or the pull could not start) is lost: the worker counts as gone, and the
+ * round is rebuilt from what is left. Entries already folded into recvbuf
+ * stay (a lost one was never folded: folding waits for its landing); the
+ * other taken ones are taken again in their order with their buffers
+ * (their coefficients do not depend on a later arrival); then the kept
+ * contributions arrive again, in their order, and one of them may now be
+ * taken (FR: another of the lost worker's group; CR: the next arrival).
+ * Cost: O(n) per progress call to look, nothing more unless one is lost.
+ */
+static void gcx_coded_root_retake(gcx_coded_op_t *op)
+{
+    gcx_coded_t      *coded = op->coded;
+    gcx_coded_entry_t again[GCX_CODE_MAX_WORKERS];
+    gcx_coded_held_t  kept[GCX_CODE_MAX_WORKERS];
+    uint64_t          lost = 0;
+    int               nagain = 0, nkept, i, known, decodable = 0;
+    double            coeff;
+
+    for (i = op->nfolded; i < op->nentries; ++i) {
+        gcx_coded_entry_t *e = &op->entries[i];
+
+        if (e->req == NULL || e->req->status == GCX_INPROGRESS ||
+            e->req->status == GCX_OK) {
+            again[nagain++] = *e;
+            continue;
+        }
+        gcx_warn("coded gather round %llu: the contribution of worker %d "
+                 "(rank %d) was lost mid-transfer (%s); worker counted "
+                 "gone, decoding from the others",
+                 (unsigned long long)op->round, e->worker,
+                 gcx_coded_rank_of(coded, e->worker),
+                 gcx_strerror(e->req->status));
+        lost |= 1ull << e->worker;
+        coded->gone |= 1ull << e->worker;
+        ++coded->stats.lost;
+        gcx_coded_root_drop(op, NULL, 0, e->slot);
+    }
+    if (lost == 0) {
+        return;
+    }
+    nkept = op->nheld;
+    memcpy(kept, op->held, (size_t)nkept * sizeof(kept[0]));
+    op->nheld     = 0;
+    op->nentries  = op->nfolded;
+    op->decodable = 0;
+    op->arrived   = op->dropped;
+    op->used      = 0;
+    for (i = 0; i < op->nfolded; ++i) {
+        op->arrived |= 1ull << op->entries[i].worker;
+        if (op->entries[i].coeff != 0.0) {
+            op->used |= 1ull << op->entries[i].worker;
+        }
+    }
+    for (i = 0; i < nagain; ++i) {
+        gcx_coded_entry_t *e = &op->entries[op->nentries++];
+
+        *e = again[i];
+        if (gcx_code_arrival_coeff(coded->code, op->arrived, e->worker, &known,
+                                   &coeff) == GCX_OK && known) {
+            e->coeff = coeff;
+        }
+        op->arrived |= 1ull << e->worker;
+        if (op->streaming && e->coeff != 0.0) {
+            op->used |= 1ull << e->worker;
+        }
+    }
+    if (gcx_code_decodable(coded->code, op->arrived, &decodable) == GCX_OK &&
+        decodable) {
+        op->decodable = 1;
+    }
+    for (i = 0; i < nkept; ++i) {
+        gcx_coded_root_arrive(op, kept[i].worker,
+                              kept[i].slot != NULL ? NULL : &kept[i].msg, 1,
+                              kept[i].slot, kept[i].t);
+    }
 }
 
 /* Worker w abstains from the live round (VOID, or the root's own). */
@@ -166,7 +320,7 @@ void gcx_coded_root_on_contrib(gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
         if (is_void) {
             gcx_coded_root_abstain(op, w);
         } else {
-            gcx_coded_root_arrive(op, w, msg, NULL,
+            gcx_coded_root_arrive(op, w, msg, 0, NULL,
                                   gcx_time_now() - op->t_start);
         }
         return;
@@ -202,6 +356,7 @@ static void gcx_coded_root_fail(gcx_coded_op_t *op, gcx_status_t status)
     gcx_coded_slot_t *slot  = gcx_coded_slot_get(coded);
     int               r;
 
+    gcx_coded_root_release_held(op);
     hdr.comm_id  = coded->comm->id;
     hdr.instance = coded->instance;
     hdr.round    = op->round;
@@ -272,14 +427,10 @@ static int gcx_coded_root_check_failure(gcx_coded_op_t *op)
 
 /* ---- decode and publish ------------------------------------------------------ */
 
-static int gcx_coded_entry_landed(gcx_coded_op_t *op, gcx_coded_entry_t *e)
+static int gcx_coded_entry_landed(gcx_coded_entry_t *e)
 {
     if (e->req != NULL) {
-        if (e->req->status == GCX_INPROGRESS) {
-            return 0;
-        }
-        if (e->req->status != GCX_OK) {
-            op->super.status = e->req->status;
+        if (e->req->status != GCX_OK) { /* in flight, or lost: retake */
             return 0;
         }
         e->req = NULL;
@@ -295,7 +446,7 @@ static int gcx_coded_root_fold(gcx_coded_op_t *op)
     while (op->nfolded < op->nentries) {
         gcx_coded_entry_t *e = &op->entries[op->nfolded];
 
-        if (!gcx_coded_entry_landed(op, e)) {
+        if (!gcx_coded_entry_landed(e)) {
             return 0;
         }
         if (op->nfolded == 0) {
@@ -322,7 +473,7 @@ static int gcx_coded_root_decode(gcx_coded_op_t *op)
     int          i;
 
     for (i = 0; i < op->nentries; ++i) {
-        if (!gcx_coded_entry_landed(op, &op->entries[i])) {
+        if (!gcx_coded_entry_landed(&op->entries[i])) {
             return 0;
         }
         vecs[op->entries[i].worker] = op->entries[i].buf;
@@ -387,6 +538,7 @@ static void gcx_coded_root_publish(gcx_coded_op_t *op)
     gcx_iov_t         iov;
     int               r, w;
 
+    gcx_coded_root_release_held(op);
     hdr.comm_id    = coded->comm->id;
     hdr.instance   = coded->instance;
     hdr.round      = op->round;
@@ -445,6 +597,7 @@ static void gcx_coded_root_progress(gcx_task_t *task)
     if (task->status != GCX_INPROGRESS) {
         return;
     }
+    gcx_coded_root_retake(op);
     if (!op->decodable) {
         gcx_coded_root_check_failure(op);
         return;
@@ -475,7 +628,7 @@ static void gcx_coded_root_post(gcx_task_t *task)
         gcx_coded_root_abstain(op, coded->my_worker);
         ++coded->stats.abstained;
     } else if (coded->my_worker >= 0) {
-        gcx_coded_root_arrive(op, coded->my_worker, NULL, NULL, 0.0);
+        gcx_coded_root_arrive(op, coded->my_worker, NULL, 0, NULL, 0.0);
     }
     /* messages that came before the root entered the round */
     pp = &coded->stash;
@@ -488,10 +641,9 @@ static void gcx_coded_root_post(gcx_task_t *task)
         if (slot->hdr.kind == GCX_CODED_VOID) {
             gcx_coded_root_abstain(op, slot->worker);
             gcx_coded_slot_put(coded, slot); /* no transfer on it */
-        } else if (!gcx_coded_root_arrive(op, slot->worker, NULL, slot,
-                                          slot->t_arrival - op->t_start)) {
-            slot->next      = coded->inflight; /* freed once it landed */
-            coded->inflight = slot;
+        } else {
+            gcx_coded_root_arrive(op, slot->worker, NULL, 0, slot,
+                                  slot->t_arrival - op->t_start);
         }
     }
     gcx_coded_root_progress(task);
@@ -510,6 +662,7 @@ void gcx_coded_op_finalize(gcx_task_t *task)
     if (coded->live == op) {
         coded->live = NULL;
     }
+    gcx_coded_root_release_held(op); /* after a failure or abort */
     for (i = 0; i < op->nentries; ++i) {
         gcx_coded_slot_t *slot = op->entries[i].slot;
 

@@ -394,9 +394,14 @@ static ucs_status_t gcx_tl_ucx_am_cb(void *arg, const void *header,
     }
     memcpy(&prefix, header, sizeof(prefix)); /* may be unaligned */
     view = route->ctx->views[prefix.comm_id % GCX_TL_MAX_COMM_IDS];
+    route->ctx->am_held = 0;
     if (view != NULL && !view->aborted &&
         view->am[route->id].handler != NULL) {
         view->am[route->id].handler(view->am[route->id].arg, &msg);
+    }
+    if (route->ctx->am_held) { /* am_hold: the descriptor outlives us */
+        route->ctx->am_held = 0;
+        return UCS_INPROGRESS;
     }
     /* taken or not: UCS_OK. A rendezvous payload that was not pulled is
      * dropped here and its sender completes. */

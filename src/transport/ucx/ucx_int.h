@@ -74,6 +74,8 @@ struct gcx_tl_ctx {
     size_t                 blob_len;
     gcx_tl_ucx_ep_t       *eps;
     unsigned               am_registered; /* bit i: UCP handler for id i */
+    int                    am_held;  /* the running handler kept the payload
+                                        (am_hold): UCS_INPROGRESS to UCX */
     gcx_tl_ucx_am_route_t  am_route[GCX_TL_AM_MAX_ID];
     gcx_tl_ucx_t          *views[GCX_TL_MAX_COMM_IDS]; /* by comm id */
     gcx_tl_ucx_abandoned_t abandoned; /* list head (sentinel) */

@@ -30,7 +30,10 @@
  * view named by its header, whose handler takes the payload
  * (ucp_am_recv_data_nbx for rendezvous, straight into the caller's buffer;
  * a memcpy for eager) or leaves it: it is then dropped and its sender
- * completes (UCX 1.13 semantics). The memory of an abandoned operation is
+ * completes (UCX 1.13 semantics). A handler may also keep a rendezvous
+ * payload for later (am_hold: the UCP callback returns UCS_INPROGRESS and
+ * the descriptor stays valid until ucp_am_recv_data_nbx or
+ * ucp_am_data_release). The memory of an abandoned operation is
  * released only when it ends with success: a rendezvous peer reads or writes
  * it without us (cma, RDMA), even after an error or after the worker is
  * destroyed, so otherwise it is kept until the process exits.
@@ -460,6 +463,20 @@ static gcx_status_t gcx_tl_ucx_am_recv(gcx_tl_t *tl, const gcx_tl_am_msg_t *msg,
     return gcx_tl_ucx_attach(ucx, req, sp);
 }
 
+static gcx_status_t gcx_tl_ucx_am_hold(gcx_tl_t *tl, const gcx_tl_am_msg_t *msg)
+{
+    if (!msg->rndv) {
+        return GCX_ERR_UNSUPPORTED;
+    }
+    tl->ctx->am_held = 1;
+    return GCX_OK;
+}
+
+static void gcx_tl_ucx_am_release(gcx_tl_t *tl, const gcx_tl_am_msg_t *msg)
+{
+    ucp_am_data_release(tl->ctx->worker, msg->data);
+}
+
 static void gcx_tl_ucx_abandon(gcx_tl_t *tl, gcx_tl_req_t *req,
                                void (*release)(void *arg), void *arg)
 {
@@ -716,6 +733,8 @@ const gcx_tl_ops_t gcx_tl_ucx_ops = {
     .am_handler   = gcx_tl_ucx_am_handler,
     .am_send      = gcx_tl_ucx_am_send,
     .am_recv      = gcx_tl_ucx_am_recv,
+    .am_hold      = gcx_tl_ucx_am_hold,
+    .am_release   = gcx_tl_ucx_am_release,
     .abandon      = gcx_tl_ucx_abandon,
     .progress     = gcx_tl_ucx_progress,
     .peer_failed  = gcx_tl_ucx_peer_failed,

@@ -417,6 +417,96 @@ TEST(CodedFailure, LaggingRank)
     gcx_comm_destroy(comm);
 }
 
+// Worker 3's contribution to round 5 is taken by the root (its header came
+// first in its FR group {2,3}; for CR, it made the set decodable), then
+// worker 3 dies before its payload moved: it posts the rendezvous send and
+// never progresses again. Worker 2's contribution comes after 3's was
+// taken, so the root did not need it when it came. The root must count the
+// lost transfer, take worker 2's contribution instead and decode round 5
+// right; rounds 6..19 go on without rank 3. The ranks meet through marker
+// files so that the order is the one described, whatever the load.
+void taken_worker_dies(gcx_code_kind_t kind)
+{
+    ASSERT_EQ(4, world_size());
+    gcx_comm_t *comm = make_comm({});
+    ASSERT_NE(nullptr, comm);
+    const size_t count = 256 * 1024; // 1 MB: rendezvous
+    const int    die_round = 5;
+    int          rank  = world_rank();
+    std::string  posted = job_marker("taken-posted"), sent2 = job_marker("taken-sent2");
+    gcx_code_t  *code  = nullptr;
+    gcx_coded_t *coded = nullptr;
+    ASSERT_NO_FATAL_FAILURE(make_coded(comm, kind, count, &code, &coded));
+    std::vector<float> msg(count), sum(count);
+    double             tol = kind == GCX_CODE_FR ? 0.0 : 1e-3 * 11 * 4;
+    for (int r = 0; r < 20; ++r) {
+        encode(code, gcx_coded_worker(coded, rank), r, count, msg);
+        gcx_coded_result_t res;
+        if (r == die_round && rank == 3) {
+            gcx_request_t *req = nullptr;
+            ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, &req));
+            FILE *f = fopen(posted.c_str(), "w"); // the header is on its way
+            ASSERT_NE(nullptr, f);
+            fclose(f);
+            EXPECT_TRUE(wait_for_marker(sent2, nullptr)) << "rank 2 never sent";
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            unlink(posted.c_str());
+            unlink(sent2.c_str());
+            printf("rank 3: exiting with its round %d payload unsent\n", r);
+            fflush(stdout);
+            _exit(0);
+        }
+        if (r == die_round && rank == 2) {
+            ASSERT_TRUE(wait_for_marker(posted, nullptr)) << "rank 3 never posted";
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            gcx_request_t *req = nullptr;
+            ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, &req));
+            FILE *f = fopen(sent2.c_str(), "w");
+            ASSERT_NE(nullptr, f);
+            fclose(f);
+            ASSERT_EQ(GCX_OK, gcx_wait(req)) << "round " << r;
+            gcx_request_free(req);
+        } else {
+            ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr))
+                << "rank " << rank << " round " << r;
+        }
+        double err = 0;
+        for (size_t i = 0; i < count; ++i) {
+            double want = 0;
+            for (int j = 0; j < 4; ++j) {
+                want += grad(j, r, i);
+            }
+            err = std::max(err, std::fabs(want - sum[i]));
+        }
+        EXPECT_LE(err, tol) << "rank " << rank << " round " << r << " used 0x" << std::hex
+                            << res.used;
+        if (r == die_round) {
+            EXPECT_FALSE(res.used & (1u << 3)) << "round " << r << " used the lost worker";
+        }
+    }
+    gcx_coded_stats_t st;
+    ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, &st));
+    printf("rank %d: 20 rounds, lost %llu gone 0x%llx\n", rank, (unsigned long long)st.lost,
+           (unsigned long long)st.gone);
+    if (rank == 0) {
+        EXPECT_EQ(1u, st.lost) << "the root never took rank 3's contribution";
+        EXPECT_EQ(1u << 3, st.gone);
+    }
+    gcx_coded_destroy(coded);
+    gcx_code_destroy(code);
+    gcx_comm_destroy(comm);
+}
+
+TEST(CodedFailure, TakenWorkerDiesFr)
+{
+    taken_worker_dies(GCX_CODE_FR);
+}
+
+TEST(CodedFailure, TakenWorkerDiesCr)
+{
+    taken_worker_dies(GCX_CODE_CR);
+}
+
 // --- abstention ------------------------------------------------------------
 
 double seconds_since(std::chrono::steady_clock::time_point t0)
