@@ -61,6 +61,7 @@ CAUSE_RE = re.compile(r"error: .*(peer|connection|timed out|timeout|gone|undecod
                       r"another rank failed)", re.I)
 EXIT_RE = re.compile(r"^\[emulate\] rank (\d+) exited with status (\d+)")
 ACC_RE = re.compile(r"final test accuracy ([0-9.]+)")
+STEP_RE = re.compile(r"^\[0\] epoch \d+ step \d+/\d+ \(global (\d+)\)")
 UCX_LEAK_RE = re.compile(r"was not returned to mpool|unexpected tag-receive descriptor")
 
 
@@ -75,7 +76,12 @@ def draw_schedule(seed, runs, timeout_s):
         mode = modes[i % len(modes)] if i < len(modes) else rng.choice(modes)
         kind = rng.choices(kinds, weights)[0]
         s = MODES[mode][1]
-        run = {"run": i, "mode": mode, "fault": kind, "at_s": round(rng.uniform(2.0, 6.0), 1),
+        # the fault comes at a drawn step of rank 0 (15-60% of the run), so it lands
+        # inside training however fast the box is (a time after the start did not:
+        # on an idle box whole runs ended before it)
+        steps = MODES[mode][2]
+        run = {"run": i, "mode": mode, "fault": kind,
+               "at_step": int(round(rng.uniform(0.15, 0.6) * steps, -1)),
                "ranks": [], "dur_s": 0.0, "rate": ""}
         if kind == "kill":
             if s > 0 and rng.random() < 0.75:
@@ -132,9 +138,10 @@ class Run:
         self.proc = None
         self.t0 = 0.0
         self.fault_t = None       # seconds since start at which the fault began
+        self.step = 0             # rank 0's last logged global step
+        self.at_step = threading.Event()
         self.fault_note = ""
         self.lock = threading.Lock()
-        self.up = threading.Event()   # rank 0 printed its header: the job is up
 
     def now(self):
         return time.monotonic() - self.t0
@@ -173,13 +180,11 @@ class Run:
         return ok
 
     def inject(self, stop):
-        """The fault thread: wait for the fault time, then do it (unless the run ended)."""
+        """The fault thread: wait for the fault step, then do it (unless the run ended)."""
         spec = self.spec
-        while not self.up.wait(0.1):
+        while not self.at_step.wait(0.02):
             if stop.is_set():
                 return
-        if stop.wait(spec["at_s"]):
-            return
         self.fault_t = self.now()
         kind = spec["fault"]
         if kind == "kill":
@@ -213,8 +218,11 @@ class Run:
             line = raw.decode("utf-8", "replace").rstrip("\n")
             with self.lock:
                 self.lines.append((self.now(), line))
-            if line.startswith("[0] gcx-train: "):
-                self.up.set()
+            m = STEP_RE.match(line)
+            if m:
+                self.step = int(m.group(1))
+                if self.step >= self.spec["at_step"]:
+                    self.at_step.set()
 
     def execute(self):
         a, spec = self.args, self.spec
@@ -225,7 +233,7 @@ class Run:
                a.train, "--hidden", "128", "--batch", "16", "--epochs", "1",
                "--max-steps", str(steps), "--sync", sync, "--lr", "0.05", "--warmup", "0.1",
                "--check-every", str(check_every(spec)), "--target-acc", "0", "--progress", "plain",
-               "--log-every", "100", "--json", self.json_path]
+               "--log-every", "10", "--json", self.json_path]
         self.t0 = time.monotonic()
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env=env, start_new_session=True)
@@ -295,7 +303,7 @@ class Run:
             pass
         others = [r for r in range(RANKS) if r not in killed]
         survivors = [r for r in others if r not in stalled]
-        fault_t = self.fault_t if self.fault_t is not None else spec["at_s"]
+        fault_t = self.fault_t if self.fault_t is not None else self.wall
         lat = [exit_t[r] - fault_t for r in survivors if r in exit_t]
         res = {"exit": " ".join(str(status[r]) for r in range(RANKS)),
                "acc": "" if acc is None else "%.3f" % acc,
@@ -315,6 +323,8 @@ class Run:
 
         if hang:
             cls, why = "hang", "wall-clock limit %d s reached" % a.limit
+        elif self.fault_t is None:
+            cls, why = "no-fault", "ended at step %d, before the fault step" % self.step
         elif weights_differ and ok_ranks:
             cls, why = "wrong", "WEIGHTS DIFFER but ranks %s exited 0" % ok_ranks
         elif ok_ranks and ROOT in ok_ranks and not good_result():
@@ -351,7 +361,7 @@ class Run:
         return res
 
 
-COLUMNS = ["run", "mode", "fault", "ranks", "at_s", "dur_s", "rate", "expect", "class",
+COLUMNS = ["run", "mode", "fault", "ranks", "at_step", "dur_s", "rate", "expect", "class",
            "exit", "fail_after_s", "acc", "checks", "wall_s", "ucx_leak_lines", "why", "note"]
 
 

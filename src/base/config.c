@@ -156,6 +156,10 @@ void gcx_config_accepted(const gcx_config_entry_t *entry, char *buf,
         snprintf(buf, buflen, "text of at most %d characters",
                  GCX_CONFIG_STRING_MAX - 1);
         break;
+    case GCX_CONFIG_SECRET:
+        snprintf(buf, buflen, "text of at most %d characters (a secret: "
+                 "never printed)", GCX_CONFIG_STRING_MAX - 1);
+        break;
     case GCX_CONFIG_ENUM:
         gcx_config_value_list(entry->values, buf, buflen);
         break;
@@ -168,8 +172,9 @@ static gcx_status_t gcx_config_bad(const gcx_config_entry_t *entry,
     char accepted[256];
 
     gcx_config_accepted(entry, accepted, sizeof(accepted));
-    gcx_error("invalid GCX_%s='%s': %s; accepted: %s", entry->name, value,
-              why, accepted);
+    gcx_error("invalid GCX_%s='%s': %s; accepted: %s", entry->name,
+              entry->type == GCX_CONFIG_SECRET ? "(not shown)" : value, why,
+              accepted);
     return GCX_ERR_INVALID;
 }
 
@@ -274,6 +279,7 @@ gcx_status_t gcx_config_parse_entry(const gcx_config_entry_t *entry,
         *(int *)field = v->id;
         return GCX_OK;
     case GCX_CONFIG_STRING:
+    case GCX_CONFIG_SECRET:
         if (strlen(value) >= GCX_CONFIG_STRING_MAX) {
             return gcx_config_bad(entry, value, "too long");
         }
@@ -346,6 +352,7 @@ void gcx_config_format(const gcx_config_entry_t *entry,
                  gcx_config_value_name(entry->values, *(const int *)field));
         break;
     case GCX_CONFIG_STRING:
+    case GCX_CONFIG_SECRET:
         snprintf(buf, buflen, "%s", (const char *)field);
         break;
     }
@@ -362,7 +369,12 @@ void gcx_config_print(const struct gcx_config *config, FILE *stream)
         gcx_config_accepted(entry, accepted, sizeof(accepted));
         fprintf(stream, "#\n# %s\n# accepted: %s; default: '%s'\n#\n",
                 entry->doc, accepted, entry->default_value);
-        fprintf(stream, "GCX_%s=%s\n", entry->name, value);
+        if (entry->type == GCX_CONFIG_SECRET && value[0] != '\0') {
+            fprintf(stream, "# GCX_%s is set (a secret: not shown)\n",
+                    entry->name);
+        } else {
+            fprintf(stream, "GCX_%s=%s\n", entry->name, value);
+        }
     }
 }
 

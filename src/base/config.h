@@ -28,6 +28,8 @@ typedef enum gcx_config_type {
     GCX_CONFIG_SIZE,   /**< bytes with optional K/M/G suffix, in [min, max] */
     GCX_CONFIG_ENUM,   /**< one of the listed names; stored as its id */
     GCX_CONFIG_STRING, /**< free text, at most GCX_CONFIG_STRING_MAX - 1 */
+    GCX_CONFIG_SECRET, /**< a STRING that gcx never prints (gcx-info, errors
+                            show only whether it is set) */
 } gcx_config_type_t;
 
 #define GCX_CONFIG_STRING_MAX 256

@@ -1193,7 +1193,7 @@ static const gcx_config_entry_t gcx_bootstrap_config_rows[] = {
     {"BOOTSTRAP_FD", GCX_CONFIG_INT, "-1",
      "Listening socket inherited by rank 0 from gcxrun (internal; -1: none)",
      offsetof(struct gcx_config, bootstrap_fd), -1, INT_MAX, NULL},
-    {"JOB_TOKEN", GCX_CONFIG_STRING, "",
+    {"JOB_TOKEN", GCX_CONFIG_SECRET, "",
      "Secret every rank of the job shares; rank 0 admits only connections "
      "that prove it (a MAC of a nonce, the token itself is never sent); "
      "empty: the launcher's job id (SLURM_JOB_ID+SLURM_STEP_ID, Open MPI, "

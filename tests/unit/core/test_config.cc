@@ -179,4 +179,36 @@ TEST(Config, MarkdownListsEveryVariable)
     }
 }
 
+// GCX_JOB_TOKEN is a secret: gcx-info's listing (gcx_config_print) says
+// that it is set but never shows it, nor does the error of a bad value.
+TEST(Config, SecretIsNeverPrinted)
+{
+    const std::string secret = "s3cr3t-job-token";
+    {
+        EnvGuard      g("GCX_JOB_TOKEN", secret.c_str());
+        gcx_config_t *c = nullptr;
+        ASSERT_EQ(GCX_OK, gcx_config_read(&c));
+        EXPECT_EQ(secret, c->job_token); // read as given
+        char  *text = nullptr;
+        size_t len  = 0;
+        FILE  *f    = open_memstream(&text, &len);
+        gcx_config_print(c, f);
+        fclose(f);
+        std::string listing(text, len);
+        free(text);
+        gcx_config_release(c);
+        EXPECT_EQ(std::string::npos, listing.find(secret)) << listing;
+        EXPECT_NE(std::string::npos, listing.find("GCX_JOB_TOKEN is set")) << listing;
+        EXPECT_NE(std::string::npos, listing.find("GCX_ROOT_ADDR=")) << listing;
+    }
+    std::string too_long(GCX_CONFIG_STRING_MAX, 'k');
+    EnvGuard      g("GCX_JOB_TOKEN", too_long.c_str());
+    gcx_config_t *c = nullptr;
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_config_read(&c));
+    std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(std::string::npos, err.find("GCX_JOB_TOKEN")) << err;
+    EXPECT_EQ(std::string::npos, err.find(too_long)) << err;
+}
+
 } // namespace
