@@ -234,6 +234,8 @@ class Run:
                "--max-steps", str(steps), "--sync", sync, "--lr", "0.05", "--warmup", "0.1",
                "--check-every", str(check_every(spec)), "--target-acc", "0", "--progress", "plain",
                "--log-every", "10", "--json", self.json_path]
+        if os.path.exists(self.json_path):   # a rerun into the same folder
+            os.remove(self.json_path)
         self.t0 = time.monotonic()
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env=env, start_new_session=True)
