@@ -30,7 +30,7 @@
  *   workers left cannot decode, the round fails at once.
  * - Failure: a worker whose connection is lost (also while the root pulls
  *   its contribution: the root then decodes from contributions it kept
- *   unpulled, stats.lost), or who lags more than
+ *   unpulled, stats.transfers_lost), or who lags more than
  *   GCX_CODED_MAX_LAG rounds behind the root, counts as a permanent
  *   straggler; one that abstains, as a straggler of that round. While the
  *   others can still decode, rounds go on. Otherwise the round fails on
@@ -76,9 +76,20 @@ typedef struct gcx_coded_params {
      * order, n = size - 1.
      */
     int root_not_worker;
+    /**
+     * 0 (default): a round that cannot be decoded fails (see
+     * gcx_coded_abstain()). 1: a round that only abstentions leave
+     * undecodable -- the workers not gone could still decode later rounds
+     * -- completes on every rank as lost instead (result->lost = 1,
+     * recvbuf not written) and the object goes on; a round the workers not
+     * gone can never decode still fails. Every call must then pass a
+     * result. Set it alike on every rank.
+     */
+    int lost_rounds;
 } gcx_coded_params_t;
 
-/** What a round was decoded from. Written only when the round succeeds. */
+/** What a round was decoded from. Written only when the round succeeds
+ *  (or, with lost_rounds, is lost). */
 typedef struct gcx_coded_result {
     uint64_t round;   /**< Round number (0, 1, ... by call order). */
     uint64_t arrived; /**< Bit w: worker w's message reached the root
@@ -103,6 +114,9 @@ typedef struct gcx_coded_result {
     int skipped; /**< 1 when this rank did not send (contribution or
                       abstention): the round was already decoded when it
                       entered. */
+    int lost;    /**< 1 (lost_rounds only): the round could not be decoded
+                      (too many abstentions); recvbuf was not written, the
+                      other fields say who arrived and abstained. */
 } gcx_coded_result_t;
 
 /** Counters of one object (cumulative, this rank's view). */
@@ -118,7 +132,8 @@ typedef struct gcx_coded_stats {
                                  and said so: gcx_coded_abstain() calls
                                  that were not skipped. */
     uint64_t gone;          /**< Root: bit w set for workers counted gone. */
-    uint64_t lost;          /**< Root: contributions taken for decoding
+    uint64_t rounds_lost;   /**< Rounds completed as lost (lost_rounds). */
+    uint64_t transfers_lost; /**< Root: contributions taken for decoding
                                  whose transfer then failed (the sender
                                  died mid-payload); the round was decoded
                                  from the others when they could. */
@@ -202,7 +217,10 @@ gcx_status_t gcx_coded_gather(gcx_coded_t *coded, const float *sendbuf,
  * generally: as soon as the arrived workers and those that may still
  * arrive cannot be decoded), the round fails at once on every rank with
  * GCX_ERR_UNDECODABLE, without waiting for GCX_TIMEOUT, and the
- * communicator fails as for any collective.
+ * communicator fails as for any collective -- unless the object was
+ * created with lost_rounds and the workers not gone could decode a round
+ * without abstentions: then the round completes on every rank as lost
+ * (result->lost) and the next one starts afresh.
  *
  * @param recvbuf  Written until the request completes (count floats).
  * @param result   Filled on success, or NULL.

@@ -135,9 +135,18 @@ int gcx_comm_progress_once(gcx_comm_t *comm)
 void gcx_comm_fail(gcx_comm_t *comm, gcx_status_t status)
 {
     gcx_task_t *task;
+    int         r;
 
     if (comm->error != GCX_OK) {
         return;
+    }
+    /* UCX cancels the transfers it had with a peer whose connection it
+     * lost: name the cause, not the symptom (a rank stopped for longer
+     * than GCX_TIMEOUT wakes up to such cancellations) */
+    for (r = 0; status == GCX_ERR_CANCELED && r < comm->size; ++r) {
+        if (r != comm->rank && comm->tl->ops->peer_failed(comm->tl, r)) {
+            status = GCX_ERR_PEER;
+        }
     }
     comm->error = status;
     gcx_error("communicator failed: %s; cancelling outstanding transfers "

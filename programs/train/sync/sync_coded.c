@@ -86,7 +86,7 @@ typedef struct coded_sync {
     int64_t *slot_steps; /* pgc: step each slot was computed at, -1 never */
     int ignore;       /* ignore: own partition only, first n-s rescaled */
     double scale;     /* decoded vector x scale = sum estimate (ignore: s+1) */
-    long steps, skipped, abstained; /* for the summary line of fini */
+    long steps, skipped, abstained, lost; /* for the summary line of fini */
 } coded_sync_t;
 
 static void coded_free(coded_sync_t *cs)
@@ -208,6 +208,7 @@ static gcx_status_t coded_init(train_sync_t *sync, train_kv_t *args,
     params.code = cs->code;
     params.count = cs->count;
     params.root = (int)root;
+    params.lost_rounds = 1; /* see coded_exchange */
     cs->root = (int)root;
     status = gcx_coded_create(sync->comm->comm, &params, &cs->coded);
     if (status != GCX_OK) {
@@ -330,6 +331,14 @@ static gcx_status_t coded_exchange(train_sync_t *sync, float *grad,
     cs->steps++;
     cs->skipped += result.skipped;
     cs->abstained += !send && !result.skipped;
+    if (result.lost) {
+        /* abstentions left the step undecodable (pgc: a dead worker's
+         * group-mate still had a skipped slot in its message): every rank
+         * got the same verdict, so every rank steps with a zero gradient
+         * and the weights stay equal */
+        cs->lost++;
+        memset(cs->sum, 0, cs->count * sizeof(*cs->sum));
+    }
     for (i = 0; i < sync->n; i++) {
         grad[i] = (float)((double)cs->sum[i] * inv);
     }
@@ -354,8 +363,10 @@ static void coded_fini(train_sync_t *sync)
     if (cs != NULL && cs->steps > 0) {
         train_info("%s: this rank skipped %ld of %ld steps (decoded without "
                    "it) and abstained from %ld (a skipped slot was still in "
-                   "its message)",
-                   sync->ops->name, cs->skipped, cs->steps, cs->abstained);
+                   "its message); %ld steps were lost (undecodable: a zero "
+                   "gradient)",
+                   sync->ops->name, cs->skipped, cs->steps, cs->abstained,
+                   cs->lost);
     }
     coded_free(sync->priv);
     sync->priv = NULL;

@@ -97,6 +97,7 @@ void gcx_coded_fill_result(const gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
         result->arrival[w] = w < coded->n ? hdr->arrival[w] : NAN;
     }
     result->skipped = skipped;
+    result->lost    = hdr->kind == GCX_CODED_LOST;
 }
 
 gcx_status_t gcx_coded_hdr_parse(const void *bytes, size_t len,
@@ -132,6 +133,7 @@ static void gcx_coded_am_handler(void *arg, const gcx_tl_am_msg_t *msg)
         }
         break;
     case GCX_CODED_RESULT:
+    case GCX_CODED_LOST:
         if (coded->comm->rank != coded->root) {
             gcx_coded_rank_on_result(coded, &hdr, msg);
         }
@@ -154,7 +156,7 @@ static gcx_status_t gcx_coded_agree(gcx_coded_t *coded)
     gcx_coll_signature_t signature = {0};
     double              *b;
     gcx_task_t          *check;
-    uint32_t             fields[4];
+    uint32_t             fields[5];
 
     b = malloc((size_t)coded->n * (size_t)coded->n * sizeof(*b));
     if (b == NULL) {
@@ -165,6 +167,7 @@ static gcx_status_t gcx_coded_agree(gcx_coded_t *coded)
     fields[1] = (uint32_t)coded->s;
     fields[2] = coded->am_id;
     fields[3] = (uint32_t)coded->root_not_worker;
+    fields[4] = (uint32_t)coded->lost_rounds;
     signature.coll  = GCX_CODED_COLL_ID;
     signature.count = coded->count;
     signature.dtype = GCX_DT_F32;
@@ -216,6 +219,7 @@ static gcx_status_t gcx_coded_create_locked(gcx_comm_t *comm,
     coded->bytes           = params->count * sizeof(float);
     coded->root            = params->root;
     coded->root_not_worker = params->root_not_worker ? 1 : 0;
+    coded->lost_rounds     = params->lost_rounds ? 1 : 0;
     coded->n               = workers;
     coded->s               = gcx_code_stragglers(params->code);
     coded->my_worker       = gcx_coded_worker(coded, comm->rank);
@@ -302,6 +306,12 @@ static gcx_status_t gcx_coded_submit(gcx_coded_t *coded, const float *sendbuf,
     gcx_coded_op_t *op;
     int             is_root;
 
+    if (coded->lost_rounds && result == NULL) {
+        gcx_error("gcx_coded_%s: the object was created with lost_rounds: "
+                  "pass a result, it says whether the round was lost",
+                  abstain ? "abstain" : "gather");
+        return GCX_ERR_INVALID;
+    }
     op = calloc(1, sizeof(*op));
     if (op == NULL) {
         return GCX_ERR_NOMEM;

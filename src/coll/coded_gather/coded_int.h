@@ -24,6 +24,8 @@ enum {
     GCX_CODED_ERROR   = 3, /* root -> rank: the round failed (status) */
     GCX_CODED_VOID    = 4, /* worker -> root: abstains from a round (a
                               contribution flagged void, header only) */
+    GCX_CODED_LOST    = 5, /* root -> rank: the round is lost (lost_rounds:
+                              abstentions left it undecodable), header only */
 };
 
 /* Wire header; only the first n arrival entries are sent. */
@@ -104,6 +106,7 @@ struct gcx_coded {
     size_t       bytes;
     int          root;
     int          root_not_worker;
+    int          lost_rounds;   /* gcx_coded_params_t.lost_rounds */
     int          n, s;
     int          my_worker; /* -1: the root that is not a worker */
     unsigned     am_id;

@@ -51,8 +51,17 @@ void gcx_coded_rank_on_result(gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
     gcx_coded_slot_t *slot;
     gcx_iov_t         iov;
 
-    if (msg->length != coded->bytes) {
+    int               lost = hdr->kind == GCX_CODED_LOST;
+
+    if (msg->length != (lost ? 0 : coded->bytes)) {
         gcx_warn("coded gather: dropping a malformed result");
+        return;
+    }
+    if (lost && op != NULL && hdr->round == op->round && !op->recv_posted &&
+        op->super.status == GCX_INPROGRESS) {
+        op->rhdr        = *hdr; /* nothing to pull: done at the next look */
+        op->recv_posted = 1;
+        op->rreq.status = GCX_OK;
         return;
     }
     if (op != NULL && hdr->round == op->round && !op->recv_posted &&
@@ -80,7 +89,10 @@ void gcx_coded_rank_on_result(gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
     slot->nreqs  = 1;
     iov.buffer   = slot->block->data;
     iov.length   = coded->bytes;
-    tl->ops->am_recv(tl, msg, &iov, 1, &slot->reqs[0]);
+    slot->reqs[0].status = GCX_OK;
+    if (!lost) {
+        tl->ops->am_recv(tl, msg, &iov, 1, &slot->reqs[0]);
+    }
     slot->next   = coded->stash;
     coded->stash = slot;
     ++coded->stats.early;
@@ -94,6 +106,7 @@ static void gcx_coded_rank_done(gcx_coded_op_t *op, const gcx_coded_hdr_t *hdr)
     coded->next_open = op->round + 1;
     coded->live      = NULL;
     ++coded->stats.rounds;
+    coded->stats.rounds_lost += hdr->kind == GCX_CODED_LOST;
     op->super.status = GCX_OK;
 }
 
@@ -147,7 +160,9 @@ static void gcx_coded_rank_progress(gcx_task_t *task)
         if (slot->reqs[0].status != GCX_OK) {
             task->status = slot->reqs[0].status;
         } else {
-            memcpy(op->recvbuf, slot->block->data, coded->bytes);
+            if (slot->hdr.kind != GCX_CODED_LOST) {
+                memcpy(op->recvbuf, slot->block->data, coded->bytes);
+            }
             gcx_coded_rank_done(op, &slot->hdr);
         }
         gcx_coded_slot_put(coded, slot);

@@ -243,7 +243,7 @@ static void gcx_coded_root_retake(gcx_coded_op_t *op)
                  gcx_strerror(e->req->status));
         lost |= 1ull << e->worker;
         coded->gone |= 1ull << e->worker;
-        ++coded->stats.lost;
+        ++coded->stats.transfers_lost;
         gcx_coded_root_drop(op, NULL, 0, e->slot);
     }
     if (lost == 0) {
@@ -348,37 +348,80 @@ void gcx_coded_root_on_contrib(gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
 
 /* ---- failure --------------------------------------------------------------- */
 
-static void gcx_coded_root_fail(gcx_coded_op_t *op, gcx_status_t status)
+/* The round ends without a sum: tell every rank still reachable with a
+ * header-only ERROR (@p status) or LOST message. */
+static void gcx_coded_root_tell(gcx_coded_op_t *op, unsigned kind,
+                                gcx_status_t status, gcx_coded_hdr_t *hdr_p)
 {
     gcx_coded_t      *coded = op->coded;
     gcx_tl_t         *tl    = coded->comm->tl;
     gcx_coded_hdr_t   hdr   = {0};
     gcx_coded_slot_t *slot  = gcx_coded_slot_get(coded);
-    int               r;
+    int               r, w;
 
     gcx_coded_root_release_held(op);
-    hdr.comm_id  = coded->comm->id;
-    hdr.instance = coded->instance;
-    hdr.round    = op->round;
-    hdr.sender   = (uint16_t)coded->comm->rank;
-    hdr.kind     = GCX_CODED_ERROR;
-    hdr.status   = status;
+    hdr.comm_id   = coded->comm->id;
+    hdr.instance  = coded->instance;
+    hdr.round     = op->round;
+    hdr.sender    = (uint16_t)coded->comm->rank;
+    hdr.kind      = (uint16_t)kind;
+    hdr.status    = status;
+    hdr.arrived   = op->arrived;
+    hdr.abstained = op->abstained;
+    hdr.round_time = gcx_time_now() - op->t_start;
+    for (w = 0; w < coded->n; ++w) {
+        hdr.arrival[w] = (op->arrived & (1ull << w)) ? op->arrival[w] : NAN;
+    }
+    *hdr_p = hdr;
     if (slot != NULL) { /* best effort: the others would time out anyway */
         slot->block->hdr = hdr;
         slot->nreqs      = coded->comm->size;
         for (r = 0; r < coded->comm->size; ++r) {
+            w                    = gcx_coded_worker(coded, r);
             slot->reqs[r].status = GCX_OK;
-            if (r != coded->comm->rank &&
-                !tl->ops->peer_failed(tl, r)) {
-                tl->ops->am_send(tl, r, coded->am_id, &slot->block->hdr,
-                                 offsetof(gcx_coded_hdr_t, arrival), NULL, 0,
-                                 &slot->reqs[r]);
+            if (r == coded->comm->rank || tl->ops->peer_failed(tl, r) ||
+                (kind == GCX_CODED_LOST && w >= 0 &&
+                 (coded->gone & (1ull << w)))) {
+                continue; /* a rank counted gone gets no more rounds */
             }
+            tl->ops->am_send(tl, r, coded->am_id, &slot->block->hdr,
+                             offsetof(gcx_coded_hdr_t, arrival) +
+                                 (kind == GCX_CODED_LOST ?
+                                      (size_t)coded->n * sizeof(float) : 0),
+                             NULL, 0, &slot->reqs[r]);
         }
         slot->next      = coded->inflight;
         coded->inflight = slot;
     }
+}
+
+static void gcx_coded_root_fail(gcx_coded_op_t *op, gcx_status_t status)
+{
+    gcx_coded_hdr_t hdr;
+
+    gcx_coded_root_tell(op, GCX_CODED_ERROR, status, &hdr);
     op->super.status = status;
+}
+
+/* lost_rounds: the round completes without a sum on every rank. */
+static void gcx_coded_root_lose(gcx_coded_op_t *op)
+{
+    gcx_coded_t    *coded = op->coded;
+    gcx_coded_hdr_t hdr;
+
+    gcx_warn("coded gather round %llu: lost: workers arrived 0x%llx, "
+             "abstained 0x%llx, gone 0x%llx cannot decode it; every rank "
+             "goes on without it",
+             (unsigned long long)op->round, (unsigned long long)op->arrived,
+             (unsigned long long)op->abstained,
+             (unsigned long long)coded->gone);
+    gcx_coded_root_tell(op, GCX_CODED_LOST, GCX_OK, &hdr);
+    gcx_coded_fill_result(coded, &hdr, 0, op->result);
+    coded->next_open = op->round + 1;
+    coded->live      = NULL;
+    ++coded->stats.rounds;
+    ++coded->stats.rounds_lost;
+    op->super.status = GCX_OK;
 }
 
 /* Cannot finish: too few workers left, or out of time. */
@@ -400,6 +443,14 @@ static int gcx_coded_root_check_failure(gcx_coded_op_t *op)
     }
     /* abstained workers will not contribute to this round: out too */
     possible = op->arrived | (all & ~coded->gone & ~op->abstained);
+    if (gcx_code_decodable(coded->code, possible, &decodable) == GCX_OK &&
+        !decodable && coded->lost_rounds &&
+        gcx_code_decodable(coded->code, all & ~coded->gone, &decodable) ==
+            GCX_OK &&
+        decodable) {
+        gcx_coded_root_lose(op); /* only abstentions stand in the way */
+        return 1;
+    }
     if (gcx_code_decodable(coded->code, possible, &decodable) == GCX_OK &&
         !decodable) {
         gcx_error("coded gather round %llu: undecodable: workers arrived "

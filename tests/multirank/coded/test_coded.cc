@@ -486,10 +486,10 @@ void taken_worker_dies(gcx_code_kind_t kind)
     }
     gcx_coded_stats_t st;
     ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, &st));
-    printf("rank %d: 20 rounds, lost %llu gone 0x%llx\n", rank, (unsigned long long)st.lost,
+    printf("rank %d: 20 rounds, lost %llu gone 0x%llx\n", rank, (unsigned long long)st.transfers_lost,
            (unsigned long long)st.gone);
     if (rank == 0) {
-        EXPECT_EQ(1u, st.lost) << "the root never took rank 3's contribution";
+        EXPECT_EQ(1u, st.transfers_lost) << "the root never took rank 3's contribution";
         EXPECT_EQ(1u << 3, st.gone);
     }
     gcx_coded_destroy(coded);
@@ -505,6 +505,81 @@ TEST(CodedFailure, TakenWorkerDiesFr)
 TEST(CodedFailure, TakenWorkerDiesCr)
 {
     taken_worker_dies(GCX_CODE_CR);
+}
+
+// lost_rounds, what a pipelined-coding run meets when a worker dies: FR
+// n = 4, s = 1, groups {0,1} {2,3}; rank 3 exits before round 5 and its
+// group-mate, rank 2, abstains from round 5 (its message would read a
+// skipped slot). The workers not gone could decode a round, so round 5
+// completes on every survivor as lost (result.lost, recvbuf untouched)
+// instead of failing the communicator, and rounds 6..11 decode from rank
+// 2. Without lost_rounds the same round fails (GCX_ERR_UNDECODABLE): see
+// CodedAbstain.UndecodableGroupOfWorkers.
+TEST(CodedFailure, LostRoundGoesOn)
+{
+    ASSERT_EQ(4, world_size());
+    gcx_comm_t *comm = make_comm({});
+    ASSERT_NE(nullptr, comm);
+    const size_t count = 4096;
+    int          rank  = world_rank();
+    std::string  gone  = job_marker("lost-gone");
+    gcx_code_t  *code  = nullptr;
+    gcx_coded_t *coded = nullptr;
+    gcx_code_params_t cp = {};
+    cp.kind              = GCX_CODE_FR;
+    cp.n                 = 4;
+    cp.s                 = 1;
+    ASSERT_EQ(GCX_OK, gcx_code_create(&cp, &code));
+    gcx_coded_params_t params = {};
+    params.code               = code;
+    params.count              = count;
+    params.lost_rounds        = 1;
+    ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, &coded));
+    std::vector<float> msg(count), sum(count);
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_coded_gather(coded, msg.data(), sum.data(), nullptr, nullptr))
+        << "lost_rounds needs a result";
+    for (int r = 0; r < 12; ++r) {
+        if (r == 5 && rank == 3) {
+            FILE *f = fopen(gone.c_str(), "w");
+            ASSERT_NE(nullptr, f);
+            fclose(f);
+            printf("rank 3: exiting before round %d\n", r);
+            fflush(stdout);
+            _exit(0);
+        }
+        encode(code, rank, r, count, msg);
+        std::fill(sum.begin(), sum.end(), -12345.0f);
+        gcx_coded_result_t res = {};
+        if (r == 5 && rank == 2) {
+            // abstain only once rank 3 is gone for the root too
+            ASSERT_TRUE(wait_for_marker(gone, comm));
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            ASSERT_EQ(GCX_OK, gcx_coded_abstain(coded, sum.data(), &res, nullptr));
+        } else {
+            ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr))
+                << "rank " << rank << " round " << r;
+        }
+        if (r == 5) {
+            EXPECT_EQ(1, res.lost) << "rank " << rank;
+            EXPECT_EQ(5u, res.round);
+            EXPECT_EQ(-12345.0f, sum[0]) << "a lost round must not write recvbuf";
+            EXPECT_EQ(-12345.0f, sum[count - 1]);
+        } else {
+            EXPECT_EQ(0, res.lost) << "rank " << rank << " round " << r;
+            EXPECT_EQ(0u, wrong_in_sum_of_4(sum, r)) << "rank " << rank << " round " << r;
+        }
+    }
+    gcx_coded_stats_t st;
+    ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, &st));
+    EXPECT_EQ(1u, st.rounds_lost);
+    EXPECT_EQ(12u, st.rounds);
+    if (rank == 0) {
+        EXPECT_EQ(1u << 3, st.gone);
+        unlink(gone.c_str());
+    }
+    gcx_coded_destroy(coded);
+    gcx_code_destroy(code);
+    gcx_comm_destroy(comm);
 }
 
 // --- abstention ------------------------------------------------------------
