@@ -146,6 +146,8 @@ struct gcx_coded_op {
     gcx_coded_entry_t   entries[GCX_CODE_MAX_WORKERS];
     float               arrival[GCX_CODE_MAX_WORKERS];
     uint64_t            dropped;  /* not needed, eager: gone for good */
+    uint64_t            late_void; /* abstained once decodable: counts
+                                      again if the round is rebuilt */
     int                 nheld;
     gcx_coded_held_t    held[GCX_CODE_MAX_WORKERS];
     /* other ranks */

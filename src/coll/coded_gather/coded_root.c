@@ -256,6 +256,8 @@ static void gcx_coded_root_retake(gcx_coded_op_t *op)
     op->decodable = 0;
     op->arrived   = op->dropped;
     op->used      = 0;
+    op->abstained |= op->late_void & ~lost;
+    op->late_void = 0;
     for (i = 0; i < op->nfolded; ++i) {
         op->arrived |= 1ull << op->entries[i].worker;
         if (op->entries[i].coeff != 0.0) {
@@ -292,6 +294,9 @@ static void gcx_coded_root_abstain(gcx_coded_op_t *op, int w)
     if (op->decodable || ((op->arrived | op->abstained) & (1ull << w)) ||
         op->super.status != GCX_INPROGRESS) {
         ++op->coded->stats.late_dropped; /* changes nothing any more */
+        if (op->decodable && op->super.status == GCX_INPROGRESS) {
+            op->late_void |= 1ull << w; /* unless a taken one is lost */
+        }
         return;
     }
     op->abstained |= 1ull << w;

@@ -425,7 +425,10 @@ TEST(CodedFailure, LaggingRank)
 // lost transfer, take worker 2's contribution instead and decode round 5
 // right; rounds 6..19 go on without rank 3. The ranks meet through marker
 // files so that the order is the one described, whatever the load.
-void taken_worker_dies(gcx_code_kind_t kind)
+// mate_abstains: worker 2 abstains from round 5 instead (after worker 3's
+// contribution was taken, so the round looked decodable when it came);
+// with lost_rounds, round 5 is then lost on every survivor, not failed.
+void taken_worker_dies(gcx_code_kind_t kind, bool mate_abstains = false)
 {
     ASSERT_EQ(4, world_size());
     gcx_comm_t *comm = make_comm({});
@@ -436,12 +439,25 @@ void taken_worker_dies(gcx_code_kind_t kind)
     std::string  posted = job_marker("taken-posted"), sent2 = job_marker("taken-sent2");
     gcx_code_t  *code  = nullptr;
     gcx_coded_t *coded = nullptr;
-    ASSERT_NO_FATAL_FAILURE(make_coded(comm, kind, count, &code, &coded));
+    if (mate_abstains) {
+        gcx_code_params_t cp = {};
+        cp.kind              = kind;
+        cp.n                 = 4;
+        cp.s                 = 1;
+        ASSERT_EQ(GCX_OK, gcx_code_create(&cp, &code));
+        gcx_coded_params_t params = {};
+        params.code               = code;
+        params.count              = count;
+        params.lost_rounds        = 1;
+        ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, &coded));
+    } else {
+        ASSERT_NO_FATAL_FAILURE(make_coded(comm, kind, count, &code, &coded));
+    }
     std::vector<float> msg(count), sum(count);
     double             tol = kind == GCX_CODE_FR ? 0.0 : 1e-3 * 11 * 4;
     for (int r = 0; r < 20; ++r) {
         encode(code, gcx_coded_worker(coded, rank), r, count, msg);
-        gcx_coded_result_t res;
+        gcx_coded_result_t res = {};
         if (r == die_round && rank == 3) {
             gcx_request_t *req = nullptr;
             ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, &req));
@@ -460,7 +476,11 @@ void taken_worker_dies(gcx_code_kind_t kind)
             ASSERT_TRUE(wait_for_marker(posted, nullptr)) << "rank 3 never posted";
             std::this_thread::sleep_for(std::chrono::milliseconds(200));
             gcx_request_t *req = nullptr;
-            ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, &req));
+            if (mate_abstains) {
+                ASSERT_EQ(GCX_OK, gcx_coded_abstain(coded, sum.data(), &res, &req));
+            } else {
+                ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, &req));
+            }
             FILE *f = fopen(sent2.c_str(), "w");
             ASSERT_NE(nullptr, f);
             fclose(f);
@@ -470,6 +490,11 @@ void taken_worker_dies(gcx_code_kind_t kind)
             ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr))
                 << "rank " << rank << " round " << r;
         }
+        if (mate_abstains && r == die_round) {
+            EXPECT_EQ(1, res.lost) << "rank " << rank << ": round " << r << " must be lost";
+            continue;
+        }
+        EXPECT_EQ(0, res.lost) << "rank " << rank << " round " << r;
         double err = 0;
         for (size_t i = 0; i < count; ++i) {
             double want = 0;
@@ -505,6 +530,11 @@ TEST(CodedFailure, TakenWorkerDiesFr)
 TEST(CodedFailure, TakenWorkerDiesCr)
 {
     taken_worker_dies(GCX_CODE_CR);
+}
+
+TEST(CodedFailure, TakenWorkerDiesMateAbstains)
+{
+    taken_worker_dies(GCX_CODE_FR, true);
 }
 
 // lost_rounds, what a pipelined-coding run meets when a worker dies: FR
