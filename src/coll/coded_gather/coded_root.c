@@ -225,11 +225,24 @@ static void gcx_coded_root_retake(gcx_coded_op_t *op)
     gcx_coded_held_t  kept[GCX_CODE_MAX_WORKERS];
     uint64_t          lost = 0;
     int               nagain = 0, nkept, i, known, decodable = 0;
+    int               expired = coded->lost_rounds &&
+                                gcx_time_now() > op->super.deadline;
     double            coeff;
 
     for (i = op->nfolded; i < op->nentries; ++i) {
         gcx_coded_entry_t *e = &op->entries[i];
 
+        if (expired && e->slot != NULL && e->req == &e->slot->reqs[0] &&
+            e->req->status == GCX_INPROGRESS) {
+            /* lost_rounds: a sender stopped mid-payload for GCX_TIMEOUT is
+             * given up like a dead one (the slot's block stays with the
+             * transfer); a pull into recvbuf cannot be, it may still land */
+            gcx_warn("coded gather round %llu: worker %d's payload did not "
+                     "land within GCX_TIMEOUT=%g s; giving it up",
+                     (unsigned long long)op->round, e->worker,
+                     coded->comm->config.timeout);
+            gcx_coded_slot_abandon_req(coded, e->slot, 0);
+        }
         if (e->req == NULL || e->req->status == GCX_INPROGRESS ||
             e->req->status == GCX_OK) {
             again[nagain++] = *e;
@@ -248,6 +261,9 @@ static void gcx_coded_root_retake(gcx_coded_op_t *op)
     }
     if (lost == 0) {
         return;
+    }
+    if (expired) { /* a fresh wait for what is taken now */
+        op->super.deadline = gcx_time_now() + coded->comm->config.timeout;
     }
     nkept = op->nheld;
     memcpy(kept, op->held, (size_t)nkept * sizeof(kept[0]));
@@ -435,7 +451,7 @@ static int gcx_coded_root_check_failure(gcx_coded_op_t *op)
     gcx_coded_t *coded = op->coded;
     gcx_tl_t    *tl    = coded->comm->tl;
     uint64_t     all   = coded->n == 64 ? ~0ull : (1ull << coded->n) - 1;
-    uint64_t     possible;
+    uint64_t     possible, silent;
     int          w, decodable = 0;
 
     for (w = 0; w < coded->n; ++w) {
@@ -466,6 +482,21 @@ static int gcx_coded_root_check_failure(gcx_coded_op_t *op)
                   (unsigned long long)op->abstained,
                   (unsigned long long)coded->gone, coded->s);
         gcx_coded_root_fail(op, GCX_ERR_UNDECODABLE);
+        return 1;
+    }
+    silent = all & ~op->arrived & ~op->abstained & ~coded->gone;
+    if (gcx_time_now() > op->super.deadline && coded->lost_rounds && silent &&
+        gcx_code_decodable(coded->code, all & ~coded->gone & ~silent,
+                           &decodable) == GCX_OK &&
+        decodable) {
+        /* lost_rounds: workers silent for GCX_TIMEOUT count as gone (as
+         * if dead); the others can decode later rounds */
+        gcx_warn("coded gather round %llu: workers 0x%llx sent nothing "
+                 "within GCX_TIMEOUT=%g s; counted gone",
+                 (unsigned long long)op->round, (unsigned long long)silent,
+                 coded->comm->config.timeout);
+        coded->gone |= silent;
+        gcx_coded_root_lose(op);
         return 1;
     }
     if (gcx_time_now() > op->super.deadline) {
