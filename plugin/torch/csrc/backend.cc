@@ -19,6 +19,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -126,6 +127,79 @@ std::string find_bad_variables()
                              "values)";
 }
 
+// The gcx configuration of a new group: the environment's GCX_* variables
+// with the group's timeout t (seconds) as GCX_TIMEOUT. Engine thread.
+gcx_config_t *group_config(double t)
+{
+    gcx_config_t *cfg = nullptr;
+    gcx_status_t st   = gcx_config_read(&cfg);
+    if (st != GCX_OK) {
+        throw std::runtime_error(status_message("gcx_config_read", st) +
+                                 ": " + find_bad_variables());
+    }
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.6f", t);
+    st = gcx_config_set(cfg, "TIMEOUT", buf);
+    if (st != GCX_OK) {
+        gcx_config_release(cfg);
+        throw std::runtime_error(
+            status_message("gcx_config_set(TIMEOUT)", st) +
+            ": the process group's timeout " + buf +
+            " s is not a valid GCX_TIMEOUT");
+    }
+    return cfg;
+}
+
+// The communicator of torch's default group when its backend is gcx: the
+// parent of every later gcx group, which its members make alone with
+// gcx_comm_create_group. Read and written on the engine thread only (every
+// creation and destruction runs there).
+gcx_comm_t *world_comm = nullptr;
+
+// The gcx_comm_create_group tag of a group, from its name, which every
+// member has the same: torch names groups by a counter ("1", "2", ...), a
+// tag of its own; other names (hashed ones) map to an FNV-1a hash. Two
+// groups with one tag cannot be confused: creations are serialized in a
+// process and torch makes every rank create its groups in the same order,
+// gcx's messages between two ranks with one tag arrive in order, and the
+// members compare their member lists (a mismatch is an error, not a wrong
+// group).
+int group_tag(const std::string &name)
+{
+    char *end  = nullptr;
+    long long v = std::strtoll(name.c_str(), &end, 10);
+    if (!name.empty() && *end == '\0' && v >= 0 && v <= INT32_MAX) {
+        return static_cast<int>(v);
+    }
+    uint32_t h = 2166136261u;
+    for (unsigned char c : name) {
+        h = (h ^ c) * 16777619u;
+    }
+    return static_cast<int>(h & 0x7fffffffu);
+}
+
+// The parent ranks of a sub-group in world_comm, or empty when it cannot be
+// made from it (no gcx default group, or ranks that do not fit it).
+std::vector<int> world_ranks(const std::vector<int64_t> &global, int rank,
+                             int size)
+{
+    std::vector<int> ranks;
+    if (world_comm == nullptr || global.empty() ||
+        static_cast<int>(global.size()) != size) {
+        return ranks;
+    }
+    for (int64_t g : global) {
+        if (g < 0 || g >= gcx_comm_size(world_comm)) {
+            return {};
+        }
+        ranks.push_back(static_cast<int>(g));
+    }
+    if (ranks[static_cast<size_t>(rank)] != gcx_comm_rank(world_comm)) {
+        return {};
+    }
+    return ranks;
+}
+
 // Per store object, how many gcx backends were created on it: the key
 // prefix of each creation's exchange (every member creates its groups in
 // the same order, so the counters agree across ranks).
@@ -186,8 +260,12 @@ class GcxWork : public c10d::Work {
 
 class GcxBackend : public c10d::Backend {
   public:
+    // global_ranks: the group's ranks in torch's default group (empty: this
+    // is the default group); group_name: torch's name of the group.
     GcxBackend(const c10::intrusive_ptr<c10d::Store> &store, int rank,
-               int size, double timeout_s)
+               int size, double timeout_s,
+               const std::vector<int64_t> &global_ranks,
+               const std::string &group_name, bool from_default)
         : c10d::Backend(rank, size)
     {
         TORCH_CHECK(size > 0 && rank >= 0 && rank < size,
@@ -202,21 +280,25 @@ class GcxBackend : public c10d::Backend {
         double t = timeout_s <= 0 ? 1e6 : std::min(std::max(timeout_s, 0.001), 1e6);
         gcx_comm_t *comm = nullptr;
         Engine::get().run_sync("comm_create", [&] {
-            gcx_config_t *cfg = nullptr;
-            gcx_status_t st   = gcx_config_read(&cfg);
-            if (st != GCX_OK) {
-                throw std::runtime_error(status_message("gcx_config_read", st) +
-                                         ": " + find_bad_variables());
+            gcx_config_t *cfg = group_config(t);
+            gcx_status_t st;
+            std::vector<int> ranks;
+            if (from_default) {
+                ranks = world_ranks(global_ranks, rank, size);
             }
-            char buf[64];
-            std::snprintf(buf, sizeof(buf), "%.6f", t);
-            st = gcx_config_set(cfg, "TIMEOUT", buf);
-            if (st != GCX_OK) {
+            if (!ranks.empty()) {
+                // a sub-group of a gcx default group: its members make it
+                // from the default group's communicator (no Store traffic)
+                st = gcx_comm_create_group(world_comm, size, ranks.data(),
+                                           group_tag(group_name), cfg, &comm);
                 gcx_config_release(cfg);
-                throw std::runtime_error(
-                    status_message("gcx_config_set(TIMEOUT)", st) +
-                    ": the process group's timeout " + buf +
-                    " s is not a valid GCX_TIMEOUT");
+                if (st != GCX_OK) {
+                    throw std::runtime_error(
+                        status_message("gcx_comm_create_group", st) +
+                        " (group " + group_name + ")");
+                }
+                creation_ = "create_group";
+                return;
             }
             gcx_oob_t oob;
             oob.allgather = oob_allgather;
@@ -230,8 +312,28 @@ class GcxBackend : public c10d::Backend {
                     status_message("gcx_comm_create", st) +
                     (ctx.error.empty() ? "" : ": " + ctx.error));
             }
+            creation_ = "store";
+            if (global_ranks.empty()) {
+                world_comm = comm;
+            }
         });
         comm_ = comm;
+    }
+
+    // How the communicator was made: "create_group" (from the default
+    // group's) or "store" (gcx_comm_create over the group's Store).
+    const std::string &creation() const { return creation_; }
+
+    // A GCX_* variable of the group's communicator, as text.
+    std::string config_value(const std::string &name) const
+    {
+        char buf[256];
+        TORCH_CHECK(comm_ != nullptr, "gcx: the group has been destroyed");
+        gcx_status_t st = gcx_config_get(gcx_comm_config(comm_), name.c_str(),
+                                         buf, sizeof(buf));
+        TORCH_CHECK(st == GCX_OK, status_message("gcx_config_get(" + name + ")",
+                                                 st));
+        return buf;
     }
 
     ~GcxBackend() override
@@ -682,11 +784,19 @@ class GcxBackend : public c10d::Backend {
         comm_            = nullptr;
         if (comm != nullptr && Engine::get().running()) {
             Engine::get().run_sync(
-                "comm_destroy", [comm] { gcx_comm_destroy(comm); }, comm);
+                "comm_destroy",
+                [comm] {
+                    if (comm == world_comm) {
+                        world_comm = nullptr;
+                    }
+                    gcx_comm_destroy(comm);
+                },
+                comm);
         }
     }
 
     gcx_comm_t *comm_ = nullptr;
+    std::string creation_;
 };
 
 GcxBackend &as_gcx(const c10::intrusive_ptr<c10d::Backend> &backend)
@@ -719,13 +829,32 @@ PYBIND11_MODULE(_C, m)
     m.def(
         "create_backend",
         [](const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
-           double timeout_s) -> c10::intrusive_ptr<c10d::Backend> {
-            return c10::make_intrusive<torch_gcx::GcxBackend>(store, rank,
-                                                              size, timeout_s);
+           double timeout_s, const std::vector<int64_t> &global_ranks,
+           const std::string &group_name, bool from_default)
+            -> c10::intrusive_ptr<c10d::Backend> {
+            return c10::make_intrusive<torch_gcx::GcxBackend>(
+                store, rank, size, timeout_s, global_ranks, group_name,
+                from_default);
         },
         py::arg("store"), py::arg("rank"), py::arg("size"),
-        py::arg("timeout_s"), py::call_guard<py::gil_scoped_release>(),
+        py::arg("timeout_s"), py::arg("global_ranks"), py::arg("group_name"),
+        py::arg("from_default"),
+        py::call_guard<py::gil_scoped_release>(),
         "Create the gcx backend of a group (collective over its members).");
+    m.def(
+        "group_creation",
+        [](const c10::intrusive_ptr<c10d::Backend> &backend) {
+            return torch_gcx::as_gcx(backend).creation();
+        },
+        "How a gcx group's communicator was made: 'create_group' or "
+        "'store'.");
+    m.def(
+        "group_config",
+        [](const c10::intrusive_ptr<c10d::Backend> &backend,
+           const std::string &name) {
+            return torch_gcx::as_gcx(backend).config_value(name);
+        },
+        "A GCX_* variable of a gcx group's communicator, as text.");
     m.def(
         "shutdown",
         [] {
