@@ -200,15 +200,17 @@ std::vector<int> world_ranks(const std::vector<int64_t> &global, int rank,
     return ranks;
 }
 
-// Per store object, how many gcx backends were created on it: the key
-// prefix of each creation's exchange (every member creates its groups in
-// the same order, so the counters agree across ranks).
-std::string next_prefix(const c10d::Store *store)
+// Per group name, how many gcx backends were made over a Store: the key
+// prefix of each creation's exchange (every member of a group has its name
+// and creates it as often as the others, so the counters agree). Not per
+// store object: torch gives each group a new one, whose address the
+// allocator reuses on some ranks and not on others.
+std::string next_prefix(const std::string &group_name)
 {
     static std::mutex mu;
-    static std::map<const c10d::Store *, uint64_t> counts;
+    static std::map<std::string, uint64_t> counts;
     std::lock_guard<std::mutex> lk(mu);
-    return "gcx_oob/" + std::to_string(counts[store]++);
+    return "gcx_oob/" + std::to_string(counts[group_name]++);
 }
 
 } // namespace
@@ -272,7 +274,7 @@ class GcxBackend : public c10d::Backend {
                     "gcx: bad rank ", rank, " for a group of ", size);
         OobCtx ctx;
         ctx.store  = store;
-        ctx.prefix = next_prefix(store.get());
+        ctx.prefix = next_prefix(group_name);
         ctx.rank   = rank;
         ctx.size   = size;
         // clamp to GCX_TIMEOUT's range (0.001..1e6 s); 0 (no timeout in

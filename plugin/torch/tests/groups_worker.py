@@ -139,6 +139,18 @@ def sc_gloo_default(rank, size, _gloo):
     if rank < 2:
         expect_creation(sub, "store", "a gcx sub-group under gloo")
         check_ops(rank, sub, sub_gloo, "a gcx sub-group under gloo")
+    # groups made and destroyed in turn: each creation's Store keys are its
+    # own on every member (they were keyed by the store object's address,
+    # which the allocator reuses on some ranks and not on others)
+    halves = [ranks[0::2], ranks[1::2]]
+    for i in range(20):
+        for half in halves:
+            h = dist.new_group(half, backend="gcx")
+            if rank in half:
+                x = torch.ones(3)
+                dist.all_reduce(x, group=h)
+                same(x, torch.full((3,), float(len(half))), f"cycle {i}")
+                dist.destroy_process_group(h)
     dist.barrier()
     dist.destroy_process_group()
     print(f"rank {rank}: gloo_default ok", flush=True)
