@@ -9,25 +9,12 @@ import pytest
 from launch import check_ok
 
 
-def run(scenario, size):
+@pytest.mark.parametrize("scenario,size", [
+    ("new_group", 2), ("new_group", 4),
+    ("new_subgroups", 2), ("new_subgroups", 4),
+    ("two_groups", 3),     # overlapping groups in flight at once
+    ("gloo_default", 3),   # a gcx group under a gloo default group
+])
+def test_groups(scenario, size):
     outs = check_ok(scenario, size, script="groups_worker.py", timeout=180)
     assert all(f"{scenario} ok" in o for o in outs), outs
-    return outs
-
-
-@pytest.mark.parametrize("size", [2, 4])
-def test_new_group(size):
-    run("new_group", size)
-
-
-@pytest.mark.parametrize("size", [2, 4])
-def test_new_subgroups(size):
-    run("new_subgroups", size)
-
-
-def test_two_groups_at_once():
-    run("two_groups", 3)
-
-
-def test_gcx_group_under_gloo_default_group():
-    run("gloo_default", 3)
