@@ -603,12 +603,14 @@ static gcx_status_t gcx_comm_create_group_locked(gcx_comm_t *parent, int n,
     return status;
 }
 
-/* Checks gcx_comm_create_group's arguments; the caller's index or -1. */
+/* Checks gcx_comm_create_group's arguments: the caller's index, -1 for a
+ * bad argument (logged), -2 out of memory. */
 static int gcx_comm_group_check(const gcx_comm_t *parent, int n,
                                 const int *ranks, int tag,
                                 gcx_comm_t **newcomm_p)
 {
-    int newrank = -1, i, j;
+    int  newrank = -1, i;
+    int *seen; /* parent rank -> 1 + its index in ranks */
 
     if (parent == NULL || ranks == NULL || newcomm_p == NULL) {
         gcx_error("gcx_comm_create_group: %s is NULL",
@@ -626,27 +628,32 @@ static int gcx_comm_group_check(const gcx_comm_t *parent, int n,
                   INT32_MAX);
         return -1;
     }
+    seen = calloc((size_t)parent->size, sizeof(*seen));
+    if (seen == NULL) {
+        return -2;
+    }
     for (i = 0; i < n; ++i) {
         if (ranks[i] < 0 || ranks[i] >= parent->size) {
             gcx_error("gcx_comm_create_group: ranks[%d] = %d is not a rank "
                       "of the parent (0..%d)", i, ranks[i], parent->size - 1);
-            return -1;
+            break;
         }
-        for (j = 0; j < i; ++j) {
-            if (ranks[j] == ranks[i]) {
-                gcx_error("gcx_comm_create_group: ranks[%d] and ranks[%d] "
-                          "are both %d", j, i, ranks[i]);
-                return -1;
-            }
+        if (seen[ranks[i]] != 0) {
+            gcx_error("gcx_comm_create_group: ranks[%d] and ranks[%d] "
+                      "are both %d", seen[ranks[i]] - 1, i, ranks[i]);
+            break;
         }
-        if (ranks[i] == parent->rank) {
-            newrank = i;
+        seen[ranks[i]] = i + 1;
+    }
+    if (i == n) {
+        newrank = seen[parent->rank] - 1;
+        if (newrank < 0) {
+            gcx_error("gcx_comm_create_group: ranks does not list the "
+                      "caller (parent rank %d); only members call",
+                      parent->rank);
         }
     }
-    if (newrank < 0) {
-        gcx_error("gcx_comm_create_group: ranks does not list the caller "
-                  "(parent rank %d); only members call", parent->rank);
-    }
+    free(seen);
     return newrank;
 }
 
@@ -660,7 +667,7 @@ gcx_status_t gcx_comm_create_group(gcx_comm_t *parent, int n,
                                                 newcomm_p);
 
     if (newrank < 0) {
-        return GCX_ERR_INVALID;
+        return newrank == -2 ? GCX_ERR_NOMEM : GCX_ERR_INVALID;
     }
     *newcomm_p = NULL;
     gcx_context_create_lock();
