@@ -13,8 +13,9 @@
  *   makes the call blocking. All ranks must call collectives in the same order.
  * - One context per process: the first communicator creates it (one UCX
  *   context and worker, shared) and every other one shares it, with its
- *   endpoints; gcx_comm_split()/gcx_comm_dup() make communicators over
- *   ranks already connected without any new connection.
+ *   endpoints; gcx_comm_split()/gcx_comm_dup() (collective over the parent)
+ *   and gcx_comm_create_group() (over the new members only) make
+ *   communicators over ranks already connected without any new connection.
  * - Progress is per process: gcx_progress(), gcx_test() or gcx_wait() on
  *   any communicator move the operations of every communicator.
  * - Threads: every gcx call may be made from any thread. Calls are
@@ -24,7 +25,7 @@
  *   must be called in the same order on every rank, so two threads issuing
  *   on the same communicator must order their calls themselves; threads
  *   using different communicators need no coordination. Communicator
- *   creation (create, split, dup) is serialized within a process: every
+ *   creation (create, split, dup, create_group) is serialized within a process: every
  *   process must create its communicators in the same order.
  * - Failure: if a peer dies or a collective does not complete within
  *   GCX_TIMEOUT seconds, the collective fails with GCX_ERR_PEER or
@@ -384,6 +385,7 @@ gcx_status_t gcx_scatter(gcx_comm_t *comm, const void *sendbuf, void *recvbuf,
                          size_t recvcount, gcx_dtype_t dtype, int root,
                          gcx_request_t **req_p);
 
+/* ------------------------------------------------------------------------ */
 /* Communicators from communicators; point-to-point                         */
 /* ------------------------------------------------------------------------ */
 
@@ -413,6 +415,51 @@ gcx_status_t gcx_comm_split(gcx_comm_t *comm, int color, int key,
  *  color (MPI_Comm_dup). Collective over @p comm. */
 GCX_API
 gcx_status_t gcx_comm_dup(gcx_comm_t *comm, gcx_comm_t **newcomm_p);
+
+/**
+ * A communicator of some ranks of @p parent, made by those ranks only
+ * (MPI_Comm_create_group semantics): collective over the listed members,
+ * the other ranks of @p parent do not call and go on with the parent
+ * meanwhile (it is not ordered with the parent's collectives). Rank i of
+ * the new communicator is parent rank @p ranks[i]. Like a split, the new
+ * communicator shares the process context and the parent's connections
+ * (no socket, no transport initialisation) and gets a communicator id the
+ * members agree on. One exchange among the members over the parent's
+ * point-to-point channel, in a tag space user tags cannot reach:
+ * ceil(log2 n) latencies.
+ *
+ * Creations are serialized within a process: a process that is a member of
+ * several groups must create them in the same order as the other members
+ * (as for any blocking collective). @p tag keeps apart the messages of
+ * creations over overlapping member sets that are under way at the same
+ * time (any value 0..2^31-1 the members agree on).
+ *
+ * @param parent   A live communicator the caller belongs to.
+ * @param n        Number of members, 1..size of @p parent.
+ * @param ranks    The members' parent ranks, in their new order, without
+ *                 duplicates; must list the caller; the same on every member.
+ * @param tag      0..2^31-1, the same on every member.
+ * @param config   Configuration of the new communicator (it keeps a copy;
+ *                 same GCX_TRANSPORT as the parent), or NULL for the
+ *                 parent's.
+ * @param[out] newcomm_p  The new communicator, owned by the caller.
+ * @return GCX_OK; GCX_ERR_INVALID for a NULL argument, n < 1 or > the
+ *         parent's size, a rank out of range or listed twice, a list
+ *         without the caller, tag < 0 (nothing is sent; the message names
+ *         the argument); the parent's error if it has failed;
+ *         GCX_ERR_MISMATCH on every member when members were given
+ *         different lists or orders of the same ranks (the parent stays
+ *         usable); members with different member sets, a lost member or
+ *         GCX_TIMEOUT fail the parent (GCX_ERR_MISMATCH, GCX_ERR_PEER,
+ *         GCX_ERR_TIMEOUT, within GCX_TIMEOUT), as a point-to-point message
+ *         does; GCX_ERR_UNSUPPORTED when a member has 2048 live
+ *         communicators.
+ */
+GCX_API
+gcx_status_t gcx_comm_create_group(gcx_comm_t *parent, int n,
+                                   const int *ranks, int tag,
+                                   const gcx_config_t *config,
+                                   gcx_comm_t **newcomm_p);
 
 /**
  * Send @p count elements to rank @p peer with tag @p tag (0..2^31-1).

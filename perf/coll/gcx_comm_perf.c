@@ -1,8 +1,10 @@
 /*
- * gcx_comm_perf.c - what a communicator costs: gcx_comm_split, gcx_comm_dup
- * and gcx_comm_create (through an OOB over the world communicator, as a
- * framework's store would be), each followed by gcx_comm_destroy, and the
- * resident memory and open descriptors after many split/destroy cycles.
+ * gcx_comm_perf.c - what a communicator costs: gcx_comm_split, gcx_comm_dup,
+ * gcx_comm_create_group (the ranks of one parity, made by them only: a
+ * 4-rank world gives {0,2} and {1,3}) and gcx_comm_create (through an OOB
+ * over the world communicator, as a framework's store would be), each
+ * followed by gcx_comm_destroy, and the resident memory and open
+ * descriptors after many split/destroy cycles.
  *
  *   gcxrun -n 4 -- gcx_comm_perf [-n ITERS]
  *
@@ -63,8 +65,10 @@ static long resident_kb(void)
     return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-enum { OP_CREATE, OP_SPLIT, OP_DUP, OP_LAST };
-static const char *const op_names[] = {"create", "split", "dup"};
+enum { OP_CREATE, OP_SPLIT, OP_DUP, OP_GROUP, OP_LAST };
+static const char *const op_names[] = {"create", "split", "dup", "group"};
+
+#define GCX_PERF_MAX_GROUP 1024
 
 static gcx_status_t run_op(gcx_comm_t *world, int op, gcx_comm_t **comm_p)
 {
@@ -80,6 +84,15 @@ static gcx_status_t run_op(gcx_comm_t *world, int op, gcx_comm_t **comm_p)
                               gcx_comm_rank(world), comm_p);
     case OP_DUP:
         return gcx_comm_dup(world, comm_p);
+    case OP_GROUP: {
+        int ranks[GCX_PERF_MAX_GROUP], n = 0, r;
+
+        for (r = gcx_comm_rank(world) % 2;
+             r < gcx_comm_size(world) && n < GCX_PERF_MAX_GROUP; r += 2) {
+            ranks[n++] = r;
+        }
+        return gcx_comm_create_group(world, n, ranks, 0, NULL, comm_p);
+    }
 #endif
     default:
         return GCX_ERR_UNSUPPORTED;

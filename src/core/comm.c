@@ -13,6 +13,9 @@
  * one service exchange of (color, key, id offer) records over the parent's
  * transport (ceil(log2 P) latencies), then a view of the parent's endpoints
  * for the members; no socket, no UCX initialisation, no connection.
+ * create_group is the same among the listed members only: the exchange
+ * runs on the parent's point-to-point id (ceil(log2 n) latencies), outside
+ * the parent's collective order.
  */
 #include "comm.h"
 #include "bootstrap.h"
@@ -40,6 +43,15 @@ typedef struct gcx_comm_split_rec {
     int32_t             key;
     gcx_comm_id_offer_t offer;
 } gcx_comm_split_rec_t;
+
+/* One member's record in gcx_comm_create_group: what it was asked. */
+typedef struct gcx_comm_group_rec {
+    uint32_t            magic;
+    int32_t             n;
+    uint64_t            list_hash; /* the member list, in its order */
+    uint64_t            set_hash;  /* the same, sorted */
+    gcx_comm_id_offer_t offer;
+} gcx_comm_group_rec_t;
 
 /* What the first service exchange of a new communicator carries. */
 typedef struct gcx_comm_check {
@@ -354,11 +366,50 @@ static int gcx_comm_split_cmp(const void *a, const void *b)
     return ra < rb ? -1 : (ra > rb);
 }
 
+/*
+ * The new communicator of @p n members (member i is parent rank
+ * members[i]; this rank is newrank) over the parent's endpoints, its id
+ * agreed from the members' offers (@p stride apart from @p offers, @p index
+ * picks them as in gcx_context_id_agree). Context lock held.
+ */
+static gcx_status_t gcx_comm_derive(gcx_comm_t *parent,
+                                    const gcx_config_t *config,
+                                    const void *offers, size_t stride,
+                                    const int *index, const int *members,
+                                    int n, int newrank, gcx_comm_t **comm_p)
+{
+    gcx_tl_params_t params;
+    gcx_comm_t     *comm = NULL;
+    gcx_status_t    status;
+
+    status = gcx_comm_new(config, newrank, n, &comm);
+    if (status != GCX_OK) {
+        return status;
+    }
+    status = gcx_context_id_agree(comm->ctx, offers, stride, index, n,
+                                  &comm->id);
+    if (status != GCX_OK) {
+        gcx_comm_free(comm, 0);
+        return status;
+    }
+    params.rank    = newrank;
+    params.size    = n;
+    params.comm_id = comm->id;
+    params.peer_failure_detection = 0; /* the parent's endpoints decide */
+    status = parent->tl->ops->derive(parent->tl, &params, members, &comm->tl);
+    if (status != GCX_OK) {
+        gcx_context_id_release(comm->ctx, comm->id);
+        gcx_comm_free(comm, 0);
+        return status;
+    }
+    *comm_p = comm;
+    return GCX_OK;
+}
+
 static gcx_status_t gcx_comm_split_locked(gcx_comm_t *parent, int color,
                                           int key, gcx_comm_t **newcomm_p)
 {
     gcx_comm_split_rec_t mine, *recs;
-    gcx_tl_params_t      params;
     gcx_comm_t          *comm = NULL;
     int                 *members = NULL;
     int                  n = 0, r, newrank = -1;
@@ -399,28 +450,10 @@ static gcx_status_t gcx_comm_split_locked(gcx_comm_t *parent, int color,
             newrank = r;
         }
     }
-    status = gcx_comm_new(&parent->config, newrank, n, &comm);
-    if (status != GCX_OK) {
-        goto out;
-    }
-    status = gcx_context_id_agree(comm->ctx, &recs[0].offer, sizeof(*recs),
-                                  members, n, &comm->id);
-    if (status != GCX_OK) {
-        goto out;
-    }
-    params.rank    = newrank;
-    params.size    = n;
-    params.comm_id = comm->id;
-    params.peer_failure_detection = 0; /* the parent's endpoints decide */
-    status = parent->tl->ops->derive(parent->tl, &params, members, &comm->tl);
-    if (status != GCX_OK) {
-        gcx_context_id_release(comm->ctx, comm->id);
-    }
+    status = gcx_comm_derive(parent, &parent->config, &recs[0].offer,
+                             sizeof(*recs), members, members, n, newrank,
+                             &comm);
 out:
-    if (status != GCX_OK && comm != NULL) {
-        gcx_comm_free(comm, 0);
-        comm = NULL;
-    }
     if (status == GCX_OK) {
         gcx_debug("split of communicator %u: color %d, rank %d of %d in "
                   "communicator %s%u", parent->id, color, newrank, n,
@@ -466,6 +499,188 @@ gcx_status_t gcx_comm_dup(gcx_comm_t *comm, gcx_comm_t **newcomm_p)
         return GCX_ERR_INVALID;
     }
     return gcx_comm_split(comm, 0, comm->rank, newcomm_p);
+}
+
+/* FNV-1a over the member list: members compare what they were asked. */
+static uint64_t gcx_comm_list_hash(int n, const int *ranks)
+{
+    uint64_t h = 14695981039346656037ull;
+    int      i, b;
+
+    for (i = 0; i < n; ++i) {
+        for (b = 0; b < 32; b += 8) {
+            h = (h ^ (((uint32_t)ranks[i] >> b) & 0xffu)) * 1099511628211ull;
+        }
+    }
+    return h;
+}
+
+static int gcx_comm_int_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+
+    return x < y ? -1 : (x > y);
+}
+
+static gcx_status_t gcx_comm_create_group_locked(gcx_comm_t *parent, int n,
+                                                 const int *ranks, int tag,
+                                                 const gcx_config_t *config,
+                                                 int newrank,
+                                                 gcx_comm_t **newcomm_p)
+{
+    gcx_comm_group_rec_t mine = {0}, *recs;
+    gcx_service_group_t  group;
+    int                 *sorted;
+    gcx_status_t         status;
+    int                  i, other_set, other_order = 0;
+
+    recs   = calloc((size_t)n, sizeof(*recs));
+    sorted = malloc((size_t)n * sizeof(*sorted));
+    if (recs == NULL || sorted == NULL) {
+        free(recs);
+        free(sorted);
+        return GCX_ERR_NOMEM;
+    }
+    /* the exchange runs in parent-rank order, whatever order each member
+     * was given, so members that disagree on the order finish it and see
+     * each other's records instead of waiting for messages never sent */
+    memcpy(sorted, ranks, (size_t)n * sizeof(*sorted));
+    qsort(sorted, (size_t)n, sizeof(*sorted), gcx_comm_int_cmp);
+    group.n     = n;
+    group.ranks = sorted;
+    group.tag   = (uint32_t)tag;
+    group.me    = (int)((const int *)bsearch(&parent->rank, sorted,
+                                             (size_t)n, sizeof(*sorted),
+                                             gcx_comm_int_cmp) -
+                        sorted);
+    mine.magic     = GCX_COMM_MAGIC;
+    mine.n         = n;
+    mine.list_hash = gcx_comm_list_hash(n, ranks);
+    mine.set_hash  = gcx_comm_list_hash(n, sorted);
+    gcx_context_id_offer(parent->ctx, &mine.offer);
+    gcx_context_unlock(); /* as in a split: other threads go on */
+    status = gcx_service_allgather_group(parent, &group, &mine, recs,
+                                         sizeof(mine));
+    gcx_context_lock();
+    /* a transfer of another size: the members disagree on who takes part */
+    other_set = status == GCX_ERR_MISMATCH;
+    for (i = 0; status == GCX_OK && i < n && !other_set; ++i) {
+        if (recs[i].magic != GCX_COMM_MAGIC || recs[i].n != n ||
+            recs[i].set_hash != mine.set_hash) {
+            gcx_error("gcx_comm_create_group (tag %d): parent rank %d was "
+                      "given other members (%d ranks) than this rank (%d)",
+                      tag, sorted[i], recs[i].n, n);
+            other_set = 1;
+        } else if (recs[i].list_hash != mine.list_hash && !other_order) {
+            gcx_error("gcx_comm_create_group (tag %d): parent rank %d was "
+                      "given the members in another order than this rank",
+                      tag, sorted[i]);
+            other_order = 1;
+        }
+    }
+    if (other_set || other_order) {
+        status = GCX_ERR_MISMATCH;
+    }
+    if (other_set) {
+        /* the exchange ran over different members, whose messages may
+         * still be on the way: the parent fails, as a collective's
+         * transfer mismatch fails it (the same members in another order
+         * leave nothing behind) */
+        gcx_comm_fail(parent, status);
+    }
+    if (status == GCX_OK) {
+        status = gcx_comm_derive(parent, config, &recs[0].offer,
+                                 sizeof(*recs), NULL, ranks, n, newrank,
+                                 newcomm_p);
+    }
+    if (status == GCX_OK) {
+        gcx_debug("group of communicator %u (tag %d): rank %d of %d in "
+                  "communicator %u", parent->id, tag, newrank, n,
+                  (*newcomm_p)->id);
+    }
+    free(sorted);
+    free(recs);
+    return status;
+}
+
+/* Checks gcx_comm_create_group's arguments: the caller's index, -1 for a
+ * bad argument (logged), -2 out of memory. */
+static int gcx_comm_group_check(const gcx_comm_t *parent, int n,
+                                const int *ranks, int tag,
+                                gcx_comm_t **newcomm_p)
+{
+    int  newrank = -1, i;
+    int *seen; /* parent rank -> 1 + its index in ranks */
+
+    if (parent == NULL || ranks == NULL || newcomm_p == NULL) {
+        gcx_error("gcx_comm_create_group: %s is NULL",
+                  parent == NULL ? "the parent" :
+                  ranks == NULL  ? "ranks" : "newcomm_p");
+        return -1;
+    }
+    if (n < 1 || n > parent->size) {
+        gcx_error("gcx_comm_create_group: n = %d: 1..%d (the parent's size)",
+                  n, parent->size);
+        return -1;
+    }
+    if (tag < 0) {
+        gcx_error("gcx_comm_create_group: tag %d: a tag is 0..%d", tag,
+                  INT32_MAX);
+        return -1;
+    }
+    seen = calloc((size_t)parent->size, sizeof(*seen));
+    if (seen == NULL) {
+        return -2;
+    }
+    for (i = 0; i < n; ++i) {
+        if (ranks[i] < 0 || ranks[i] >= parent->size) {
+            gcx_error("gcx_comm_create_group: ranks[%d] = %d is not a rank "
+                      "of the parent (0..%d)", i, ranks[i], parent->size - 1);
+            break;
+        }
+        if (seen[ranks[i]] != 0) {
+            gcx_error("gcx_comm_create_group: ranks[%d] and ranks[%d] "
+                      "are both %d", seen[ranks[i]] - 1, i, ranks[i]);
+            break;
+        }
+        seen[ranks[i]] = i + 1;
+    }
+    if (i == n) {
+        newrank = seen[parent->rank] - 1;
+        if (newrank < 0) {
+            gcx_error("gcx_comm_create_group: ranks does not list the "
+                      "caller (parent rank %d); only members call",
+                      parent->rank);
+        }
+    }
+    free(seen);
+    return newrank;
+}
+
+gcx_status_t gcx_comm_create_group(gcx_comm_t *parent, int n,
+                                   const int *ranks, int tag,
+                                   const gcx_config_t *config,
+                                   gcx_comm_t **newcomm_p)
+{
+    gcx_status_t status;
+    int          newrank = gcx_comm_group_check(parent, n, ranks, tag,
+                                                newcomm_p);
+
+    if (newrank < 0) {
+        return newrank == -2 ? GCX_ERR_NOMEM : GCX_ERR_INVALID;
+    }
+    *newcomm_p = NULL;
+    gcx_context_create_lock();
+    gcx_context_lock();
+    status = parent->error != GCX_OK ?
+                 parent->error :
+                 gcx_comm_create_group_locked(
+                     parent, n, ranks, tag,
+                     config != NULL ? config : &parent->config, newrank,
+                     newcomm_p);
+    gcx_context_unlock();
+    gcx_context_create_unlock();
+    return status;
 }
 
 int gcx_comm_rank(const gcx_comm_t *comm)

@@ -102,7 +102,10 @@ typedef void (*gcx_tl_am_handler_t)(void *arg, const gcx_tl_am_msg_t *msg);
  * Tag layout: | comm id 12 | sequence 20 | step 16 | source 16 |. A
  * communicator owns two ids: an even one for its collectives and the odd one
  * after it for its point-to-point messages, whose user tag fills the
- * sequence and step fields (GCX_TL_P2P_TAG_BITS).
+ * sequence and step fields (GCX_TL_P2P_TAG_BITS). Above the user tag, the
+ * odd id holds a member-only exchange (gcx_comm_create_group):
+ * | comm id|1 12 | 1 | step 4 | tag 31 | source 16 |, a space no user tag
+ * (0..2^31-1) reaches.
  */
 #define GCX_TL_TAG_SRC_BITS   16
 #define GCX_TL_TAG_STEP_BITS  16
@@ -132,6 +135,15 @@ static inline uint64_t gcx_tl_p2p_tag(uint32_t comm_id, uint32_t utag,
 
     return (((uint64_t)(comm_id | 1u) & comm_mask) << 52) |
            ((uint64_t)(utag & 0x7fffffffu) << 16) | (src & 0xffffu);
+}
+
+/** Tag of round @p step (< 16) of a member-only exchange on the
+ *  point-to-point id, with the exchange's tag @p gtag, from @p src. */
+static inline uint64_t gcx_tl_group_tag(uint32_t comm_id, uint32_t gtag,
+                                        uint32_t step, uint32_t src)
+{
+    return gcx_tl_p2p_tag(comm_id, gtag, src) | (1ull << 51) |
+           ((uint64_t)(step & 0xfu) << 47);
 }
 
 static inline uint32_t gcx_tl_tag_src(uint64_t tag)

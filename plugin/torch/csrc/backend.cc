@@ -12,6 +12,7 @@
 // gather into lists, reduce_scatter and scatter from lists) pay one copy
 // through a flat buffer; the tensor-shaped ones are zero copy.
 #include "backend.h"
+#include "comm_create.h"
 #include "tensor_args.h"
 
 #include <torch/extension.h>
@@ -22,10 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <stdexcept>
-
-extern char **environ;
 
 namespace torch_gcx {
 
@@ -36,105 +34,6 @@ std::exception_ptr make_error(const std::string &what, gcx_status_t status)
     return std::make_exception_ptr(c10::DistBackendError(
         {__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
         status_message(what, status)));
-}
-
-// ---- bootstrap: the OOB allgather over the group's c10d Store ------------
-
-struct OobCtx {
-    c10::intrusive_ptr<c10d::Store> store;
-    std::string prefix; // unique per backend instance on this store
-    int rank      = 0;
-    int size      = 0;
-    uint64_t call = 0;  // one key space per allgather call
-    std::string error;  // what the store said, when it failed
-};
-
-gcx_status_t oob_allgather(const void *sendbuf, void *recvbuf, size_t len,
-                           void *vctx)
-{
-    auto *ctx = static_cast<OobCtx *>(vctx);
-    try {
-        std::string base = ctx->prefix + "/" + std::to_string(ctx->call++);
-        auto *src        = static_cast<const uint8_t *>(sendbuf);
-        ctx->store->set(base + "/" + std::to_string(ctx->rank),
-                        std::vector<uint8_t>(src, src + len));
-        for (int r = 0; r < ctx->size; ++r) {
-            auto v = ctx->store->get(base + "/" + std::to_string(r));
-            if (v.size() != len) {
-                ctx->error = "rank " + std::to_string(r) + " contributed " +
-                             std::to_string(v.size()) + " bytes, expected " +
-                             std::to_string(len);
-                return GCX_ERR_MISMATCH;
-            }
-            if (len > 0) {
-                std::memcpy(static_cast<uint8_t *>(recvbuf) + r * len,
-                            v.data(), len);
-            }
-        }
-        // the last rank to have read everything removes the keys
-        if (ctx->store->add(base + "/read", 1) == ctx->size) {
-            for (int r = 0; r < ctx->size; ++r) {
-                ctx->store->deleteKey(base + "/" + std::to_string(r));
-            }
-            ctx->store->deleteKey(base + "/read");
-        }
-        return GCX_OK;
-    } catch (const std::exception &e) {
-        ctx->error = std::string("c10d Store: ") + e.what();
-        return std::strstr(e.what(), "imeout") != nullptr ? GCX_ERR_TIMEOUT
-                                                           : GCX_ERR_IO;
-    }
-}
-
-// After gcx_config_read() failed: which GCX_* variables have a bad value?
-// Reads the defaults with the GCX_* variables out of the environment (on
-// the engine thread, which makes every gcx call), puts them back, and sets
-// each on the defaults. Runs only on this error path.
-std::string find_bad_variables()
-{
-    std::vector<std::pair<std::string, std::string>> vars;
-    for (char **e = environ; *e != nullptr; ++e) {
-        const char *eq = std::strchr(*e, '=');
-        if (std::strncmp(*e, "GCX_", 4) == 0 && eq != nullptr) {
-            vars.emplace_back(std::string(*e, static_cast<size_t>(eq - *e)),
-                              std::string(eq + 1));
-        }
-    }
-    for (auto &v : vars) {
-        unsetenv(v.first.c_str());
-    }
-    gcx_config_t *cfg = nullptr;
-    gcx_status_t st   = gcx_config_read(&cfg);
-    for (auto &v : vars) {
-        setenv(v.first.c_str(), v.second.c_str(), 1);
-    }
-    std::string bad;
-    if (st == GCX_OK) {
-        for (auto &v : vars) {
-            st = gcx_config_set(cfg, v.first.c_str(), v.second.c_str());
-            if (st != GCX_OK && st != GCX_ERR_NOT_FOUND) {
-                bad += (bad.empty() ? "" : ", ") + v.first + "='" + v.second +
-                       "'";
-            }
-        }
-        gcx_config_release(cfg);
-    }
-    return bad.empty() ? "a GCX_* environment variable has a bad value (see "
-                         "gcx's error line above)"
-                       : "bad environment value " + bad +
-                             " (see gcx's error line above for the accepted "
-                             "values)";
-}
-
-// Per store object, how many gcx backends were created on it: the key
-// prefix of each creation's exchange (every member creates its groups in
-// the same order, so the counters agree across ranks).
-std::string next_prefix(const c10d::Store *store)
-{
-    static std::mutex mu;
-    static std::map<const c10d::Store *, uint64_t> counts;
-    std::lock_guard<std::mutex> lk(mu);
-    return "gcx_oob/" + std::to_string(counts[store]++);
 }
 
 } // namespace
@@ -186,52 +85,39 @@ class GcxWork : public c10d::Work {
 
 class GcxBackend : public c10d::Backend {
   public:
+    // global_ranks: the group's ranks in torch's default group (empty: this
+    // is the default group); group_name: torch's name of the group.
     GcxBackend(const c10::intrusive_ptr<c10d::Store> &store, int rank,
-               int size, double timeout_s)
+               int size, double timeout_s,
+               const std::vector<int64_t> &global_ranks,
+               const std::string &group_name, bool from_default)
         : c10d::Backend(rank, size)
     {
         TORCH_CHECK(size > 0 && rank >= 0 && rank < size,
                     "gcx: bad rank ", rank, " for a group of ", size);
-        OobCtx ctx;
-        ctx.store  = store;
-        ctx.prefix = next_prefix(store.get());
-        ctx.rank   = rank;
-        ctx.size   = size;
-        // clamp to GCX_TIMEOUT's range (0.001..1e6 s); 0 (no timeout in
-        // torch's sense) becomes the largest
-        double t = timeout_s <= 0 ? 1e6 : std::min(std::max(timeout_s, 0.001), 1e6);
+        GroupSpec spec{store, rank, size, timeout_s, global_ranks,
+                       group_name, from_default};
         gcx_comm_t *comm = nullptr;
         Engine::get().run_sync("comm_create", [&] {
-            gcx_config_t *cfg = nullptr;
-            gcx_status_t st   = gcx_config_read(&cfg);
-            if (st != GCX_OK) {
-                throw std::runtime_error(status_message("gcx_config_read", st) +
-                                         ": " + find_bad_variables());
-            }
-            char buf[64];
-            std::snprintf(buf, sizeof(buf), "%.6f", t);
-            st = gcx_config_set(cfg, "TIMEOUT", buf);
-            if (st != GCX_OK) {
-                gcx_config_release(cfg);
-                throw std::runtime_error(
-                    status_message("gcx_config_set(TIMEOUT)", st) +
-                    ": the process group's timeout " + buf +
-                    " s is not a valid GCX_TIMEOUT");
-            }
-            gcx_oob_t oob;
-            oob.allgather = oob_allgather;
-            oob.ctx       = &ctx;
-            oob.rank      = rank;
-            oob.size      = size;
-            st            = gcx_comm_create(&oob, cfg, &comm);
-            gcx_config_release(cfg);
-            if (st != GCX_OK) {
-                throw std::runtime_error(
-                    status_message("gcx_comm_create", st) +
-                    (ctx.error.empty() ? "" : ": " + ctx.error));
-            }
+            comm = create_group_comm(spec, &creation_);
         });
         comm_ = comm;
+    }
+
+    // How the communicator was made: "create_group" (from the default
+    // group's) or "store" (gcx_comm_create over the group's Store).
+    const std::string &creation() const { return creation_; }
+
+    // A GCX_* variable of the group's communicator, as text.
+    std::string config_value(const std::string &name) const
+    {
+        char buf[256];
+        TORCH_CHECK(comm_ != nullptr, "gcx: the group has been destroyed");
+        gcx_status_t st = gcx_config_get(gcx_comm_config(comm_), name.c_str(),
+                                         buf, sizeof(buf));
+        TORCH_CHECK(st == GCX_OK, status_message("gcx_config_get(" + name + ")",
+                                                 st));
+        return buf;
     }
 
     ~GcxBackend() override
@@ -682,11 +568,17 @@ class GcxBackend : public c10d::Backend {
         comm_            = nullptr;
         if (comm != nullptr && Engine::get().running()) {
             Engine::get().run_sync(
-                "comm_destroy", [comm] { gcx_comm_destroy(comm); }, comm);
+                "comm_destroy",
+                [comm] {
+                    forget_group_comm(comm);
+                    gcx_comm_destroy(comm);
+                },
+                comm);
         }
     }
 
     gcx_comm_t *comm_ = nullptr;
+    std::string creation_;
 };
 
 GcxBackend &as_gcx(const c10::intrusive_ptr<c10d::Backend> &backend)
@@ -719,13 +611,32 @@ PYBIND11_MODULE(_C, m)
     m.def(
         "create_backend",
         [](const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
-           double timeout_s) -> c10::intrusive_ptr<c10d::Backend> {
-            return c10::make_intrusive<torch_gcx::GcxBackend>(store, rank,
-                                                              size, timeout_s);
+           double timeout_s, const std::vector<int64_t> &global_ranks,
+           const std::string &group_name, bool from_default)
+            -> c10::intrusive_ptr<c10d::Backend> {
+            return c10::make_intrusive<torch_gcx::GcxBackend>(
+                store, rank, size, timeout_s, global_ranks, group_name,
+                from_default);
         },
         py::arg("store"), py::arg("rank"), py::arg("size"),
-        py::arg("timeout_s"), py::call_guard<py::gil_scoped_release>(),
+        py::arg("timeout_s"), py::arg("global_ranks"), py::arg("group_name"),
+        py::arg("from_default"),
+        py::call_guard<py::gil_scoped_release>(),
         "Create the gcx backend of a group (collective over its members).");
+    m.def(
+        "group_creation",
+        [](const c10::intrusive_ptr<c10d::Backend> &backend) {
+            return torch_gcx::as_gcx(backend).creation();
+        },
+        "How a gcx group's communicator was made: 'create_group' or "
+        "'store'.");
+    m.def(
+        "group_config",
+        [](const c10::intrusive_ptr<c10d::Backend> &backend,
+           const std::string &name) {
+            return torch_gcx::as_gcx(backend).config_value(name);
+        },
+        "A GCX_* variable of a gcx group's communicator, as text.");
     m.def(
         "shutdown",
         [] {

@@ -4,8 +4,11 @@
     torch.distributed.init_process_group("gcx")
 
 Importing registers the backend (once; importing again is harmless). Each
-process group gets one gcx communicator, created over the group's c10d Store;
-all gcx calls are made by one engine thread per process (see README.md).
+process group gets one gcx communicator: the default group's is created over
+its c10d Store, and a sub-group of it is made by its members from it
+(gcx_comm_create_group); a gcx group under another default backend (gloo)
+is created over its own Store. All gcx calls are made by one engine thread
+per process (see README.md).
 """
 import atexit
 
@@ -15,7 +18,11 @@ import torch.distributed as dist
 from . import _C
 from . import hooks  # noqa: F401  (torch_gcx.hooks.topk_hook, ...)
 
-__all__ = ["gcx_version", "hooks"]
+__all__ = ["gcx_version", "group_creation", "group_config", "hooks"]
+
+# False: make every gcx group over its own Store, as before create_group
+# (to compare the two; see bench/new_group_time.py)
+subgroups_from_default = True
 
 
 def gcx_version():
@@ -23,13 +30,37 @@ def gcx_version():
     return _C.gcx_version()
 
 
-def _create_backend(store, rank, size, timeout):
-    # timeout is the process group's datetime.timedelta; it becomes the
+def group_creation(group=None):
+    """How the gcx communicator of `group` (default: the default group) was
+    made: "create_group" (by its members, from the default group's) or
+    "store" (gcx_comm_create over the group's c10d Store)."""
+    return _C.group_creation(_backend(group))
+
+
+def group_config(name, group=None):
+    """A GCX_* variable (e.g. "TIMEOUT") of the communicator of `group`
+    (default: the default group), as text."""
+    return _C.group_config(_backend(group), name)
+
+
+def _backend(group):
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    return pg._get_backend(torch.device("cpu"))
+
+
+def _create_backend(opts, _backend_options):
+    # torch's extended creator API: the group's ranks in the default group
+    # (empty for the default group itself) and its name, which every member
+    # has the same; the timeout (a datetime.timedelta) becomes the
     # communicator's GCX_TIMEOUT
-    return _C.create_backend(store, rank, size, timeout.total_seconds())
+    return _C.create_backend(opts.store, opts.group_rank, opts.group_size,
+                             opts.timeout.total_seconds(),
+                             list(opts.global_ranks_in_group),
+                             str(opts.group_id), subgroups_from_default)
 
 
 if not hasattr(dist.Backend, "GCX"):
-    dist.Backend.register_backend("gcx", _create_backend, devices=["cpu"])
+    dist.Backend.register_backend("gcx", _create_backend, extended_api=True,
+                                  devices=["cpu"])
     # stop the engine before the interpreter goes away; never hangs
     atexit.register(_C.shutdown)
