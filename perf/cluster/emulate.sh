@@ -170,6 +170,7 @@ on_exit() {
     local rc=$? pid
     set +e
     trap - EXIT INT TERM USR1
+    trap '' USR2 # the ticker may still tick once
     for pid in "${watchdogs[@]}"; do kill "$pid" 2>/dev/null; done
     if (( ${#created_ns[@]} )); then
         delete_ns "${created_ns[@]}"
@@ -446,10 +447,24 @@ reap_gone() {
     done
 }
 
+# ticker: SIGUSR2 to this script every 0.5 s while it runs (killed on exit).
+ticker() {
+    (
+        trap 'exit 0' TERM
+        while sleep 0.5; do kill -USR2 $$ 2>/dev/null || exit 0; done
+    ) >/dev/null 2>&1 &
+    watchdogs+=($!)
+}
+
 run_ranks() {
     local i pid st
     for (( i = 0 ; i < nranks ; i++ )); do start_rank "$i" "$@"; done
     [[ -z $timeout_s ]] || after "$timeout_s" kill -USR1 $$
+    # bash 5.2's `wait -n PIDS` can block for good when a listed rank already
+    # ended and bash reaped it meanwhile (ranks that exit together): a tick
+    # every 0.5 s interrupts it, and reap_gone finds such ranks (chaos runs 41
+    # and 96 "hung" 115 s with every rank gone)
+    ticker
     while (( ${#rank_of[@]} )); do
         pid='' st=0
         wait -n -p pid "${!rank_of[@]}" 2>/dev/null || st=$?
@@ -543,6 +558,7 @@ main() {
     trap 'on_signal INT' INT
     trap 'on_signal TERM' TERM
     trap on_timeout USR1
+    trap : USR2
     tmp_dir=$(mktemp -d -t "$ns_base.XXXXXX")
     setup
     [[ -z $check ]] || check_links
