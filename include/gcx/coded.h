@@ -82,7 +82,8 @@ typedef struct gcx_coded_params {
      * undecodable -- the workers not gone could still decode later rounds
      * -- completes on every rank as lost instead (result->lost = 1,
      * recvbuf not written) and the object goes on; a round the workers not
-     * gone can never decode still fails. At GCX_TIMEOUT, workers that sent
+     * gone can never decode still fails. At GCX_TIMEOUT/2 into the round
+     * (the ranks waiting for its result are bounded by GCX_TIMEOUT), workers that sent
      * nothing, or whose taken payload has not landed (a sender stopped
      * mid-transfer), count as gone, like dead ones, when the others can
      * still decode: the round is then decoded from what is kept, or lost.

@@ -170,7 +170,6 @@ on_exit() {
     local rc=$? pid
     set +e
     trap - EXIT INT TERM USR1
-    trap '' USR2 # the ticker may still tick once
     for pid in "${watchdogs[@]}"; do kill "$pid" 2>/dev/null; done
     if (( ${#created_ns[@]} )); then
         delete_ns "${created_ns[@]}"
@@ -435,8 +434,8 @@ rank_done() {
     [[ -n $keep_going ]] || stop_ranks "rank $i failed"
 }
 
-# reap_gone: ranks that bash reaped while it waited for something else (a command
-# substitution) are no longer jobs for `wait -n`; a plain `wait PID` still has their status.
+# reap_gone: bookkeeping for every rank that has ended: bash reaps its children as they
+# end, and a plain `wait PID` still has the status of one it reaped.
 reap_gone() {
     local pid st
     for pid in "${!rank_of[@]}"; do
@@ -447,34 +446,18 @@ reap_gone() {
     done
 }
 
-# ticker: SIGUSR2 to this script every 0.5 s while it runs (killed on exit).
-ticker() {
-    (
-        trap 'exit 0' TERM
-        while sleep 0.5; do kill -USR2 $$ 2>/dev/null || exit 0; done
-    ) >/dev/null 2>&1 &
-    watchdogs+=($!)
-}
-
 run_ranks() {
-    local i pid st
+    local i
     for (( i = 0 ; i < nranks ; i++ )); do start_rank "$i" "$@"; done
     [[ -z $timeout_s ]] || after "$timeout_s" kill -USR1 $$
-    # bash 5.2's `wait -n PIDS` can block for good when a listed rank already
-    # ended and bash reaped it meanwhile (ranks that exit together): a tick
-    # every 0.5 s interrupts it, and reap_gone finds such ranks (chaos runs 41
-    # and 96 "hung" 115 s with every rank gone)
-    ticker
+    # Poll (50 ms) rather than `wait -n PIDS`: bash 5.2's can block for good
+    # when a listed rank already ended and bash reaped it meanwhile (ranks that
+    # exit together: chaos runs 41 and 96 "hung" 115 s with every rank gone),
+    # and a trapped signal that interrupts it can hand back the signal's status
+    # as the rank's (a rank "exited with status 140" under a SIGUSR2 tick).
     while (( ${#rank_of[@]} )); do
-        pid='' st=0
-        wait -n -p pid "${!rank_of[@]}" 2>/dev/null || st=$?
-        if [[ -n ${pid:-} ]]; then
-            rank_done "$pid" "$st"
-        else
-            # A trapped signal interrupted the wait, or the ranks left were reaped already.
-            reap_gone
-            sleep 0.05
-        fi
+        reap_gone
+        if (( ${#rank_of[@]} )); then sleep 0.05; fi
     done
 }
 
@@ -558,7 +541,6 @@ main() {
     trap 'on_signal INT' INT
     trap 'on_signal TERM' TERM
     trap on_timeout USR1
-    trap : USR2
     tmp_dir=$(mktemp -d -t "$ns_base.XXXXXX")
     setup
     [[ -z $check ]] || check_links

@@ -494,8 +494,9 @@ void taken_worker_dies(gcx_code_kind_t kind, bool mate_abstains = false, bool st
             _exit(0);
         }
         if (r == die_round && rank == 2) {
+            // the root must have taken rank 3's header first: give it time
             ASSERT_TRUE(wait_for_marker(posted, nullptr)) << "rank 3 never posted";
-            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            std::this_thread::sleep_for(std::chrono::milliseconds(600));
             gcx_request_t *req = nullptr;
             if (mate_abstains) {
                 ASSERT_EQ(GCX_OK, gcx_coded_abstain(coded, sum.data(), &res, &req));
