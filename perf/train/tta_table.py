@@ -5,7 +5,9 @@ Reads gcx-train's JSON summary (--json) and CSV trace (--csv) of each run
 and writes a Markdown table per set of runs. The first run of a set whose
 name contains "dense" is that set's reference: speed-up = its time to the
 target / the run's; the accuracy difference is the run's final test
-accuracy minus its. "x fewer bytes" is the run's dense-equivalent bytes
+accuracy minus its. A set with a run whose name contains "uncoded" (the
+pgc-master set's baseline: a master waiting for every worker) gets one
+more column, the speed-up over that run. "x fewer bytes" is the run's dense-equivalent bytes
 (what a ring allreduce of the full gradient would have sent over the same
 steps) over the bytes it actually sent, summed over ranks.
 
@@ -41,18 +43,25 @@ def fmt(v, spec, none="—"):
 
 def table(title, runs):
     ref = next((r for r in runs if "dense" in r["_name"]), None)
+    unc = next((r for r in runs if "uncoded" in r["_name"]), None)
     target = runs[0].get("target_acc") if runs else None
     out = [f"### {title}", ""]
     out.append(f"| run | --sync | time to {fmt(target, '.0%')} (s) | speed-up (x) "
-               "vs dense | final test acc | vs dense (points) | bytes sent "
+               "vs dense |" + (" vs uncoded (x) |" if unc else "") +
+               " final test acc | vs dense (points) | bytes sent "
                "(all ranks) | x fewer bytes than dense | steps | step (ms) "
                "| sync (ms) |")
-    out.append("|" + " --- |" * 11)
+    out.append("|" + " --- |" * (12 if unc else 11))
+
+    def speedup(base, ttt):
+        if base is None or not ttt or not base.get("time_to_target_s"):
+            return None
+        return base["time_to_target_s"] / ttt
+
     for r in runs:
         ttt = r.get("time_to_target_s")
-        speed = None
-        if ref is not None and ttt and ref.get("time_to_target_s"):
-            speed = ref["time_to_target_s"] / ttt
+        speed = speedup(ref, ttt)
+        vs_unc = f" {fmt(speedup(unc, ttt), '.2f')} |" if unc else ""
         delta = None
         if ref is not None:
             delta = 100.0 * (r["final_test_acc"] - ref["final_test_acc"])
@@ -61,7 +70,7 @@ def table(title, runs):
         out.append(
             f"| {r['_name']} | `{r['sync']}` | "
             f"{fmt(ttt, '.1f', 'not reached')} | "
-            f"{fmt(speed, '.2f')} | {r['final_test_acc']:.4f} | "
+            f"{fmt(speed, '.2f')} |{vs_unc} {r['final_test_acc']:.4f} | "
             f"{fmt(delta, '+.2f')} | {r['bytes_sent'] / 1e9:.2f} GB | "
             f"{fmt(fewer, '.1f')} | {r['steps']} | {r['_step_ms']:.1f} | "
             f"{r['_sync_ms']:.1f} |")

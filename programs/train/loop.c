@@ -134,7 +134,8 @@ static gcx_status_t train_grad_part(void *ctx, int part, int nparts,
                                     float *grad, train_batch_stats_t *stats_p)
 {
     train_state_t *st = ctx;
-    size_t global = (size_t)st->opts->batch * (size_t)st->comm->size;
+    /* the workers' shards: a master that computes nothing has none */
+    size_t global = (size_t)st->opts->batch * (size_t)st->sync.workers;
     size_t begin, count;
     double loss, t0;
     long u;
@@ -151,7 +152,7 @@ static gcx_status_t train_grad_part(void *ctx, int part, int nparts,
     count = global / (size_t)nparts;
     /* steps_per_batch consecutive steps share global batch u */
     u = st->step_in_epoch / st->sync.steps_per_batch;
-    begin = train_shard_offset((int)u, st->opts->batch, 0, st->comm->size) +
+    begin = train_shard_offset((int)u, st->opts->batch, 0, st->sync.workers) +
             (size_t)part * count;
     if (st->trace != NULL) {
         fprintf(st->trace, "%d %ld %zu %zu\n", st->epoch, st->step_in_epoch,
@@ -298,9 +299,8 @@ static gcx_status_t train_state_init(train_state_t *st,
                                      const train_dataset_t *test)
 {
     train_shape_t in = {1, train->rows, train->cols};
-    long batches =
-        (long)train_steps_per_epoch(train->n, opts->batch, comm->size);
     gcx_status_t status;
+    long batches;
 
     memset(st, 0, sizeof(*st));
     st->perturb_step = train_perturb_step(comm->rank);
@@ -309,12 +309,6 @@ static gcx_status_t train_state_init(train_state_t *st,
     st->comm = comm;
     st->train = train;
     st->test = test;
-    if (batches == 0) {
-        train_error("a global batch of %d x %d ranks is larger than the %zu "
-                    "training samples",
-                    opts->batch, comm->size, train->n);
-        return GCX_ERR_INVALID;
-    }
     if (test->rows != train->rows || test->cols != train->cols) {
         train_error("test images are %dx%d but training images %dx%d",
                     test->rows, test->cols, train->rows, train->cols);
@@ -350,7 +344,19 @@ static gcx_status_t train_state_init(train_state_t *st,
     if (status != GCX_OK) {
         return status;
     }
-    if (comm->rank == opts->straggler_rank) {
+    /* the global batch is --batch per worker (not per master) */
+    batches = (long)train_steps_per_epoch(train->n, opts->batch,
+                                          st->sync.workers);
+    if (batches == 0) {
+        train_error("a global batch of %d x %d workers is larger than the "
+                    "%zu training samples",
+                    opts->batch, st->sync.workers, train->n);
+        return GCX_ERR_INVALID;
+    }
+    if (comm->rank == opts->straggler_rank && st->sync.worker < 0) {
+        train_info("--straggler: this rank is the master, computes no "
+                   "gradient and so never sleeps");
+    } else if (comm->rank == opts->straggler_rank) {
         st->sync.delay_s = opts->straggler_delay;
         train_info("--straggler: this rank sleeps %.0f ms per step",
                    opts->straggler_delay * 1e3);
@@ -358,8 +364,8 @@ static gcx_status_t train_state_init(train_state_t *st,
     st->sync.straggler_exp = opts->straggler_exp;
     st->sync.straggler_seed = opts->seed;
     if (opts->straggler_exp > 0 && comm->rank == 0) {
-        train_info("--straggler exp:%g: every rank sleeps Exp(mean %g x its "
-                   "compute time) after each gradient it computes",
+        train_info("--straggler exp:%g: every worker sleeps Exp(mean %g x "
+                   "its compute time) after each gradient it computes",
                    opts->straggler_exp, opts->straggler_exp);
     }
     /* the sync mode says how many steps a global batch takes */
@@ -409,8 +415,8 @@ static gcx_status_t train_step(train_state_t *st, long step,
     st->sync.busy_s = 0;
     t0 = train_now();
     if (!(st->sync.ops->flags & TRAIN_SYNC_OWN_GRADIENT)) {
-        status = train_grad_part(st, st->comm->rank, st->comm->size, st->grads,
-                                 &mine);
+        status = train_grad_part(st, st->sync.worker, st->sync.workers,
+                                 st->grads, &mine);
         if (status != GCX_OK) {
             return status;
         }
@@ -510,6 +516,7 @@ gcx_status_t train_run(const train_opts_t *opts, train_comm_t *comm,
     }
     spe = st.spe;
     res.world = comm->size;
+    res.workers = st.sync.workers;
     res.nparams = st.net.nparams;
     snprintf(res.model_desc, sizeof(res.model_desc), "%s", st.net.desc);
     res.epochs = calloc((size_t)opts->epochs, sizeof(*res.epochs));

@@ -44,6 +44,7 @@ typedef struct train_step_rec {
 /** Outcome of a run. */
 typedef struct train_result {
     int world;
+    int workers; /**< Ranks computing gradients (world - 1 with a master). */
     size_t nparams;
     char model_desc[256];
     long steps;

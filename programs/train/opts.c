@@ -84,14 +84,21 @@ void train_opts_usage(FILE *out)
             "step it computes\n"
             "                         a gradient (a slow worker; default: "
             "none)\n"
-            "  --straggler exp:M      every rank sleeps Exp(mean M x the "
+            "  --straggler exp:M      every worker sleeps Exp(mean M x the "
             "compute time) after\n"
             "                         each gradient it computes, drawn from "
-            "(seed, step, rank,\n"
-            "                         part): random stragglers\n"
+            "(seed, step, worker,\n"
+            "                         part): random stragglers (a coded "
+            "mode's master=1 rank\n"
+            "                         computes nothing and never sleeps)\n"
             "Synchronisation:\n"
             "  --sync MODE[:k=v,...]  how gradients are combined (default "
-            "%s):\n",
+            "%s);\n"
+            "                         coded modes with master=1: the root "
+            "decodes only and\n"
+            "                         the other ranks are the workers, "
+            "global batch\n"
+            "                         (ranks - 1) x --batch:\n",
             TRAIN_DATA_DIR_HELP, d.model.kind, d.model.ksize, d.epochs, d.batch,
             d.lr, d.momentum, d.weight_decay, train_sched_name(d.schedule),
             d.warmup_epochs, d.lr_step_epochs, d.lr_gamma, d.min_lr,

@@ -231,11 +231,12 @@ void train_report_json_stream(FILE *f, const train_opts_t *o,
     fprintf(f, ",\n  \"params\": %zu,\n  \"sync\": ", r->nparams);
     json_str(f, o->sync);
     fprintf(f,
-            ",\n  \"world_size\": %d,\n  \"batch_per_rank\": %d,\n"
+            ",\n  \"world_size\": %d,\n  \"workers\": %d,\n"
+            "  \"batch_per_rank\": %d,\n"
             "  \"global_batch\": %d,\n  \"epochs_planned\": %d,\n"
             "  \"epochs\": %d,\n  \"steps\": %ld,\n",
-            r->world, o->batch, o->batch * r->world, o->epochs, r->nepochs,
-            r->steps);
+            r->world, r->workers, o->batch, o->batch * r->workers, o->epochs,
+            r->nepochs, r->steps);
     fputs("  \"lr\": ", f);
     json_num(f, o->lr);
     fputs(", \"momentum\": ", f);

@@ -168,6 +168,8 @@ gcx_status_t train_sync_create(const char *spec, train_comm_t *comm, size_t n,
     sync.comm = comm;
     sync.n = n;
     sync.steps_per_batch = 1;
+    sync.workers = comm->size;
+    sync.worker = comm->rank;
     status = ops->init(&sync, &kv);
     if (status != GCX_OK) {
         return status;
@@ -244,7 +246,7 @@ void train_sync_computed(train_sync_t *sync, int part, double compute_s)
     sync->pending_delay_s +=
         sync->straggler_exp * compute_s *
         train_straggler_draw(sync->straggler_seed, sync->step,
-                             sync->comm->rank, part);
+                             sync->worker, part);
 }
 
 void train_sync_put_feedback(train_blob_t *out, gcx_feedback_t *fb)

@@ -180,6 +180,16 @@ struct train_sync {
      * that an epoch still computes every sample once.
      */
     int steps_per_batch;
+    /**
+     * Ranks that compute gradients, and this rank's index among them (-1:
+     * it computes none). comm->size and comm->rank unless init changes
+     * them: a coded mode with a master that is not a worker (master=1)
+     * has size - 1 workers, the master -1. The global batch is workers x
+     * --batch; worker w takes part w of it, and the --straggler exp:M
+     * draws are keyed by the worker index.
+     */
+    int workers;
+    int worker;
 };
 
 /** The modes compiled in. */
@@ -222,8 +232,8 @@ void train_sync_delay(train_sync_t *sync);
 /**
  * The gradient source computed part @p part of this step (sync->step) in
  * @p compute_s seconds: with --straggler exp:M, add
- * M * compute_s * train_straggler_draw(seed, step, rank, part) to what the
- * next train_sync_delay() sleeps. So a step's delay has the mean M x its
+ * M * compute_s * train_straggler_draw(seed, step, sync->worker, part) to
+ * what the next train_sync_delay() sleeps. So a step's delay has the mean M x its
  * compute time: M x one partition's for dense and pgc, (s+1)x that for gc.
  */
 void train_sync_computed(train_sync_t *sync, int part, double compute_s);

@@ -42,6 +42,15 @@
  * (TRAIN_SYNC_BATCH_STATS). The decoded vector is the sum over partitions
  * of partition-mean gradients; dividing by n gives the global-batch mean.
  *
+ * Master (master=1): the root is not a worker, as in the papers' setting
+ * (a parameter server): the code has n = ranks - 1 workers, the other
+ * ranks in rank order (gcx_coded_params_t.root_not_worker); the master
+ * computes no gradient, sleeps no straggler delay, decodes, and applies
+ * the decoded update like every rank, so the weights stay identical.
+ * The loop gives the global batch to the n workers only
+ * (sync->workers, sync->worker). Without it the root is worker 0 too and
+ * decodes only after its own computation and delay.
+ *
  * Dead workers: the root knows which workers the coded gather counts gone
  * (gcx_coded_stats()); coded_survivors() tells the loop, whose weight
  * checks, evaluation and byte sums then skip them, so a run that lost up
@@ -72,7 +81,7 @@ typedef struct coded_sync {
     gcx_code_t *code;
     gcx_pgc_t *pgc;   /* pipelined modes only */
     gcx_coded_t *coded;
-    int worker;       /* this rank's worker index */
+    int worker;       /* this rank's worker index; -1: the master */
     int root;         /* the rank that decodes */
     int nparts;       /* n: partitions of the global batch */
     int load;         /* buffers: s+1 partitions (gc) or slots (pgc) */
@@ -87,6 +96,7 @@ typedef struct coded_sync {
     int ignore;       /* ignore: own partition only, first n-s rescaled */
     double scale;     /* decoded vector x scale = sum estimate (ignore: s+1) */
     long steps, skipped, abstained, lost; /* for the summary line of fini */
+    long computed;    /* partition gradients this rank computed */
 } coded_sync_t;
 
 static void coded_free(coded_sync_t *cs)
@@ -120,8 +130,8 @@ static gcx_status_t coded_init(train_sync_t *sync, train_kv_t *args,
     gcx_coded_params_t params;
     coded_sync_t *cs;
     gcx_status_t status;
-    long s, root;
-    int k;
+    long s, root, master = 0;
+    int k, n;
 
     if (sync->comm->comm == NULL || sync->comm->size < 2) {
         train_error("--sync %s needs at least 2 ranks (one process has "
@@ -129,7 +139,11 @@ static gcx_status_t coded_init(train_sync_t *sync, train_kv_t *args,
                     mode);
         return GCX_ERR_INVALID;
     }
-    status = train_kv_long(args, mode, "s", 1, 0, sync->comm->size - 1, &s);
+    status = train_kv_long(args, mode, "master", 0, 0, 1, &master);
+    n = sync->comm->size - (int)master; /* the workers */
+    if (status == GCX_OK) {
+        status = train_kv_long(args, mode, "s", 1, 0, n - 1, &s);
+    }
     if (status == GCX_OK) {
         status = train_kv_long(args, mode, "root", 0, 0, sync->comm->size - 1,
                                &root);
@@ -140,7 +154,7 @@ static gcx_status_t coded_init(train_sync_t *sync, train_kv_t *args,
     decoding = ignore ? "weighted" : train_kv_str(args, "decoding", "exact");
     memset(&cp, 0, sizeof(cp));
     cp.kind = kind;
-    cp.n = sync->comm->size;
+    cp.n = n;
     cp.s = (int)s;
     if (strcmp(decoding, "exact") == 0) {
         cp.decoding = GCX_CODE_DECODE_EXACT;
@@ -151,10 +165,10 @@ static gcx_status_t coded_init(train_sync_t *sync, train_kv_t *args,
                     kind == GCX_CODE_CR ? " or weighted" : "");
         return GCX_ERR_INVALID;
     }
-    if (kind == GCX_CODE_FR && sync->comm->size % (s + 1) != 0) {
+    if (kind == GCX_CODE_FR && n % (s + 1) != 0) {
         train_error("--sync %s: fractional repetition needs s+1 = %ld to "
-                    "divide the %d ranks",
-                    mode, s + 1, sync->comm->size);
+                    "divide the %d workers",
+                    mode, s + 1, n);
         return GCX_ERR_INVALID;
     }
     cs = calloc(1, sizeof(*cs));
@@ -176,7 +190,6 @@ static gcx_status_t coded_init(train_sync_t *sync, train_kv_t *args,
     } else {
         cs->load = gcx_code_load(cs->code);
     }
-    cs->worker = sync->comm->rank;
     cs->nparts = cp.n;
     cs->ignore = ignore;
     cs->scale = ignore ? (double)(s + 1) : 1.0;
@@ -199,21 +212,27 @@ static gcx_status_t coded_init(train_sync_t *sync, train_kv_t *args,
             goto err;
         }
     }
-    status = gcx_code_assignment(cs->code, cs->worker, cs->parts, cs->coeffs,
-                                 &cs->nassigned);
-    if (status != GCX_OK) {
-        goto err;
-    }
     memset(&params, 0, sizeof(params));
     params.code = cs->code;
     params.count = cs->count;
     params.root = (int)root;
+    params.root_not_worker = (int)master;
     params.lost_rounds = 1; /* see coded_exchange */
     cs->root = (int)root;
     status = gcx_coded_create(sync->comm->comm, &params, &cs->coded);
     if (status != GCX_OK) {
         goto err;
     }
+    cs->worker = gcx_coded_worker(cs->coded, sync->comm->rank);
+    if (cs->worker >= 0) {
+        status = gcx_code_assignment(cs->code, cs->worker, cs->parts,
+                                     cs->coeffs, &cs->nassigned);
+        if (status != GCX_OK) {
+            goto err;
+        }
+    }
+    sync->workers = n;
+    sync->worker = cs->worker;
     sync->priv = cs;
     if (pipelined) {
         /* a step computes the partitions of one slot of P: P steps per
@@ -238,6 +257,7 @@ static gcx_status_t coded_compute(coded_sync_t *cs, const train_grad_src_t *src,
     if (status != GCX_OK) {
         return status;
     }
+    cs->computed++;
     buf[n + 0] = (float)bs.loss_sum;
     buf[n + 1] = (float)bs.hits;
     buf[n + 2] = (float)bs.samples;
@@ -257,6 +277,10 @@ static gcx_status_t coded_contribute(train_sync_t *sync, coded_sync_t *cs,
     gcx_status_t status;
 
     *send_p = 0;
+    if (cs->worker < 0) { /* the master computes nothing; sends nothing */
+        *send_p = 1;
+        return GCX_OK;
+    }
     status = gcx_coded_ready(cs->coded, &ready);
     if (status != GCX_OK || ready) {
         return status; /* decoded without us: skip the computation */
@@ -350,7 +374,9 @@ static gcx_status_t coded_exchange(train_sync_t *sync, float *grad,
     } else {
         stats->bytes_sent = send && !result.skipped ? bytes : 0;
     }
-    stats->dense_bytes = train_sync_ring_bytes(sync->n, size);
+    /* a dense run of this computation: a ring over the workers */
+    stats->dense_bytes =
+        cs->worker < 0 ? 0 : train_sync_ring_bytes(sync->n, sync->workers);
     stats->cf = 1.0;
     stats->gain = 1.0;
     return GCX_OK;
@@ -360,30 +386,46 @@ static void coded_fini(train_sync_t *sync)
 {
     coded_sync_t *cs = sync->priv;
 
-    if (cs != NULL && cs->steps > 0) {
+    if (cs != NULL && cs->steps > 0 && cs->worker < 0) {
+        train_info("%s: this rank is the master, not a worker: it decoded "
+                   "%ld steps of %d workers and computed %ld partition "
+                   "gradients",
+                   sync->ops->name, cs->steps, sync->workers, cs->computed);
+    } else if (cs != NULL && cs->steps > 0) {
         train_info("%s: this rank skipped %ld of %ld steps (decoded without "
                    "it) and abstained from %ld (a skipped slot was still in "
-                   "its message); %ld steps were lost (undecodable: a zero "
-                   "gradient)",
+                   "its message); it computed %ld partition gradients; %ld "
+                   "steps were lost (undecodable: a zero gradient)",
                    sync->ops->name, cs->skipped, cs->steps, cs->abstained,
-                   cs->lost);
+                   cs->computed, cs->lost);
     }
     coded_free(sync->priv);
     sync->priv = NULL;
 }
 
-/* The root decodes and knows which workers (= ranks) it counts gone. */
+/*
+ * The root decodes and knows which workers it counts gone; worker w is
+ * rank w, or with a master the w-th rank that is not the root.
+ */
 static void coded_survivors(const train_sync_t *sync, int *root_p,
                             uint64_t *gone_p)
 {
     const coded_sync_t *cs = sync->priv;
     gcx_coded_stats_t st;
+    int r;
 
     *root_p = cs->root;
     *gone_p = 0;
-    if (sync->comm->rank == cs->root &&
-        gcx_coded_stats(cs->coded, &st) == GCX_OK) {
-        *gone_p = st.gone;
+    if (sync->comm->rank != cs->root ||
+        gcx_coded_stats(cs->coded, &st) != GCX_OK) {
+        return;
+    }
+    for (r = 0; r < sync->comm->size && r < 64; r++) {
+        int w = gcx_coded_worker(cs->coded, r);
+
+        if (w >= 0 && (st.gone >> w & 1)) {
+            *gone_p |= 1ULL << r;
+        }
     }
 }
 
@@ -417,7 +459,8 @@ static gcx_status_t ignore_init(train_sync_t *sync, train_kv_t *args)
 const train_sync_ops_t train_sync_gc_fr = {
     .name = "gc-fr",
     .help = "gradient coding, fractional repetition: s+1 partitions per "
-            "rank, the fastest decodable set wins; s=1, root=0",
+            "rank, the fastest decodable set wins; s=1, root=0, master=0|1 "
+            "(1: the root is a master, not a worker)",
     .flags = CODED_FLAGS,
     .init = gc_fr_init,
     .exchange = coded_exchange,
@@ -427,7 +470,7 @@ const train_sync_ops_t train_sync_gc_fr = {
 
 const train_sync_ops_t train_sync_gc_cr = {
     .name = "gc-cr",
-    .help = "gradient coding, cyclic repetition; s=1, root=0, "
+    .help = "gradient coding, cyclic repetition; s=1, root=0, master=0|1, "
             "decoding=exact|weighted",
     .flags = CODED_FLAGS,
     .init = gc_cr_init,
@@ -440,7 +483,7 @@ const train_sync_ops_t train_sync_pgc_fr = {
     .name = "pgc-fr",
     .help = "pipelined gradient coding (FR): one partition per rank per "
             "step, stale up to s; an epoch takes s+1 times the steps; s=1, "
-            "root=0",
+            "root=0, master=0|1",
     .flags = CODED_FLAGS,
     .init = pgc_fr_init,
     .exchange = coded_exchange,
@@ -451,7 +494,8 @@ const train_sync_ops_t train_sync_pgc_fr = {
 const train_sync_ops_t train_sync_pgc_cr = {
     .name = "pgc-cr",
     .help = "pipelined gradient coding (CR): as pgc-fr, an epoch takes "
-            "s+1 times the steps; s=1, root=0, decoding=exact|weighted",
+            "s+1 times the steps; s=1, root=0, master=0|1, "
+            "decoding=exact|weighted",
     .flags = CODED_FLAGS,
     .init = pgc_cr_init,
     .exchange = coded_exchange,
@@ -462,7 +506,7 @@ const train_sync_ops_t train_sync_pgc_cr = {
 const train_sync_ops_t train_sync_ignore = {
     .name = "ignore",
     .help = "ignore stragglers: own partition, the root sums the first "
-            "n-s to arrive x n/(n-s) (inexact); s=1, root=0",
+            "n-s to arrive x n/(n-s) (inexact); s=1, root=0, master=0|1",
     .flags = CODED_FLAGS,
     .init = ignore_init,
     .exchange = coded_exchange,

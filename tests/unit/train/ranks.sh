@@ -21,9 +21,18 @@
 #     dense run's epoch exactly, for dense and for the pipelined modes
 #     (pgc-fr and pgc-cr with s = 1 on 4 ranks, pgc-fr with s = 2 on 3),
 #     whose epoch has P = s+1 times dense's steps, P per global batch;
+#     and pgc-fr with a master (master=1, 3 ranks: 2 workers) against
+#     dense on 2 ranks: the global batch is the workers' only;
 #  6. a coded run (gc-cr, s = 1, 4 ranks over TCP) whose worker 3
 #     kills itself (GCX_TRAIN_KILL) goes on to the end on the other three:
-#     weight checks, evaluation and byte sums over the live ranks.
+#     weight checks, evaluation and byte sums over the live ranks;
+#  7. a master that is not a worker (master=1; a 32-wide MLP, cheap):
+#     pgc-fr and ignore on 3 ranks (master + 2 workers) under
+#     --straggler exp:2 keep the weights identical, the master computes
+#     no gradient (its sample trace is empty, its summary says 0) while
+#     the workers do, and the JSON says 2 workers; and case 6 with a
+#     master (gc-cr, 4 ranks: rank 3 is worker 2) finishes too (the root's
+#     mask of dead workers is turned into ranks).
 # Skips (77) when Fashion-MNIST is not installed.
 . "$(dirname "$0")/setup.sh"
 
@@ -117,14 +126,17 @@ done
 # 5. One full epoch of a tiny model (a few seconds in all).
 epoch="--epochs 1 --batch 250 --hidden 16 --lr 0.05 --check-every 0 --progress none"
 dense_steps=0
-for run in dense:4 pgc-fr:s=1:4 pgc-cr:s=1:4 dense:3 pgc-fr:s=2:3; do
-    n=${run##*:}
-    mode=${run%:*}
+for run in dense@4 pgc-fr:s=1@4 pgc-cr:s=1@4 dense@3 pgc-fr:s=2@3 dense@2 \
+           pgc-fr:s=1,master=1@3; do
+    n=${run##*@}
+    mode=${run%@*}
     case $mode in
     dense) p=1 ;;
-    *) p=$(( ${mode##*s=} + 1 )) ;;
+    *) p=$(( $(echo "$mode" | sed 's/.*:s=\([0-9]*\).*/\1/') + 1 )) ;;
     esac
-    name=trace-$(echo "$mode" | tr ':=' '--')-$n
+    w=$n # workers: a master computes no part of the global batch
+    case $mode in *master=1*) w=$((n - 1)) ;; esac
+    name=trace-$(echo "$mode" | tr ':=,' '---')-$n
     GCX_TRAIN_TRACE_SAMPLES="$tmp/$name" "$gcxrun" -n "$n" -- "$train" \
         $epoch --sync "$mode" --json "$tmp/$name.json" > "$tmp/$name.log" 2>&1 ||
         { echo "FAIL: sync $mode on $n ranks"; cat "$tmp/$name.log"; fail=1;
@@ -133,7 +145,7 @@ for run in dense:4 pgc-fr:s=1:4 pgc-cr:s=1:4 dense:3 pgc-fr:s=2:3; do
     [ "$mode" = dense ] && dense_steps=$steps
     # Identical lines are one partition computed by several holders at
     # the same step (the code's redundancy): count them once.
-    res=$(cat "$tmp/$name".[0-9]* | sort -u | awk -v G=$((250 * n)) -v P="$p" \
+    res=$(cat "$tmp/$name".[0-9]* | sort -u | awk -v G=$((250 * w)) -v P="$p" \
         -v D="$dense_steps" -v S="$steps" '
         $1 != 1 { bad = bad " epoch " $1 }
         int($2 / P) != int($3 / G) {   # read another global batch
@@ -148,7 +160,7 @@ for run in dense:4 pgc-fr:s=1:4 pgc-cr:s=1:4 dense:3 pgc-fr:s=2:3; do
             if (n != D * G) bad = bad " " n " computed for " D * G
             print (bad == "" ? "ok" : "bad:" bad)
         }')
-    echo "trace $mode on $n ranks: $steps steps (P = $p, dense $dense_steps)," \
+    echo "trace $mode on $n ranks ($w workers): $steps steps (P = $p, dense $dense_steps)," \
          "samples $res"
     [ "$res" = ok ] ||
         { echo "FAIL: sync $mode on $n ranks: an epoch is not one pass over" \
@@ -156,10 +168,14 @@ for run in dense:4 pgc-fr:s=1:4 pgc-cr:s=1:4 dense:3 pgc-fr:s=2:3; do
 done
 
 # 6. A dead coded worker stops nothing: the others finish, checks passed.
-for mode in gc-cr; do
-    name=kill-$mode
+# With a master (7.) rank 3 is worker 2: the root's mask of dead workers
+# must be turned into ranks (a 32-wide MLP: cheap).
+for mode in gc-cr gc-cr:s=1,master=1; do
+    name=kill-$(echo "$mode" | tr ':=,' '---')
+    extra=
+    case $mode in *master=1*) extra="--hidden 32" ;; esac
     GCX_TRAIN_KILL=3:12 UCX_TLS=tcp,self GCX_TIMEOUT=10 "$gcxrun" -n 4 \
-        --keep-going -- "$train" $common --batch 12 --sync "$mode" \
+        --keep-going -- "$train" $common $extra --batch 12 --sync "$mode" \
         --json "$tmp/$name.json" > "$tmp/$name.log" 2>&1
     c=$(field "$tmp/$name.json" weight_checks 2>/dev/null)
     acc=$(field "$tmp/$name.json" final_test_acc 2>/dev/null)
@@ -171,5 +187,30 @@ for mode in gc-cr; do
         echo "FAIL: sync $mode did not finish on the live ranks"
         cat "$tmp/$name.log"; fail=1
     fi
+done
+
+# 7. A master that is not a worker.
+for mode in pgc-fr ignore; do
+    name=master-$mode
+    GCX_TRAIN_TRACE_SAMPLES="$tmp/$name" "$gcxrun" -n 3 -- "$train" $common \
+        --hidden 32 --batch 12 --sync "$mode:s=1,master=1" --straggler exp:2 \
+        --json "$tmp/$name.json" > "$tmp/$name.log" 2>&1 ||
+        { echo "FAIL: sync $mode with a master"; cat "$tmp/$name.log"; fail=1;
+          continue; }
+    c=$(field "$tmp/$name.json" weight_checks)
+    w=$(field "$tmp/$name.json" workers)
+    m=$(sed -n "s/^gcx-train\[0\]: $mode: this rank is the master, .* computed \([0-9]*\) partition.*/\1/p" \
+        "$tmp/$name.log")
+    c1=$(sed -n "s/^gcx-train\[1\]: $mode: .* it computed \([0-9]*\) partition.*/\1/p" \
+        "$tmp/$name.log")
+    c2=$(sed -n "s/^gcx-train\[2\]: $mode: .* it computed \([0-9]*\) partition.*/\1/p" \
+        "$tmp/$name.log")
+    t0=$(wc -l < "$tmp/$name.0")
+    echo "sync $mode:s=1,master=1 on 3 ranks: weight_checks $c workers $w," \
+         "partitions computed: master ${m:-?} (trace lines $t0)," \
+         "workers ${c1:-?} and ${c2:-?}"
+    [ "$c" = 5 ] && [ "$w" = 2 ] && [ "${m:-x}" = 0 ] && [ "$t0" = 0 ] &&
+        [ "${c1:-0}" -gt 0 ] && [ "${c2:-0}" -gt 0 ] ||
+        { echo "FAIL: sync $mode with a master"; cat "$tmp/$name.log"; fail=1; }
 done
 exit $fail

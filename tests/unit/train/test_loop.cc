@@ -95,6 +95,7 @@ TEST(TrainLoop, LearnsASeparableTask)
     train_result_t r;
     ASSERT_EQ(run(o, d, &r), GCX_OK);
     EXPECT_EQ(r.world, 1);
+    EXPECT_EQ(r.workers, 1);
     EXPECT_EQ(r.nepochs, 3);
     EXPECT_EQ(r.steps, 3 * (640 / 16));
     EXPECT_GT(r.final_test_acc, 0.9);
@@ -208,7 +209,8 @@ TEST(TrainLoop, CsvTraceAndJsonSummary)
     for (const char *key :
          {"\"final_test_acc\"", "\"time_to_target_s\"", "\"total_time_s\"",
           "\"bytes_sent\"", "\"dense_bytes\"", "\"steps\": 80",
-          "\"per_epoch\"", "\"world_size\": 1", "\"sync\": \"dense\""}) {
+          "\"per_epoch\"", "\"world_size\": 1", "\"workers\": 1",
+          "\"sync\": \"dense\""}) {
         EXPECT_NE(js.find(key), std::string::npos) << key << "\n" << js;
     }
     // Balanced braces and brackets, no NaN literal.
