@@ -82,12 +82,7 @@ typedef struct gcx_coded_params {
      * undecodable -- the workers not gone could still decode later rounds
      * -- completes on every rank as lost instead (result->lost = 1,
      * recvbuf not written) and the object goes on; a round the workers not
-     * gone can never decode still fails. At GCX_TIMEOUT/2 into the round
-     * (the ranks waiting for its result are bounded by GCX_TIMEOUT), workers that sent
-     * nothing, or whose taken payload has not landed (a sender stopped
-     * mid-transfer), count as gone, like dead ones, when the others can
-     * still decode: the round is then decoded from what is kept, or lost.
-     * Every call must then pass a result. Set it alike on every rank.
+     * gone can never decode still fails. Every call must then pass a result. Set it alike on every rank.
      */
     int lost_rounds;
 } gcx_coded_params_t;

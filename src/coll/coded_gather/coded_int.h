@@ -148,7 +148,6 @@ struct gcx_coded_op {
     uint64_t            dropped;  /* not needed, eager: gone for good */
     uint64_t            late_void; /* abstained once decodable: counts
                                       again if the round is rebuilt */
-    double              give_up_after; /* lost_rounds: s after t_start */
     int                 nheld;
     gcx_coded_held_t    held[GCX_CODE_MAX_WORKERS];
     /* other ranks */

@@ -208,17 +208,6 @@ static void gcx_coded_root_arrive(gcx_coded_op_t *op, int w,
 }
 
 /*
- * lost_rounds: the root gives up silent or stopped workers at half
- * GCX_TIMEOUT into the round, so that the ranks waiting for its result
- * (each bounded by GCX_TIMEOUT from when it entered) still get it.
- */
-static int gcx_coded_root_given_up(const gcx_coded_op_t *op)
-{
-    return op->coded->lost_rounds &&
-           gcx_time_now() > op->t_start + op->give_up_after;
-}
-
-/*
  * A taken contribution whose transfer failed (its sender died mid-payload,
  * or the pull could not start) is lost: the worker counts as gone, and the
  * round is rebuilt from what is left. Entries already folded into recvbuf
@@ -236,23 +225,11 @@ static void gcx_coded_root_retake(gcx_coded_op_t *op)
     gcx_coded_held_t  kept[GCX_CODE_MAX_WORKERS];
     uint64_t          lost = 0;
     int               nagain = 0, nkept, i, known, decodable = 0;
-    int               expired = gcx_coded_root_given_up(op);
     double            coeff;
 
     for (i = op->nfolded; i < op->nentries; ++i) {
         gcx_coded_entry_t *e = &op->entries[i];
 
-        if (expired && e->slot != NULL && e->req == &e->slot->reqs[0] &&
-            e->req->status == GCX_INPROGRESS) {
-            /* lost_rounds: a sender stopped mid-payload for GCX_TIMEOUT/2 is
-             * given up like a dead one (the slot's block stays with the
-             * transfer); a pull into recvbuf cannot be, it may still land */
-            gcx_warn("coded gather round %llu: worker %d's payload did not "
-                     "land within GCX_TIMEOUT/2 = %g s; giving it up",
-                     (unsigned long long)op->round, e->worker,
-                     0.5 * coded->comm->config.timeout);
-            gcx_coded_slot_abandon_req(coded, e->slot, 0);
-        }
         if (e->req == NULL || e->req->status == GCX_INPROGRESS ||
             e->req->status == GCX_OK) {
             again[nagain++] = *e;
@@ -271,11 +248,6 @@ static void gcx_coded_root_retake(gcx_coded_op_t *op)
     }
     if (lost == 0) {
         return;
-    }
-    if (expired) { /* a fresh wait for what is taken now */
-        op->give_up_after  = gcx_time_now() - op->t_start +
-                             0.5 * coded->comm->config.timeout;
-        op->super.deadline = gcx_time_now() + coded->comm->config.timeout;
     }
     nkept = op->nheld;
     memcpy(kept, op->held, (size_t)nkept * sizeof(kept[0]));
@@ -463,7 +435,7 @@ static int gcx_coded_root_check_failure(gcx_coded_op_t *op)
     gcx_coded_t *coded = op->coded;
     gcx_tl_t    *tl    = coded->comm->tl;
     uint64_t     all   = coded->n == 64 ? ~0ull : (1ull << coded->n) - 1;
-    uint64_t     possible, silent;
+    uint64_t     possible;
     int          w, decodable = 0;
 
     for (w = 0; w < coded->n; ++w) {
@@ -494,21 +466,6 @@ static int gcx_coded_root_check_failure(gcx_coded_op_t *op)
                   (unsigned long long)op->abstained,
                   (unsigned long long)coded->gone, coded->s);
         gcx_coded_root_fail(op, GCX_ERR_UNDECODABLE);
-        return 1;
-    }
-    silent = all & ~op->arrived & ~op->abstained & ~coded->gone;
-    if (gcx_coded_root_given_up(op) && silent &&
-        gcx_code_decodable(coded->code, all & ~coded->gone & ~silent,
-                           &decodable) == GCX_OK &&
-        decodable) {
-        /* lost_rounds: workers silent for GCX_TIMEOUT/2 count as gone (as
-         * if dead); the others can decode later rounds */
-        gcx_warn("coded gather round %llu: workers 0x%llx sent nothing "
-                 "within GCX_TIMEOUT/2 = %g s; counted gone",
-                 (unsigned long long)op->round, (unsigned long long)silent,
-                 0.5 * coded->comm->config.timeout);
-        coded->gone |= silent;
-        gcx_coded_root_lose(op);
         return 1;
     }
     if (gcx_time_now() > op->super.deadline) {
@@ -723,7 +680,6 @@ static void gcx_coded_root_post(gcx_task_t *task)
     }
     coded->live = op;
     op->t_start = gcx_time_now();
-    op->give_up_after = 0.5 * coded->comm->config.timeout;
     if (op->abstain) {
         gcx_coded_root_abstain(op, coded->my_worker);
         ++coded->stats.abstained;
