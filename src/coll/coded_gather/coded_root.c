@@ -353,6 +353,28 @@ void gcx_coded_root_on_contrib(gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
 
 /* ---- failure --------------------------------------------------------------- */
 
+/* The header of what the root sends when the round ends. */
+static void gcx_coded_root_hdr(const gcx_coded_op_t *op, unsigned kind,
+                               gcx_coded_hdr_t *hdr)
+{
+    const gcx_coded_t *coded = op->coded;
+    int                w;
+
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->comm_id    = coded->comm->id;
+    hdr->instance   = coded->instance;
+    hdr->round      = op->round;
+    hdr->sender     = (uint16_t)coded->comm->rank;
+    hdr->kind       = (uint16_t)kind;
+    hdr->arrived    = op->arrived;
+    hdr->used       = kind == GCX_CODED_RESULT ? op->used : 0;
+    hdr->abstained  = op->abstained;
+    hdr->round_time = gcx_time_now() - op->t_start;
+    for (w = 0; w < coded->n; ++w) {
+        hdr->arrival[w] = (op->arrived & (1ull << w)) ? op->arrival[w] : NAN;
+    }
+}
+
 /* The round ends without a sum: tell every rank still reachable with a
  * header-only ERROR (@p status) or LOST message. */
 static void gcx_coded_root_tell(gcx_coded_op_t *op, unsigned kind,
@@ -365,19 +387,9 @@ static void gcx_coded_root_tell(gcx_coded_op_t *op, unsigned kind,
     int               r, w;
 
     gcx_coded_root_release_held(op);
-    hdr.comm_id   = coded->comm->id;
-    hdr.instance  = coded->instance;
-    hdr.round     = op->round;
-    hdr.sender    = (uint16_t)coded->comm->rank;
-    hdr.kind      = (uint16_t)kind;
-    hdr.status    = status;
-    hdr.arrived   = op->arrived;
-    hdr.abstained = op->abstained;
-    hdr.round_time = gcx_time_now() - op->t_start;
-    for (w = 0; w < coded->n; ++w) {
-        hdr.arrival[w] = (op->arrived & (1ull << w)) ? op->arrival[w] : NAN;
-    }
-    *hdr_p = hdr;
+    gcx_coded_root_hdr(op, kind, &hdr);
+    hdr.status = status;
+    *hdr_p     = hdr;
     if (slot != NULL) { /* best effort: the others would time out anyway */
         slot->block->hdr = hdr;
         slot->nreqs      = coded->comm->size;
@@ -595,18 +607,7 @@ static void gcx_coded_root_publish(gcx_coded_op_t *op)
     int               r, w;
 
     gcx_coded_root_release_held(op);
-    hdr.comm_id    = coded->comm->id;
-    hdr.instance   = coded->instance;
-    hdr.round      = op->round;
-    hdr.sender     = (uint16_t)coded->comm->rank;
-    hdr.kind       = GCX_CODED_RESULT;
-    hdr.arrived    = op->arrived;
-    hdr.used       = op->used;
-    hdr.abstained  = op->abstained;
-    hdr.round_time = gcx_time_now() - op->t_start;
-    for (w = 0; w < coded->n; ++w) {
-        hdr.arrival[w] = (op->arrived & (1ull << w)) ? op->arrival[w] : NAN;
-    }
+    gcx_coded_root_hdr(op, GCX_CODED_RESULT, &hdr);
     if (coded->comm->size > 1) {
         gcx_coded_reclaim(coded);
         gcx_coded_root_evict(coded);

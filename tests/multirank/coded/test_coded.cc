@@ -241,7 +241,7 @@ gcx_code_kind_t failure_kind()
 // A code over every rank with s = 1 and a coded gather of count floats to
 // root 0 (a worker too), for the failure cases.
 void make_coded(gcx_comm_t *comm, gcx_code_kind_t kind, size_t count, gcx_code_t **code_p,
-                gcx_coded_t **coded_p)
+                gcx_coded_t **coded_p, int lost_rounds = 0)
 {
     gcx_code_params_t cp = {};
     cp.kind              = kind;
@@ -252,6 +252,7 @@ void make_coded(gcx_comm_t *comm, gcx_code_kind_t kind, size_t count, gcx_code_t
     params.code               = *code_p;
     params.count              = count;
     params.root               = 0;
+    params.lost_rounds        = lost_rounds;
     ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, coded_p));
 }
 
@@ -439,20 +440,7 @@ void taken_worker_dies(gcx_code_kind_t kind, bool mate_abstains = false)
     std::string  posted = job_marker("taken-posted"), sent2 = job_marker("taken-sent2");
     gcx_code_t  *code  = nullptr;
     gcx_coded_t *coded = nullptr;
-    if (mate_abstains) {
-        gcx_code_params_t cp = {};
-        cp.kind              = kind;
-        cp.n                 = 4;
-        cp.s                 = 1;
-        ASSERT_EQ(GCX_OK, gcx_code_create(&cp, &code));
-        gcx_coded_params_t params = {};
-        params.code               = code;
-        params.count              = count;
-        params.lost_rounds        = 1;
-        ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, &coded));
-    } else {
-        ASSERT_NO_FATAL_FAILURE(make_coded(comm, kind, count, &code, &coded));
-    }
+    ASSERT_NO_FATAL_FAILURE(make_coded(comm, kind, count, &code, &coded, mate_abstains ? 1 : 0));
     std::vector<float> msg(count), sum(count);
     double             tol = kind == GCX_CODE_FR ? 0.0 : 1e-3 * 11 * 4;
     for (int r = 0; r < 20; ++r) {
@@ -556,16 +544,7 @@ TEST(CodedFailure, LostRoundGoesOn)
     std::string  gone  = job_marker("lost-gone");
     gcx_code_t  *code  = nullptr;
     gcx_coded_t *coded = nullptr;
-    gcx_code_params_t cp = {};
-    cp.kind              = GCX_CODE_FR;
-    cp.n                 = 4;
-    cp.s                 = 1;
-    ASSERT_EQ(GCX_OK, gcx_code_create(&cp, &code));
-    gcx_coded_params_t params = {};
-    params.code               = code;
-    params.count              = count;
-    params.lost_rounds        = 1;
-    ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, &coded));
+    ASSERT_NO_FATAL_FAILURE(make_coded(comm, GCX_CODE_FR, count, &code, &coded, 1));
     std::vector<float> msg(count), sum(count);
     EXPECT_EQ(GCX_ERR_INVALID, gcx_coded_gather(coded, msg.data(), sum.data(), nullptr, nullptr))
         << "lost_rounds needs a result";
