@@ -1,0 +1,208 @@
+// Helpers shared by the coded gather's multi-rank tests (test_coded.cc,
+// test_coded_failure.cc): partition gradients that depend on the round, a
+// round loop that checks every decoded sum, codes and coded gathers built
+// the same way everywhere, and marker files through which the ranks of one
+// job meet in a chosen order. Cost: nothing beyond the tests that call them.
+#include "coded_util.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <thread>
+#include <unistd.h>
+
+namespace coded_test {
+
+// Partition gradient j of a round: small integers, exact in float.
+float grad(int j, uint64_t round, size_t i)
+{
+    return static_cast<float>(static_cast<int>((j * 131 + round * 17 + i * 7) % 23) - 11);
+}
+
+// Elements of @p sum that differ from the sum of partitions 0..3 of round r.
+size_t wrong_in_sum_of_4(const std::vector<float> &sum, uint64_t round)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < sum.size(); ++i) {
+        double want = 0;
+        for (int j = 0; j < 4; ++j) {
+            want += grad(j, round, i);
+        }
+        bad += want != sum[i];
+    }
+    return bad;
+}
+
+
+// Builds this worker's message of a round.
+void encode(gcx_code_t *code, int worker, uint64_t round, size_t count, std::vector<float> &msg)
+{
+    int                 load = gcx_code_load(code), cnt = 0;
+    std::vector<int>    parts(load);
+    std::vector<double> coeffs(load);
+    ASSERT_EQ(GCX_OK, gcx_code_assignment(code, worker, parts.data(), coeffs.data(), &cnt));
+    std::vector<std::vector<float>> g(cnt, std::vector<float>(count));
+    std::vector<const float *>      vecs(cnt);
+    for (int k = 0; k < cnt; ++k) {
+        for (size_t i = 0; i < count; ++i) {
+            g[k][i] = grad(parts[k], round, i);
+        }
+        vecs[k] = g[k].data();
+    }
+    ASSERT_EQ(GCX_OK, gcx_code_encode(cnt, coeffs.data(), vecs.data(), count, msg.data()));
+}
+
+void run_rounds(gcx_comm_t *comm, gcx_code_kind_t kind, int s, int root, int root_not_worker,
+                RoundRun &run, int die_rank, int die_round)
+{
+    int               size = gcx_comm_size(comm), rank = gcx_comm_rank(comm);
+    int               n    = size - (root_not_worker ? 1 : 0);
+    gcx_code_params_t cp   = {};
+    cp.kind                = kind;
+    cp.n                   = n;
+    cp.s                   = s;
+    gcx_code_t *code       = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_code_create(&cp, &code));
+    gcx_coded_params_t params = {};
+    params.code               = code;
+    params.count              = run.count;
+    params.root               = root;
+    params.root_not_worker    = root_not_worker;
+    gcx_coded_t *coded        = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, &coded));
+    int worker = gcx_coded_worker(coded, rank);
+
+    std::vector<float> msg(run.count), sum(run.count);
+    double             tol = kind == GCX_CODE_FR ? 0.0 : 1e-3 * 11 * n;
+    for (int r = 0; r < run.rounds; ++r) {
+        if (rank == die_rank && r == die_round) {
+            printf("rank %d: exiting before round %d\n", rank, r);
+            fflush(stdout);
+            _exit(0);
+        }
+        int ready = 0; // what a training loop asks before it computes
+        ASSERT_EQ(GCX_OK, gcx_coded_ready(coded, &ready));
+        if (worker >= 0 && !ready) {
+            encode(code, worker, r, run.count, msg);
+        }
+        gcx_coded_result_t res;
+        ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr))
+            << "round " << r;
+        ASSERT_EQ(static_cast<uint64_t>(r), res.round);
+        ASSERT_NE(0u, res.used);
+        ASSERT_EQ(res.used, res.used & res.arrived);
+        double err = 0;
+        for (size_t i = 0; i < run.count; ++i) {
+            double want = 0;
+            for (int j = 0; j < n; ++j) {
+                want += grad(j, r, i);
+            }
+            err = std::max(err, std::fabs(want - sum[i]));
+        }
+        if (err > tol) {
+            ++run.wrong;
+            ADD_FAILURE() << "round " << r << ": decoded sum off by " << err << " (used 0x"
+                          << std::hex << res.used << ")";
+        }
+    }
+    gcx_coded_stats_t st;
+    ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, &st));
+    EXPECT_EQ(static_cast<uint64_t>(run.rounds), st.rounds);
+    run.late = st.late_dropped + st.unneeded + st.skipped;
+    printf("rank %d: %d rounds, late %llu unneeded %llu early %llu skipped %llu gone 0x%llx, "
+           "%d wrong\n",
+           rank, run.rounds, (unsigned long long)st.late_dropped,
+           (unsigned long long)st.unneeded, (unsigned long long)st.early,
+           (unsigned long long)st.skipped, (unsigned long long)st.gone, run.wrong);
+    gcx_coded_destroy(coded);
+    gcx_code_destroy(code);
+}
+
+uint64_t sum_over_world(uint64_t v)
+{
+    int64_t x = static_cast<int64_t>(v);
+    EXPECT_EQ(GCX_OK, gcx_allreduce(g_world, GCX_IN_PLACE, &x, 1, GCX_DT_I64, GCX_OP_SUM, nullptr));
+    return static_cast<uint64_t>(x);
+}
+
+
+void fr_create(gcx_comm_t *comm, int n, int s, size_t count, FrGather &fr)
+{
+    gcx_code_params_t cp = {};
+    cp.kind              = GCX_CODE_FR;
+    cp.n                 = n;
+    cp.s                 = s;
+    ASSERT_EQ(GCX_OK, gcx_code_create(&cp, &fr.code));
+    gcx_coded_params_t params = {};
+    params.code               = fr.code;
+    params.count              = count;
+    ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, &fr.coded));
+}
+
+void fr_release(FrGather &fr)
+{
+    gcx_coded_destroy(fr.coded);
+    gcx_code_destroy(fr.code);
+    fr = FrGather();
+}
+
+int fr_s(int n)
+{
+    for (int s = 1; s < n; ++s) {
+        if (n % (s + 1) == 0) {
+            return s;
+        }
+    }
+    return 0;
+}
+
+
+gcx_code_kind_t failure_kind()
+{
+    return world_size() % 2 == 0 ? GCX_CODE_FR : GCX_CODE_CR;
+}
+
+// A code over every rank with s = 1 and a coded gather of count floats to
+// root 0 (a worker too), for the failure cases.
+void make_coded(gcx_comm_t *comm, gcx_code_kind_t kind, size_t count, gcx_code_t **code_p,
+                gcx_coded_t **coded_p, int lost_rounds)
+{
+    gcx_code_params_t cp = {};
+    cp.kind              = kind;
+    cp.n                 = world_size();
+    cp.s                 = 1;
+    ASSERT_EQ(GCX_OK, gcx_code_create(&cp, code_p));
+    gcx_coded_params_t params = {};
+    params.code               = *code_p;
+    params.count              = count;
+    params.root               = 0;
+    params.lost_rounds        = lost_rounds;
+    ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, coded_p));
+}
+
+// A marker file shared by the ranks of one gcxrun job (same parent).
+std::string job_marker(const char *name)
+{
+    return "/tmp/gcx-test-coded-" + std::to_string(getppid()) + "-" + name;
+}
+
+bool wait_for_marker(const std::string &path, gcx_comm_t *comm)
+{
+    for (int i = 0; i < 6000; ++i) { // 60 s
+        if (access(path.c_str(), F_OK) == 0) {
+            return true;
+        }
+        if (comm != nullptr) {
+            gcx_progress(comm);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0)
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+} // namespace coded_test
