@@ -10,6 +10,12 @@
  * creation. Everything is closed afterwards. The message parsers are pure
  * functions, declared here for the unit tests and the fuzz target
  * (tests/fuzz/fuzz_bootstrap.c).
+ *
+ * Implemented in three files: bootstrap_env.c (identity, rendezvous
+ * address, job id and token, the configuration rows), bootstrap_wire.c
+ * (message format, SipHash, MACs, nonces) and bootstrap.c (sockets, rank
+ * 0's admission loop, joining, the allgather). The last block below is
+ * shared among them only.
  */
 #ifndef GCX_CORE_BOOTSTRAP_H
 #define GCX_CORE_BOOTSTRAP_H
@@ -123,5 +129,28 @@ gcx_status_t gcx_bootstrap_parse_header(const void *bytes, size_t len,
  */
 gcx_status_t gcx_bootstrap_parse_body(unsigned type, const void *bytes,
                                       size_t len, gcx_bootstrap_msg_t *msg);
+
+/* ---- shared among bootstrap*.c, not for other callers ------------------ */
+
+/**
+ * Where the job token comes from: "GCX_JOB_TOKEN" if set, else the
+ * launcher's job id (written to @p buf, see gcx_bootstrap_job_id()).
+ * @return the variable used, NULL if none is set (the token is then "").
+ */
+const char *gcx_bootstrap_token(const struct gcx_config *config, char *buf,
+                                size_t buflen);
+
+/** A fresh nonce: never repeated in practice, not secret. */
+uint64_t gcx_bootstrap_nonce(void);
+
+/** Writes a GCX_BOOTSTRAP_HEADER_LEN-byte header of @p type and body
+ *  @p length at @p p. */
+void gcx_bootstrap_put_header(uint8_t *p, unsigned type, uint32_t length);
+
+/**
+ * Header and body of fixed-size message @p msg into @p buf (room for
+ * GCX_BOOTSTRAP_HEADER_LEN + 24 bytes). @return the bytes written.
+ */
+size_t gcx_bootstrap_pack(uint8_t *buf, const gcx_bootstrap_msg_t *msg);
 
 #endif
