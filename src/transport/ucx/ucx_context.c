@@ -153,13 +153,21 @@ int gcx_tl_ucx_wait_until(gcx_tl_ctx_t *ctx, ucs_status_ptr_t sp,
 
 /* ---- endpoints ------------------------------------------------------------ */
 
+/* UCX reports a connection that ended. Not a warning by itself: at the end
+ * of a job that went well the ranks leave at different moments, so a rank
+ * still tearing down, or about to, sees its peers' connections close. What
+ * matters is an operation that needed the peer: that one fails with
+ * GCX_ERR_PEER and its communicator says so at error level. */
 static void gcx_tl_ucx_ep_error_cb(void *arg, ucp_ep_h uep, ucs_status_t st)
 {
     gcx_tl_ucx_ep_t *ep = arg;
 
     (void)uep;
-    if (!ep->failed) {
-        gcx_warn("connection to a peer lost: %s", ucs_status_string(st));
+    if (ep->closing) {
+        gcx_debug("a peer closed its side while this one was closing: %s",
+                  ucs_status_string(st));
+    } else if (!ep->failed) {
+        gcx_info("connection to a peer lost: %s", ucs_status_string(st));
     }
     ep->failed = 1;
 }
@@ -290,6 +298,8 @@ void gcx_tl_ucx_ep_put_all(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t **eps, int n,
     for (i = 0; i < n; ++i) {
         if (eps[i] != NULL && --eps[i]->refcount > 0) {
             eps[i] = NULL;
+        } else if (eps[i] != NULL) {
+            eps[i]->closing = 1;
         }
     }
     if (ctx->abort_seen || ctx->stopped) {

@@ -41,6 +41,8 @@ typedef struct gcx_tl_ucx_ep {
     int                   err_mode_peer;
     int                   refcount;
     int                   failed; /* lost, or closed by an abort */
+    int                   closing; /* no view uses it: a peer's disconnect
+                                      is the normal end, not news */
     struct gcx_tl_ucx_ep *next;   /* the context's list */
 } gcx_tl_ucx_ep_t;
 
