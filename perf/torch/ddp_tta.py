@@ -12,7 +12,7 @@ gradient:
                     start_powerSGD_iter 2)
     gcx-dense       backend gcx, DDP's default allreduce
     gcx-topk        backend gcx, torch_gcx.hooks.topk_hook (CF TOPK_CF, default 100)
-    gcx-gravac      backend gcx, torch_gcx.hooks.gravac_hook (eps 0.7, theta 10..1000,
+    gcx-gravac      backend gcx, torch_gcx.hooks.gravac_hook (eps 0.2, theta 100..1000,
                     window 100, exponential policy, top-k)
     gcx-powersgd    (extra, not in run_tta.sh's list) backend gcx, torch's PowerSGD hook:
                     deadlocks today, its callbacks wait() on another collective's
@@ -238,8 +238,8 @@ class GcxHook:
             ddp.register_comm_hook(self.state, H.topk_hook)
         else:
             self.state = H.GravacState(process_group=None, batch_size=batch,
-                                       epsilon=env_num("GRAVAC_EPS", "0.7"),
-                                       theta_min=env_num("GRAVAC_THETA_MIN", "10"),
+                                       epsilon=env_num("GRAVAC_EPS", "0.2"),
+                                       theta_min=env_num("GRAVAC_THETA_MIN", "100"),
                                        theta_max=env_num("GRAVAC_THETA_MAX", "1000"),
                                        window=env_num("GRAVAC_WINDOW", "100", int),
                                        policy="exponential", compressor="topk", start_iter=1)
@@ -421,7 +421,8 @@ def train(args):
         "weights_equal": ok_all,
         "options": {k: v for k, v in vars(args).items() if k not in ("table",)},
         "env": {k: os.environ[k] for k in ("UCX_TLS", "GLOO_SOCKET_IFNAME", "TOPK_CF",
-                                           "PSGD_RANK", "GRAVAC_EPS") if k in os.environ},
+                                           "PSGD_RANK", "GRAVAC_EPS", "GRAVAC_THETA_MIN",
+                                           "GRAVAC_THETA_MAX", "GRAVAC_WINDOW") if k in os.environ},
     }
     if hook_kind == "powersgd":
         summary["powersgd_rank"] = args.psgd_rank
