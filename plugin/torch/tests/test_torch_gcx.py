@@ -121,6 +121,18 @@ def test_exit_with_collective_in_flight_does_not_hang():
         assert rc == 0, out
 
 
+def test_engine_sleeps_while_waiting_on_tcp():
+    # UCX on tcp and self: the engine sleeps on the transport's events by
+    # default (it shares the cores with torch's compute); a polling wait
+    # (GCX_PROGRESS_SLEEP=n) keeps a core busy for the whole wait
+    out = check_ok("wait_cpu", 2, timeout=60, env={"UCX_TLS": "tcp,self"})[0]
+    line = [l for l in out.splitlines() if l.startswith("wait cpu")]
+    assert line, out
+    cpu, wall = float(line[0].split()[2]), float(line[0].split()[5])
+    assert wall >= 1.5, line[0]  # rank 0 did wait for rank 1
+    assert cpu < 0.1 * wall, line[0]  # polling: ~0.3 of the wall time here
+
+
 def test_import_twice():
     code = ("import importlib, torch_gcx, torch.distributed as dist\n"
             "import torch_gcx as again\n"

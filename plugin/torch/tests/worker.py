@@ -349,6 +349,19 @@ def sc_mismatch(rank, size, gloo):
             raise AssertionError(f"{name} with different sizes did not raise")
 
 
+def sc_wait_cpu(rank, size, gloo):
+    # rank 0 waits WAIT_S in an all_reduce for a late rank 1: the process's
+    # CPU time over that wait says whether the engine slept or polled
+    wait_s = 2.0
+    dist.all_reduce(torch.ones(4))  # connections made before the clock
+    if rank == 1:
+        time.sleep(wait_s)
+    cpu0, wall0 = time.process_time(), time.monotonic()
+    dist.all_reduce(torch.ones(4))
+    cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
+    print(f"wait cpu {cpu:.3f} s over {wall:.3f} s", flush=True)
+
+
 SCENARIOS = {name[3:]: fn for name, fn in globals().items()
              if name.startswith("sc_")}
 
