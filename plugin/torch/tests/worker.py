@@ -350,7 +350,7 @@ def sc_mismatch(rank, size, gloo):
 
 
 def sc_wait_cpu(rank, size, gloo):
-    # rank 0 waits WAIT_S in an all_reduce for a late rank 1: the process's
+    # rank 0 waits wait_s in an all_reduce for a late rank 1: the process's
     # CPU time over that wait says whether the engine slept or polled
     wait_s = 2.0
     dist.all_reduce(torch.ones(4))  # connections made before the clock
