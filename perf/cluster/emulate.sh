@@ -25,6 +25,7 @@ nranks=
 rate=1gbit
 burst=            # empty: derived from the rate, see default_burst
 latency=20ms
+cc=cubic          # TCP congestion control of every node; "host" keeps the host's default
 subnet=10.213.0   # rank i gets <subnet>.<i+1>/24
 root_port=29500
 keep_going=
@@ -51,6 +52,9 @@ Options:
   --burst SIZE        tbf bucket size in tc units (default: max(rate/HZ, 64kb), see README)
   --latency TIME      tbf queue bound: longest a packet may wait in the shaper (default:
                       $latency); this is NOT a propagation delay (no netem here)
+  --cc NAME           TCP congestion control of the emulated nodes (default: $cc, Linux's
+                      default); "host" keeps the host's (see README: bbr's ProbeRTT stalls
+                      long-lived ring flows)
   --subnet A.B.C      private /24 used inside the namespaces (default: $subnet)
   --port PORT         GCX_ROOT_PORT / MASTER_PORT for the rendezvous (default: $root_port)
   --check             measure every link with ucx_perftest (both directions) before PROGRAM;
@@ -235,14 +239,42 @@ add_ns() {
     ip netns exec "$1" sh -c 'echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6' 2>/dev/null || true
 }
 
+# allow_cc: make $cc selectable inside network namespaces. A namespace may only pick an
+# algorithm from the host's net.ipv4.tcp_allowed_congestion_control; one that is available
+# (or loadable) but not allowed is appended to that list, which changes no default.
+allow_cc() {
+    local sys=/proc/sys/net/ipv4 allowed
+    [[ $cc == host ]] && return 0
+    if ! grep -qw "$cc" "$sys/tcp_available_congestion_control"; then
+        modprobe "tcp_$cc" 2>/dev/null || true
+        grep -qw "$cc" "$sys/tcp_available_congestion_control" ||
+            die "--cc $cc: not available here ($(cat "$sys/tcp_available_congestion_control"))"
+    fi
+    allowed=$(cat "$sys/tcp_allowed_congestion_control")
+    if ! grep -qw "$cc" <<<"$allowed"; then
+        log "allowing $cc in namespaces: net.ipv4.tcp_allowed_congestion_control = $allowed $cc"
+        echo "$allowed $cc" > "$sys/tcp_allowed_congestion_control" ||
+            die "--cc $cc: cannot add it to net.ipv4.tcp_allowed_congestion_control"
+    fi
+}
+
+# set_cc NS: the node's TCP congestion control (a per-namespace setting).
+set_cc() {
+    [[ $cc == host ]] && return 0
+    ip netns exec "$1" sh -c "echo $cc > /proc/sys/net/ipv4/tcp_congestion_control" ||
+        die "cannot set tcp_congestion_control=$cc in $1"
+}
+
 setup() {
     local i ns
+    allow_cc
     add_ns "$sw_ns"
     ip -n "$sw_ns" link add br0 type bridge
     ip -n "$sw_ns" link set br0 up
     for (( i = 0 ; i < nranks ; i++ )); do
         ns=${rank_nss[i]}
         add_ns "$ns"
+        set_cc "$ns"
         # The veth is born in the switch namespace and its peer goes straight into the rank's.
         ip -n "$sw_ns" link add "p$i" type veth peer name eth0 netns "$ns"
         ip -n "$sw_ns" link set "p$i" master br0 up
@@ -259,7 +291,7 @@ setup() {
         log "$nranks ranks on bridge br0 in $sw_ns, $subnet.1-$nranks/24, links not limited"
     else
         log "$nranks ranks on bridge br0 in $sw_ns, $subnet.1-$nranks/24," \
-            "each link tbf rate $rate burst $burst latency $latency both ways"
+            "each link tbf rate $rate burst $burst latency $latency both ways, tcp $cc"
     fi
 }
 
@@ -466,7 +498,7 @@ run_ranks() {
 parse_args() {
     while (( $# )); do
         case $1 in
-            -n|--ranks|--rate|--burst|--latency|--subnet|--port|--timeout|--grace)
+            -n|--ranks|--rate|--burst|--latency|--cc|--subnet|--port|--timeout|--grace)
                 [[ $# -ge 2 && -n $2 ]] || die "$1 needs a value" ;;
         esac
         case $1 in
@@ -474,6 +506,7 @@ parse_args() {
             --rate) rate=$2; shift ;;
             --burst) burst=$2; shift ;;
             --latency) latency=$2; shift ;;
+            --cc) cc=$2; shift ;;
             --subnet) subnet=$2; shift ;;
             --port) root_port=$2; shift ;;
             --timeout) timeout_s=$2; shift ;;
@@ -502,6 +535,7 @@ validate() {
         die "--port: 1..65535, not $PERFTEST_PORT"
     fi
     [[ $grace_s =~ ^[0-9]+$ ]] || die "--grace: whole seconds"
+    [[ $cc =~ ^[a-z0-9_]+$ ]] || die "--cc: a congestion control name such as cubic, not '$cc'"
     [[ -z $timeout_s || $timeout_s =~ ^[0-9]+$ ]] || die "--timeout: whole seconds"
     # Only RFC 1918 space: these addresses must never mean anything outside the namespaces.
     local o='(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])'

@@ -2,8 +2,8 @@
 # selftest.sh: functional check of emulate.sh, the emulated cluster.
 #
 # Idea: drive emulate.sh as a user would and look at what only a working tool produces:
-# ranks see their own rank, address and a shaped eth0, and cannot route anywhere else;
-# a 100 Mbit/s link carries 50..100 Mbit/s of ucx_perftest goodput in each direction, also
+# ranks see their own rank, address, TCP congestion control and a shaped eth0, and cannot
+# route anywhere else; a 100 Mbit/s link carries 50..100 Mbit/s of ucx_perftest goodput in each direction, also
 # when only one of its two shapers is left (so each shaper works on its own), while the same
 # transfer without shapers is much faster (so the band can fail); and after a normal exit, a
 # failing rank, SIGINT, a timeout with ranks that ignore SIGTERM, and a crashed launcher
@@ -148,7 +148,8 @@ echo "rank=$GCX_RANK size=$GCX_WORLD_SIZE root=$GCX_ROOT_ADDR:$GCX_ROOT_PORT" \
 tc qdisc show dev eth0 | grep -q "tbf.*rate 100Mbit" && echo up-shaped
 tc -n "$GCX_EMU_SWITCH_NETNS" qdisc show dev "$GCX_EMU_SWITCH_PORT" | grep -q "tbf.*rate 100Mbit" &&
     echo down-shaped
-ip route get 192.0.2.1 >/dev/null 2>&1 || echo isolated'
+ip route get 192.0.2.1 >/dev/null 2>&1 || echo isolated
+echo "cc=$(cat /proc/sys/net/ipv4/tcp_congestion_control)"'
 run_emulate "$work/env" -n 3 --rate "$RATE" -- sh -c "$body"
 finish "$work/env"
 ok=1
@@ -156,11 +157,11 @@ ok=1
 for i in 0 1 2; do
     want="[$i] rank=$i size=3 root=10.213.0.1:29500 master=10.213.0.1:29500 dev=eth0 tls=tcp,self addr=10.213.0.$(( i + 1 ))/24"
     grep -qxF "$want" "$work/env" || { ok=; fail "rank $i: expected line: $want"; }
-    for what in up-shaped down-shaped isolated; do
+    for what in up-shaped down-shaped isolated cc=cubic; do
         grep -qxF "[$i] $what" "$work/env" || { ok=; fail "rank $i: not $what"; }
     done
 done
-[[ -z $ok ]] || pass "3 ranks: env, addresses, tbf both ways, no route outside the subnet"
+[[ -z $ok ]] || pass "3 ranks: env, addresses, tbf both ways, tcp cubic, no route outside the subnet"
 [[ -n $ok ]] || cat "$work/env"
 expect_clean "$run_pid" "normal exit"
 

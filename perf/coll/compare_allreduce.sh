@@ -21,6 +21,8 @@
 #                 mpi); each round also measures the links' TCP goodput with
 #                 perf/cluster/tcp_ring.py, and gcx's busbw is printed as a
 #                 share of it (a ring allreduce's busbw is bounded by it).
+#   EMULATE_OPTS  more emulate.sh options with LINK, e.g. "--cc bbr" (the
+#                 nodes' TCP congestion control; emulate.sh's default is cubic).
 #
 # JSON rows land in $OUT (default build/perf-allreduce[-LINK]).
 set -euo pipefail
@@ -50,7 +52,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 run_ranks() {
   local p=$1; shift
   if [[ -n $link ]]; then
-    "$here/../cluster/emulate.sh" -n "$p" --rate "$link" -q -- "$@"
+    # shellcheck disable=SC2086  # EMULATE_OPTS is a list of options
+    "$here/../cluster/emulate.sh" -n "$p" --rate "$link" ${EMULATE_OPTS:-} -q -- "$@"
   elif [[ $1 == mpi ]]; then
     shift; mpirun --oversubscribe -np "$p" "$@"
   else
