@@ -26,6 +26,7 @@ rate=1gbit
 burst=            # empty: derived from the rate, see default_burst
 latency=20ms
 cc=cubic          # TCP congestion control of every node; "host" keeps the host's default
+cc_given=         # set by --cc: then an unavailable algorithm is an error, not a fallback
 subnet=10.213.0   # rank i gets <subnet>.<i+1>/24
 root_port=29500
 keep_going=
@@ -247,8 +248,12 @@ allow_cc() {
     [[ $cc == host ]] && return 0
     if ! grep -qw "$cc" "$sys/tcp_available_congestion_control"; then
         modprobe "tcp_$cc" 2>/dev/null || true
-        grep -qw "$cc" "$sys/tcp_available_congestion_control" ||
+        if ! grep -qw "$cc" "$sys/tcp_available_congestion_control"; then
+            [[ -n $cc_given ]] ||
+                { echo "$PROG: $cc not available, the nodes keep the host's congestion control" >&2
+                  cc=host; return 0; }
             die "--cc $cc: not available here ($(cat "$sys/tcp_available_congestion_control"))"
+        fi
     fi
     allowed=$(cat "$sys/tcp_allowed_congestion_control")
     if ! grep -qw "$cc" <<<"$allowed"; then
@@ -506,7 +511,7 @@ parse_args() {
             --rate) rate=$2; shift ;;
             --burst) burst=$2; shift ;;
             --latency) latency=$2; shift ;;
-            --cc) cc=$2; shift ;;
+            --cc) cc=$2; cc_given=1; shift ;;
             --subnet) subnet=$2; shift ;;
             --port) root_port=$2; shift ;;
             --timeout) timeout_s=$2; shift ;;
