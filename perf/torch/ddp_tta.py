@@ -12,7 +12,7 @@ gradient:
                     start_powerSGD_iter 2)
     gcx-dense       backend gcx, DDP's default allreduce
     gcx-topk        backend gcx, torch_gcx.hooks.topk_hook (CF TOPK_CF, default 100)
-    gcx-gravac      backend gcx, torch_gcx.hooks.gravac_hook (eps 0.2, theta 100..1000,
+    gcx-gravac      backend gcx, torch_gcx.hooks.gravac_hook (eps 0.2, theta 50..1000,
                     window 100, exponential policy, top-k)
     gcx-powersgd    (extra, not in run_tta.sh's list) backend gcx, torch's PowerSGD hook:
                     deadlocks today, its callbacks wait() on another collective's
@@ -239,7 +239,7 @@ class GcxHook:
         else:
             self.state = H.GravacState(process_group=None, batch_size=batch,
                                        epsilon=env_num("GRAVAC_EPS", "0.2"),
-                                       theta_min=env_num("GRAVAC_THETA_MIN", "100"),
+                                       theta_min=env_num("GRAVAC_THETA_MIN", "50"),
                                        theta_max=env_num("GRAVAC_THETA_MAX", "1000"),
                                        window=env_num("GRAVAC_WINDOW", "100", int),
                                        policy="exponential", compressor="topk", start_iter=1)
