@@ -3,11 +3,12 @@
 #
 # Idea: drive emulate.sh as a user would and look at what only a working tool produces:
 # ranks see their own rank, address, TCP congestion control and a shaped eth0, and cannot
-# route anywhere else; a 100 Mbit/s link carries 50..100 Mbit/s of ucx_perftest goodput in each direction, also
-# when only one of its two shapers is left (so each shaper works on its own), while the same
-# transfer without shapers is much faster (so the band can fail); and after a normal exit, a
-# failing rank, SIGINT, a timeout with ranks that ignore SIGTERM, and a crashed launcher
-# (then --cleanup), no namespace and no rank process of the run is left.
+# route anywhere else; a 100 Mbit/s link carries 50..100 Mbit/s of ucx_perftest goodput in
+# each direction, also when only one of its two shapers is left (so each shaper works on its
+# own), while the same transfer without shapers is much faster (so the band can fail); and
+# after a normal exit, a failing rank, SIGINT, a timeout with ranks that ignore SIGTERM,
+# and a crashed launcher (then --cleanup), no namespace and no rank process of the run is
+# left.
 # Needs root and permission to create network namespaces; otherwise prints SKIP, exits 77.
 # Bandwidth parts need ucx_perftest (Debian ucx-utils) and are skipped without it.
 # Usage: perf/cluster/selftest.sh        (the --rank-body form is its own rank program)
