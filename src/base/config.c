@@ -378,6 +378,17 @@ void gcx_config_print(const struct gcx_config *config, FILE *stream)
     }
 }
 
+/* A table cell: '|' would end the cell, so it is written escaped. */
+static void gcx_config_print_cell(FILE *stream, const char *text)
+{
+    for (; *text != '\0'; ++text) {
+        if (*text == '|') {
+            fputc('\\', stream);
+        }
+        fputc(*text, stream);
+    }
+}
+
 void gcx_config_print_markdown(FILE *stream)
 {
     char                      accepted[256];
@@ -388,8 +399,12 @@ void gcx_config_print_markdown(FILE *stream)
     fprintf(stream, "|---|---|---|---|\n");
     GCX_CONFIG_FOREACH(r, entry) {
         gcx_config_accepted(entry, accepted, sizeof(accepted));
-        fprintf(stream, "| `GCX_%s` | `%s` | %s | %s |\n", entry->name,
-                entry->default_value, accepted, entry->doc);
+        fprintf(stream, "| `GCX_%s` | `%s` | ", entry->name,
+                entry->default_value);
+        gcx_config_print_cell(stream, accepted);
+        fputs(" | ", stream);
+        gcx_config_print_cell(stream, entry->doc);
+        fputs(" |\n", stream);
     }
 }
 
