@@ -23,6 +23,9 @@
 #                 share of it (a ring allreduce's busbw is bounded by it).
 #   EMULATE_OPTS  more emulate.sh options with LINK, e.g. "--cc bbr" (the
 #                 nodes' TCP congestion control; emulate.sh's default is cubic).
+#   ALSO_ENV      a second gcx variant run in each round with these variables,
+#                 e.g. "GCX_RING_EAGER=off": printed as the "alt" columns (its
+#                 best busbw, and the paired medians alt/other and gcx/alt).
 #
 # JSON rows land in $OUT (default build/perf-allreduce[-LINK]).
 set -euo pipefail
@@ -65,6 +68,11 @@ for p in "${ranks[@]}"; do
   for r in $(seq 1 "$rounds"); do
     run_ranks "$p" "$build/perf/coll/gcx_allreduce_perf" "${args[@]}" \
       --json "$out/gcx-p$p-r$r.json" >/dev/null 2>>"$out/stderr.log"
+    if [[ -n ${ALSO_ENV:-} ]]; then
+      # shellcheck disable=SC2086  # ALSO_ENV is a list of VAR=value words
+      run_ranks "$p" env $ALSO_ENV "$build/perf/coll/gcx_allreduce_perf" "${args[@]}" \
+        --json "$out/alt-p$p-r$r.json" >/dev/null 2>>"$out/stderr.log"
+    fi
     if [[ $against == mpi ]]; then
       run_ranks "$p" mpi "$build/perf/coll/mpi_allreduce_perf" "${args[@]}" \
         --json "$out/mpi-p$p-r$r.json" >/dev/null
@@ -77,17 +85,22 @@ for p in "${ranks[@]}"; do
     fi
   done
 done
-"$python" - "$out" "$rounds" "$against" "$link" "${ranks[@]}" <<'PY'
+"$python" - "$out" "$rounds" "$against" "$link" "${ALSO_ENV:-}" "${ranks[@]}" <<'PY'
 import json, os, re, statistics, sys
-out, rounds, other, link, ranks = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
+out, rounds, other, link, also, ranks = (sys.argv[1], int(sys.argv[2]), sys.argv[3],
+                                         sys.argv[4], sys.argv[5], sys.argv[6:])
 rounds_ = range(1, rounds + 1)
-print("%5s %12s %12s %12s %7s %7s %13s %9s%s" % ("ranks", "size", "gcx busbw",
+libs = ("gcx", other) + (("alt",) if also else ())
+if also:
+    print("alt = gcx with " + also)
+print("%5s %12s %12s %12s %7s %7s %13s %9s%s%s" % ("ranks", "size", "gcx busbw",
       other + " busbw", "ratio", "#wrong", "paired median", "gcx ahead",
-      " %9s %9s" % ("goodput", "gcx/good") if link else ""))
+      " %9s %9s" % ("goodput", "gcx/good") if link else "",
+      " %9s %9s %9s" % ("alt busbw", "alt/" + other, "gcx/alt") if also else ""))
 worst = None
 for p in ranks:
     best, per_round, wrong = {}, {}, {}
-    for lib in ("gcx", other):
+    for lib in libs:
         for r in rounds_:
             for row in json.load(open(f"{out}/{lib}-p{p}-r{r}.json"))["rows"]:
                 per_round[(lib, row["size"], r)] = row["busbw_gbps"]
@@ -112,6 +125,12 @@ for p in ranks:
             good = statistics.median(goodput.values())
             share = statistics.median(per_round[("gcx", size, r)] / goodput[r] for r in rounds_)
             extra = " %9.3f %9.2f" % (good, share)
+        if also:
+            def paired_median(a, b):
+                return statistics.median(per_round[(a, size, r)] / per_round[(b, size, r)]
+                                         for r in rounds_)
+            extra += " %9.3f %9.2f %9.2f" % (best[("alt", size)], paired_median("alt", other),
+                                             paired_median("gcx", "alt"))
         print("%5s %12d %12.3f %12.3f %7.2f %7d %13.2f %6d/%-2d%s" % (p, size, g, m, ratio,
               wrong[size], med, ahead, len(paired), extra))
 print("lowest gcx/%s busbw ratio: %.2f" % (other, worst))
