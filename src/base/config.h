@@ -77,6 +77,7 @@ struct gcx_config {
     /* coll (src/coll/check.c, ring.c) */
     int    check_args;          /* GCX_CHECK_ARGS */
     size_t pipeline_chunk;      /* GCX_PIPELINE_CHUNK, bytes */
+    int    ring_eager;          /* GCX_RING_EAGER, a gcx_ring_eager_t */
     /* coll/allreduce (src/coll/allreduce/allreduce.c) */
     int    allreduce_algo;      /* GCX_ALLREDUCE_ALGO */
     size_t allreduce_small_msg; /* GCX_ALLREDUCE_SMALL_MSG, bytes */

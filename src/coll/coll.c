@@ -83,33 +83,56 @@ int gcx_coll_sends_state(gcx_task_t *task, gcx_tl_req_t *reqs,
     return done;
 }
 
-gcx_status_t gcx_coll_send(gcx_task_t *task, int peer, uint32_t step,
-                           const void *buf, size_t len, gcx_tl_req_t *req)
+/* One contiguous transfer of a collective step; a failure to post is the
+ * task's failure. */
+static gcx_status_t gcx_coll_post(gcx_task_t *task, int peer, uint32_t step,
+                                  void *buf, size_t len, gcx_tl_req_t *req,
+                                  int is_recv, int eager)
 {
-    gcx_iov_t    iov = {(void *)buf, len};
+    gcx_tl_t    *tl  = task->comm->tl;
+    gcx_iov_t    iov = {buf, len};
+    uint64_t     tag = gcx_coll_tag(task, step,
+                                    is_recv ? (uint32_t)peer :
+                                              (uint32_t)task->comm->rank);
     gcx_status_t status;
 
-    status = gcx_comm_send(task->comm, peer,
-                           gcx_coll_tag(task, step, task->comm->rank), &iov,
-                           1, req);
+    if (is_recv) {
+        status = eager ? tl->ops->recv_eager(tl, peer, tag, &iov, 1, req) :
+                         tl->ops->recv(tl, peer, tag, GCX_TL_TAG_MATCH_ALL,
+                                       &iov, 1, req);
+    } else {
+        status = eager ? tl->ops->send_eager(tl, peer, tag, &iov, 1, req) :
+                         tl->ops->send(tl, peer, tag, &iov, 1, req);
+    }
     if (status < 0) {
         task->status = status;
     }
     return status;
 }
 
+gcx_status_t gcx_coll_send(gcx_task_t *task, int peer, uint32_t step,
+                           const void *buf, size_t len, gcx_tl_req_t *req)
+{
+    return gcx_coll_post(task, peer, step, (void *)buf, len, req, 0, 0);
+}
+
 gcx_status_t gcx_coll_recv(gcx_task_t *task, int peer, uint32_t step,
                            void *buf, size_t len, gcx_tl_req_t *req)
 {
-    gcx_iov_t    iov = {buf, len};
-    gcx_status_t status;
+    return gcx_coll_post(task, peer, step, buf, len, req, 1, 0);
+}
 
-    status = gcx_comm_recv(task->comm, peer, gcx_coll_tag(task, step, peer),
-                           &iov, 1, req);
-    if (status < 0) {
-        task->status = status;
-    }
-    return status;
+gcx_status_t gcx_coll_send_eager(gcx_task_t *task, int peer, uint32_t step,
+                                 const void *buf, size_t len,
+                                 gcx_tl_req_t *req)
+{
+    return gcx_coll_post(task, peer, step, (void *)buf, len, req, 0, 1);
+}
+
+gcx_status_t gcx_coll_recv_eager(gcx_task_t *task, int peer, uint32_t step,
+                                 void *buf, size_t len, gcx_tl_req_t *req)
+{
+    return gcx_coll_post(task, peer, step, buf, len, req, 1, 1);
 }
 
 uint64_t gcx_coll_hash(uint64_t hash, const void *data, size_t len)

@@ -44,6 +44,14 @@ gcx_status_t gcx_coll_send(gcx_task_t *task, int peer, uint32_t step,
 gcx_status_t gcx_coll_recv(gcx_task_t *task, int peer, uint32_t step,
                            void *buf, size_t len, gcx_tl_req_t *req);
 
+/** The same as eager messages (transport.h send_eager/recv_eager): no
+ *  rendezvous handshake, a copy on each side; both ends must use them. */
+gcx_status_t gcx_coll_send_eager(gcx_task_t *task, int peer, uint32_t step,
+                                 const void *buf, size_t len,
+                                 gcx_tl_req_t *req);
+gcx_status_t gcx_coll_recv_eager(gcx_task_t *task, int peer, uint32_t step,
+                                 void *buf, size_t len, gcx_tl_req_t *req);
+
 /** Even split of @p count elements into @p nblocks blocks; block @p b. */
 static inline void gcx_coll_block(size_t count, int nblocks, int b,
                                   size_t *offset_p, size_t *len_p)
@@ -176,6 +184,13 @@ void gcx_rd_start(gcx_rd_t *rd, gcx_task_t *task, void *buf, void *tmp,
 int gcx_rd_progress(gcx_rd_t *rd);
 
 /* ---- ring pipeline (ring.c): reduce-scatter or allgather ------------------ */
+
+/* GCX_RING_EAGER: how ring chunks travel */
+typedef enum gcx_ring_eager {
+    GCX_RING_EAGER_AUTO = 0, /* eager on network-only contexts */
+    GCX_RING_EAGER_ON,
+    GCX_RING_EAGER_OFF,
+} gcx_ring_eager_t;
 
 typedef enum gcx_ring_mode {
     GCX_RING_REDUCE_SCATTER, /* recv into scratch, buf[b] = src[b] op tmp */

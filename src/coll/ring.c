@@ -20,6 +20,12 @@
  *    rank's reduced block there (reduce-scatter into a block-sized recvbuf,
  *    and the non-roots of the reduce, need no full-length scratch).
  *
+ * On a network-only context (GCX_RING_EAGER=auto) chunks travel as eager
+ * messages (transport.h send_eager): each rendezvous handshake would wait
+ * behind the chunks queued on the link, once per step, on the critical
+ * path; eager chunks cost a copy per side instead and are copied out of
+ * UCX's buffer into the same places (slot or user buffer) on arrival.
+ *
  * Cost per rank: (P-1)/P·n bytes sent and received per mode, i.e. ring
  * allreduce = 2(P-1)/P·n·β + (P-1)/P·n·γ + 2(P-1)·α·chunks — bandwidth-
  * optimal. progress() handles at most the chunks that are ready, a bounded
@@ -46,6 +52,7 @@ typedef struct gcx_ring_task {
     gcx_dtype_t     dtype;
     int             average; /* reduce mode: divide the owned block by P */
     int             narrow;  /* partials in a one-block buf (see above) */
+    int             eager;   /* chunks as eager messages (see above) */
     int             shift;
     int             left, right;
     size_t          chunk;   /* elements per chunk */
@@ -162,11 +169,10 @@ static void gcx_ring_progress(gcx_task_t *task)
             size_t u = ring->recv_posted;
 
             gcx_ring_unit(ring, u, 0, &offset, &len, &step, NULL);
-            if (gcx_coll_recv(task, ring->left, step,
-                              gcx_ring_recv_target(ring, u, offset),
-                              len * ring->esize,
-                              &ring->rreqs[u % (size_t)ring->recv_window]) <
-                0) {
+            if ((ring->eager ? gcx_coll_recv_eager : gcx_coll_recv)(
+                    task, ring->left, step,
+                    gcx_ring_recv_target(ring, u, offset), len * ring->esize,
+                    &ring->rreqs[u % (size_t)ring->recv_window]) < 0) {
                 return;
             }
             ++ring->recv_posted;
@@ -184,8 +190,9 @@ static void gcx_ring_progress(gcx_task_t *task)
             from = (ring->mode == GCX_RING_REDUCE_SCATTER && step == 0) ?
                        ring->src + offset * ring->esize :
                        gcx_ring_partial(ring, offset, begin);
-            if (gcx_coll_send(task, ring->right, step, from, len * ring->esize,
-                              &ring->sreqs[u % GCX_RING_SEND_WINDOW]) < 0) {
+            if ((ring->eager ? gcx_coll_send_eager : gcx_coll_send)(
+                    task, ring->right, step, from, len * ring->esize,
+                    &ring->sreqs[u % GCX_RING_SEND_WINDOW]) < 0) {
                 return;
             }
             ++ring->send_posted;
@@ -229,6 +236,9 @@ static void gcx_ring_post(gcx_task_t *task)
     ring->right = gcx_coll_mod(comm->rank + 1, comm->size);
     ring->recv_posted = ring->recv_done = 0;
     ring->send_posted = ring->send_done = 0;
+    ring->eager = comm->config.ring_eager == GCX_RING_EAGER_ON ||
+                  (comm->config.ring_eager == GCX_RING_EAGER_AUTO &&
+                   comm->network_only);
     if (ring->mode == GCX_RING_REDUCE_SCATTER) {
         if (ring->narrow && comm->size == 1 && ring->counts[0] > 0) {
             /* no steps: the reduction of one rank is its input */
@@ -321,9 +331,22 @@ gcx_task_t *gcx_ring_rs_block_create(gcx_comm_t *comm, void *out,
 
 /* ---- configuration rows (registered into base's one table) -------------- */
 
+static const gcx_config_value_t gcx_ring_eager_names[] = {
+    {GCX_RING_EAGER_AUTO, "auto",
+     "eager when every peer is reached over TCP sockets only"},
+    {GCX_RING_EAGER_ON, "on", "always eager"},
+    {GCX_RING_EAGER_OFF, "off",
+     "tagged messages (rendezvous above UCX's threshold)"},
+    {0, NULL, NULL}};
+
 static const gcx_config_entry_t gcx_ring_config_rows[] = {
     {"PIPELINE_CHUNK", GCX_CONFIG_SIZE, "512K",
      "Chunk size (bytes) of pipelined algorithms (ring, chain)",
      offsetof(struct gcx_config, pipeline_chunk), 4096, 1 << 30, NULL},
+    {"RING_EAGER", GCX_CONFIG_ENUM, "auto",
+     "How ring chunks travel: eager messages, copied out of UCX's buffer on "
+     "arrival (no rendezvous handshake waiting behind queued data), or "
+     "tagged ones; every rank must use the same",
+     offsetof(struct gcx_config, ring_eager), 0, 0, gcx_ring_eager_names},
 };
 GCX_CONFIG_REGISTER(GCX_CONFIG_LAYER_COLL, "coll/ring", gcx_ring_config_rows)

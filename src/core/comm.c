@@ -57,6 +57,8 @@ typedef struct gcx_comm_group_rec {
 typedef struct gcx_comm_check {
     uint32_t magic;
     uint32_t id;
+    uint32_t network_only; /* this rank's context */
+    uint32_t ring_eager;   /* GCX_RING_EAGER: ranks must send alike */
 } gcx_comm_check_t;
 
 static int gcx_comm_state_slots;
@@ -115,7 +117,9 @@ static void gcx_comm_free(gcx_comm_t *comm, double grace)
 /* Every rank checks over the transport that all agree on the id. */
 static gcx_status_t gcx_comm_check_wireup(gcx_comm_t *comm)
 {
-    gcx_comm_check_t  mine = {GCX_COMM_MAGIC, comm->id}, *all;
+    gcx_comm_check_t  mine = {GCX_COMM_MAGIC, comm->id,
+                              (uint32_t)comm->ctx->network_only,
+                              (uint32_t)comm->config.ring_eager}, *all;
     gcx_status_t      status;
     int               r;
 
@@ -124,10 +128,17 @@ static gcx_status_t gcx_comm_check_wireup(gcx_comm_t *comm)
         return GCX_ERR_NOMEM;
     }
     status = gcx_service_allgather(comm, &mine, all, sizeof(mine));
+    comm->network_only = 1;
     for (r = 0; status == GCX_OK && r < comm->size; ++r) {
+        comm->network_only &= all[r].network_only != 0;
         if (all[r].magic != GCX_COMM_MAGIC || all[r].id != comm->id) {
             gcx_error("rank %d agreed on communicator id %u, this rank on "
                       "%u", r, all[r].id, comm->id);
+            status = GCX_ERR_MISMATCH;
+        } else if (all[r].ring_eager != mine.ring_eager) {
+            gcx_error("rank %d has another GCX_RING_EAGER than this rank "
+                      "(%u, here %u): every rank must set the same",
+                      r, all[r].ring_eager, mine.ring_eager);
             status = GCX_ERR_MISMATCH;
         }
     }
@@ -396,6 +407,7 @@ static gcx_status_t gcx_comm_derive(gcx_comm_t *parent,
     params.size    = n;
     params.comm_id = comm->id;
     params.peer_failure_detection = 0; /* the parent's endpoints decide */
+    comm->network_only = parent->network_only; /* agreed by the parent */
     status = parent->tl->ops->derive(parent->tl, &params, members, &comm->tl);
     if (status != GCX_OK) {
         gcx_context_id_release(comm->ctx, comm->id);

@@ -41,6 +41,10 @@ struct gcx_comm {
     size_t            scratch_size;
     gcx_comm_state_t  state[GCX_COMM_STATE_MAX];
     gcx_context_t    *ctx;    /* the process's context, shared */
+    int               network_only; /* every member's context reaches its
+                                       peers over network sockets only
+                                       (agreed at creation: collectives
+                                       choose by it, so all ranks alike) */
     gcx_comm_t       *ctx_prev, *ctx_next;
     gcx_task_t       *p2p;    /* point-to-point requests in flight */
     /* a collective's transfer got another size than expected (ranks out of

@@ -15,7 +15,10 @@
  *  - tags are 64 bits built by gcx_tl_tag() (comm id, collective sequence,
  *    step, source), so a message of an old collective is recognisable;
  *  - abort() cancels everything outstanding and returns only when no request
- *    can touch a user buffer any more; afterwards the transport is dead.
+ *    can touch a user buffer any more; afterwards the transport is dead;
+ *  - send_eager/recv_eager are the same model with the payload staged:
+ *    it travels as one eager message and is copied out on arrival, which
+ *    costs a copy per side but no rendezvous handshake (see the ops).
  *
  * Active messages (am_handler / am_send / am_recv / abandon) are the tool of
  * early-completion collectives (DESIGN §4): the receiver's handler sees a
@@ -63,6 +66,9 @@ typedef struct gcx_tl_req {
     int                is_recv;
     int                peer; /* sends: the destination */
     struct gcx_tl_req *prev, *next;
+    gcx_iov_t          eager_iov;    /* recv_eager: the one buffer, or
+                                        (eager_iovcnt > 1) a copy of the list */
+    int                eager_iovcnt;
 } gcx_tl_req_t;
 
 /** Largest active-message id + 1 (ids are per transport object). */
@@ -239,6 +245,29 @@ typedef struct gcx_tl_ops {
     gcx_status_t (*recv)(gcx_tl_t *tl, int peer, uint64_t tag,
                          uint64_t tag_mask, const gcx_iov_t *iov, int iovcnt,
                          gcx_tl_req_t *req);
+
+    /**
+     * Post a tagged send that travels whole as one eager message (no
+     * rendezvous handshake); it matches only a recv_eager() of the same tag.
+     * The iov list is read in place until @p req completes. For messages
+     * whose handshake would wait behind data queued on a link; the price is
+     * a copy on each side.
+     */
+    gcx_status_t (*send_eager)(gcx_tl_t *tl, int peer, uint64_t tag,
+                               const gcx_iov_t *iov, int iovcnt,
+                               gcx_tl_req_t *req);
+
+    /**
+     * Post a receive of a send_eager() message with exactly @p tag from
+     * @p peer. The message is copied into the iov list once it has arrived
+     * whole (or at once, if it is already here): nothing writes into the
+     * buffers after the request completes or is cancelled, which makes
+     * eager transfers safe to abort. A message longer than the buffers
+     * completes the request with GCX_ERR_MISMATCH and copies nothing.
+     */
+    gcx_status_t (*recv_eager)(gcx_tl_t *tl, int peer, uint64_t tag,
+                               const gcx_iov_t *iov, int iovcnt,
+                               gcx_tl_req_t *req);
 
     /**
      * Register @p handler for active-message id @p id (< GCX_TL_AM_MAX_ID),

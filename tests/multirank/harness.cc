@@ -29,19 +29,29 @@ static gcx_status_t world_oob_allgather(const void *sendbuf, void *recvbuf,
                          len, GCX_DT_U8, nullptr);
 }
 
-gcx_comm_t *make_comm(std::initializer_list<std::pair<const char *, const char *>> overrides)
+gcx_status_t try_make_comm(std::initializer_list<std::pair<const char *, const char *>> overrides,
+                           gcx_comm_t **comm_p)
 {
     gcx_config_t *config = nullptr;
-    gcx_comm_t   *comm   = nullptr;
     gcx_oob_t     oob    = {world_oob_allgather, g_world, world_rank(),
                             world_size()};
+    gcx_status_t  status;
 
+    *comm_p = nullptr;
     EXPECT_EQ(GCX_OK, gcx_config_read(&config));
     for (const auto &kv : overrides) {
         EXPECT_EQ(GCX_OK, gcx_config_set(config, kv.first, kv.second));
     }
-    EXPECT_EQ(GCX_OK, gcx_comm_create(&oob, config, &comm));
+    status = gcx_comm_create(&oob, config, comm_p);
     gcx_config_release(config);
+    return status;
+}
+
+gcx_comm_t *make_comm(std::initializer_list<std::pair<const char *, const char *>> overrides)
+{
+    gcx_comm_t *comm = nullptr;
+
+    EXPECT_EQ(GCX_OK, try_make_comm(overrides, &comm));
     return comm;
 }
 

@@ -17,6 +17,9 @@ extern gcx_comm_t *g_world;
 
 // A communicator over the same ranks with GCX_* overrides ({"NAME", "v"}).
 gcx_comm_t *make_comm(std::initializer_list<std::pair<const char *, const char *>> overrides);
+// The same, returning gcx_comm_create's status (for creations that must fail).
+gcx_status_t try_make_comm(std::initializer_list<std::pair<const char *, const char *>> overrides,
+                           gcx_comm_t **comm_p);
 
 int world_rank();
 int world_size();

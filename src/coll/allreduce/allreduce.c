@@ -51,7 +51,7 @@ static const gcx_allreduce_create_fn_t gcx_allreduce_create[] = {
 static int gcx_allreduce_select(const gcx_comm_t *comm, size_t bytes)
 {
     int    id    = comm->config.allreduce_algo;
-    size_t large = comm->ctx->network_only ?
+    size_t large = comm->network_only ?
                        comm->config.allreduce_large_msg_tcp :
                        comm->config.allreduce_large_msg;
 

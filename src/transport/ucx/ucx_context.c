@@ -612,6 +612,9 @@ gcx_status_t gcx_tl_ucx_ctx_create(gcx_tl_ctx_t **ctx_p)
         gcx_error("ucp_worker_create failed: %s", ucs_status_string(st));
         goto err_cleanup;
     }
+    if (gcx_tl_ucx_eager_init(ctx) != GCX_OK) {
+        goto err_destroy_worker;
+    }
     if (ctx->tcp_only &&
         ucp_worker_get_efd(ctx->worker, &ctx->event_fd) != UCS_OK) {
         ctx->event_fd = -1; /* waits poll, as on other transports */
@@ -652,6 +655,7 @@ void gcx_tl_ucx_ctx_destroy(gcx_tl_ctx_t *ctx)
 {
     double deadline = gcx_time_now() + 0.5;
 
+    gcx_tl_ucx_eager_fini(ctx); /* messages no communicator received */
     /* the views put every endpoint back; anything left is closed */
     while (ctx->eps != NULL) {
         gcx_tl_ucx_ep_t *ep = ctx->eps;

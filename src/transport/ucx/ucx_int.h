@@ -56,6 +56,21 @@ typedef struct gcx_tl_ucx_am_route {
     unsigned      id;
 } gcx_tl_ucx_am_route_t;
 
+/*
+ * Eager tagged messages (ucx_eager.c) travel as active messages on this
+ * id, outside the views' ids; the header is the 64-bit tag.
+ */
+#define GCX_TL_UCX_EAGER_AM_ID GCX_TL_AM_MAX_ID
+
+/* An eager message that arrived before its receive: UCX's persistent copy
+ * of the payload, released with ucp_am_data_release once taken. */
+typedef struct gcx_tl_ucx_staged {
+    uint64_t                  tag;
+    void                     *data;
+    size_t                    length;
+    struct gcx_tl_ucx_staged *prev, *next;
+} gcx_tl_ucx_staged_t;
+
 /* The process's transport context. */
 struct gcx_tl_ctx {
     ucp_context_h          context;
@@ -81,6 +96,10 @@ struct gcx_tl_ctx {
     gcx_tl_ucx_am_route_t  am_route[GCX_TL_AM_MAX_ID];
     gcx_tl_ucx_t          *views[GCX_TL_MAX_COMM_IDS]; /* by comm id */
     gcx_tl_ucx_abandoned_t abandoned; /* list head (sentinel) */
+    gcx_tl_ucx_staged_t    staged;    /* eager messages not received yet,
+                                         oldest first (sentinel) */
+    uint64_t               eager_arrived; /* eager messages so far (tests,
+                                             debugging) */
 };
 
 /*
@@ -107,6 +126,8 @@ struct gcx_tl_ucx {
     int               peer_failure; /* GCX_TL_PEER_FAILURE_* */
     int               aborted;
     gcx_tl_req_t      outstanding; /* list head (sentinel) */
+    gcx_tl_req_t      eager_posted; /* recv_eager() requests waiting for
+                                       their message (sentinel) */
     gcx_tl_ucx_am_t   am[GCX_TL_AM_MAX_ID];
 };
 
@@ -170,6 +191,27 @@ gcx_tl_ucx_abandoned_t *gcx_tl_ucx_abandoned_new(gcx_tl_ctx_t *ctx,
                                                  gcx_tl_ucx_ep_t *ep);
 void gcx_tl_ucx_abandoned_run(gcx_tl_ucx_abandoned_t *node);
 void gcx_tl_ucx_abandoned_keep(gcx_tl_ucx_abandoned_t *node);
+
+/* ---- eager tagged messages (ucx_eager.c) ---- */
+
+/** Route GCX_TL_UCX_EAGER_AM_ID to the eager receive path (ctx_create). */
+gcx_status_t gcx_tl_ucx_eager_init(gcx_tl_ctx_t *ctx);
+
+/** Release every staged message (the context goes away). */
+void gcx_tl_ucx_eager_fini(gcx_tl_ctx_t *ctx);
+
+/** Post a receive of an eager message (the recv_eager op). */
+gcx_status_t gcx_tl_ucx_recv_eager(gcx_tl_t *tl, int peer, uint64_t tag,
+                                   const gcx_iov_t *iov, int iovcnt,
+                                   gcx_tl_req_t *req);
+
+/** Complete every waiting recv_eager() of @p ucx with @p status: nothing
+ *  is written into their buffers afterwards. */
+void gcx_tl_ucx_eager_cancel(gcx_tl_ucx_t *ucx, gcx_status_t status);
+
+/** Drop the staged messages of communicator id @p comm_id (both its
+ *  collective and its point-to-point tag ids). */
+void gcx_tl_ucx_eager_purge(gcx_tl_ctx_t *ctx, uint32_t comm_id);
 
 gcx_status_t gcx_tl_ucx_ctx_create(gcx_tl_ctx_t **ctx_p);
 void         gcx_tl_ucx_ctx_destroy(gcx_tl_ctx_t *ctx);

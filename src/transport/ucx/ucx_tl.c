@@ -8,7 +8,8 @@
  * word of every active-message header. Messages use ucp_tag_send_nbx /
  * ucp_tag_recv_nbx directly on the caller's buffers: UCX picks eager (small)
  * or rendezvous (large: cma/knem single copy on a host, zero-copy RDMA on
- * InfiniBand), so gcx itself never stages user data.
+ * InfiniBand), so gcx itself never stages user data; send_eager (its
+ * receive side is ucx_eager.c) is the exception a collective opts into.
  *
  * Peer failure: endpoints in UCP_ERR_HANDLING_MODE_PEER have their error
  * callback mark the endpoint failed, so collectives waiting on the peer fail
@@ -166,6 +167,8 @@ static gcx_tl_ucx_t *gcx_tl_ucx_view_new(gcx_tl_ctx_t *ctx,
     ucx->peer_failure    = params->peer_failure_detection;
     ucx->outstanding.next = &ucx->outstanding;
     ucx->outstanding.prev = &ucx->outstanding;
+    ucx->eager_posted.next = &ucx->eager_posted;
+    ucx->eager_posted.prev = &ucx->eager_posted;
     ctx->views[id]        = ucx;
     return ucx;
 }
@@ -356,6 +359,33 @@ static gcx_status_t gcx_tl_ucx_recv(gcx_tl_t *tl, int peer, uint64_t tag,
     return gcx_tl_ucx_attach(ucx, req,
                              ucp_tag_recv_nbx(tl->ctx->worker, buffer, count,
                                               tag, tag_mask, &param));
+}
+
+/* Eager: the payload goes whole as an active message on the context's
+ * eager id (ucx_eager.c receives it); the header, the tag, lives in the
+ * request until it completes (UCX 1.13 has no header copy flag). */
+static gcx_status_t gcx_tl_ucx_send_eager(gcx_tl_t *tl, int peer,
+                                          uint64_t tag, const gcx_iov_t *iov,
+                                          int iovcnt, gcx_tl_req_t *req)
+{
+    gcx_tl_ucx_t       *ucx   = (gcx_tl_ucx_t *)tl;
+    ucp_request_param_t param = {0};
+    ucp_ep_h            ep    = gcx_tl_ucx_send_ep(ucx, peer, req);
+    void               *buffer;
+    size_t              count;
+
+    if (ep == NULL) {
+        return GCX_ERR_PEER;
+    }
+    req->tag           = tag;
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags        = UCP_AM_SEND_FLAG_EAGER;
+    param.cb.send      = gcx_tl_ucx_send_cb;
+    gcx_tl_ucx_fill_param(&param, iov, iovcnt, &buffer, &count);
+    return gcx_tl_ucx_attach(ucx, req,
+                             ucp_am_send_nbx(ep, GCX_TL_UCX_EAGER_AM_ID,
+                                             &req->tag, sizeof(req->tag),
+                                             buffer, count, &param));
 }
 
 /* ---- active messages ------------------------------------------------------ */
@@ -597,6 +627,7 @@ static void gcx_tl_ucx_ctx_stop(gcx_tl_ctx_t *ctx)
     for (id = 0; id < GCX_TL_MAX_COMM_IDS; ++id) {
         if (ctx->views[id] != NULL) {
             gcx_tl_ucx_orphan_all(ctx->views[id], GCX_ERR_TRANSPORT);
+            gcx_tl_ucx_eager_cancel(ctx->views[id], GCX_ERR_TRANSPORT);
         }
     }
 }
@@ -610,6 +641,8 @@ static void gcx_tl_ucx_abort(gcx_tl_t *tl)
 
     ucx->aborted        = 1;
     tl->ctx->abort_seen = 1;
+    /* eager receives are cancelled for good: only their copy writes */
+    gcx_tl_ucx_eager_cancel(ucx, GCX_ERR_CANCELED);
     if (tl->ctx->stopped) {
         gcx_tl_ucx_orphan_all(ucx, GCX_ERR_CANCELED);
         return;
@@ -699,10 +732,12 @@ static int gcx_tl_ucx_fini(gcx_tl_t *tl, double seconds)
     double        deadline = gcx_time_now() + seconds;
     int           reusable;
 
-    if (!ucx->aborted && ucx->outstanding.next != &ucx->outstanding) {
+    if (!ucx->aborted && (ucx->outstanding.next != &ucx->outstanding ||
+                          ucx->eager_posted.next != &ucx->eager_posted)) {
         gcx_tl_ucx_abort(tl);
     }
     ctx->views[tl->comm_id] = NULL; /* late active messages are dropped */
+    gcx_tl_ucx_eager_purge(ctx, tl->comm_id);
     /* draining progresses the worker, which an abort rules out (see
      * gcx_tl_ucx_ep_put_all): the id's unmatched messages stay queued and the
      * id is never used again */
@@ -730,6 +765,8 @@ const gcx_tl_ops_t gcx_tl_ucx_ops = {
     .derive       = gcx_tl_ucx_derive,
     .send         = gcx_tl_ucx_send,
     .recv         = gcx_tl_ucx_recv,
+    .send_eager   = gcx_tl_ucx_send_eager,
+    .recv_eager   = gcx_tl_ucx_recv_eager,
     .am_handler   = gcx_tl_ucx_am_handler,
     .am_send      = gcx_tl_ucx_am_send,
     .am_recv      = gcx_tl_ucx_am_recv,
