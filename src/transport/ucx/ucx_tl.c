@@ -312,9 +312,13 @@ static ucp_ep_h gcx_tl_ucx_send_ep(gcx_tl_ucx_t *ucx, int peer,
     return ep->ep;
 }
 
-static gcx_status_t gcx_tl_ucx_send(gcx_tl_t *tl, int peer, uint64_t tag,
-                                    const gcx_iov_t *iov, int iovcnt,
-                                    gcx_tl_req_t *req)
+/* A tagged send (ucp_tag_send_nbx), or an eager one: the payload goes whole
+ * as an active message on the context's eager id (ucx_eager.c receives
+ * it), whose header, the tag, lives in the request until it completes
+ * (UCX 1.13 has no header copy flag). */
+static gcx_status_t gcx_tl_ucx_post_send(gcx_tl_t *tl, int peer, uint64_t tag,
+                                         const gcx_iov_t *iov, int iovcnt,
+                                         gcx_tl_req_t *req, int eager)
 {
     gcx_tl_ucx_t       *ucx   = (gcx_tl_ucx_t *)tl;
     ucp_request_param_t param = {0};
@@ -328,8 +332,31 @@ static gcx_status_t gcx_tl_ucx_send(gcx_tl_t *tl, int peer, uint64_t tag,
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
     param.cb.send      = gcx_tl_ucx_send_cb;
     gcx_tl_ucx_fill_param(&param, iov, iovcnt, &buffer, &count);
+    if (!eager) {
+        return gcx_tl_ucx_attach(ucx, req, ucp_tag_send_nbx(ep, buffer, count,
+                                                            tag, &param));
+    }
+    req->tag            = tag;
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags         = UCP_AM_SEND_FLAG_EAGER;
     return gcx_tl_ucx_attach(ucx, req,
-                             ucp_tag_send_nbx(ep, buffer, count, tag, &param));
+                             ucp_am_send_nbx(ep, GCX_TL_UCX_EAGER_AM_ID,
+                                             &req->tag, sizeof(req->tag),
+                                             buffer, count, &param));
+}
+
+static gcx_status_t gcx_tl_ucx_send(gcx_tl_t *tl, int peer, uint64_t tag,
+                                    const gcx_iov_t *iov, int iovcnt,
+                                    gcx_tl_req_t *req)
+{
+    return gcx_tl_ucx_post_send(tl, peer, tag, iov, iovcnt, req, 0);
+}
+
+static gcx_status_t gcx_tl_ucx_send_eager(gcx_tl_t *tl, int peer,
+                                          uint64_t tag, const gcx_iov_t *iov,
+                                          int iovcnt, gcx_tl_req_t *req)
+{
+    return gcx_tl_ucx_post_send(tl, peer, tag, iov, iovcnt, req, 1);
 }
 
 static gcx_status_t gcx_tl_ucx_recv(gcx_tl_t *tl, int peer, uint64_t tag,
@@ -359,33 +386,6 @@ static gcx_status_t gcx_tl_ucx_recv(gcx_tl_t *tl, int peer, uint64_t tag,
     return gcx_tl_ucx_attach(ucx, req,
                              ucp_tag_recv_nbx(tl->ctx->worker, buffer, count,
                                               tag, tag_mask, &param));
-}
-
-/* Eager: the payload goes whole as an active message on the context's
- * eager id (ucx_eager.c receives it); the header, the tag, lives in the
- * request until it completes (UCX 1.13 has no header copy flag). */
-static gcx_status_t gcx_tl_ucx_send_eager(gcx_tl_t *tl, int peer,
-                                          uint64_t tag, const gcx_iov_t *iov,
-                                          int iovcnt, gcx_tl_req_t *req)
-{
-    gcx_tl_ucx_t       *ucx   = (gcx_tl_ucx_t *)tl;
-    ucp_request_param_t param = {0};
-    ucp_ep_h            ep    = gcx_tl_ucx_send_ep(ucx, peer, req);
-    void               *buffer;
-    size_t              count;
-
-    if (ep == NULL) {
-        return GCX_ERR_PEER;
-    }
-    req->tag           = tag;
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags        = UCP_AM_SEND_FLAG_EAGER;
-    param.cb.send      = gcx_tl_ucx_send_cb;
-    gcx_tl_ucx_fill_param(&param, iov, iovcnt, &buffer, &count);
-    return gcx_tl_ucx_attach(ucx, req,
-                             ucp_am_send_nbx(ep, GCX_TL_UCX_EAGER_AM_ID,
-                                             &req->tag, sizeof(req->tag),
-                                             buffer, count, &param));
 }
 
 /* ---- active messages ------------------------------------------------------ */
