@@ -24,7 +24,9 @@
  * messages (transport.h send_eager): each rendezvous handshake would wait
  * behind the chunks queued on the link, once per step, on the critical
  * path; eager chunks cost a copy per side instead and are copied out of
- * UCX's buffer into the same places (slot or user buffer) on arrival.
+ * UCX's buffer into the same places (slot or user buffer) on arrival. A
+ * caller whose ring competes with heavy local work for the CPU (the sparse
+ * allreduce's merges) keeps it tagged with gcx_ring_prefer_tagged().
  *
  * Cost per rank: (P-1)/P·n bytes sent and received per mode, i.e. ring
  * allreduce = 2(P-1)/P·n·β + (P-1)/P·n·γ + 2(P-1)·α·chunks — bandwidth-
@@ -53,6 +55,7 @@ typedef struct gcx_ring_task {
     int             average; /* reduce mode: divide the owned block by P */
     int             narrow;  /* partials in a one-block buf (see above) */
     int             eager;   /* chunks as eager messages (see above) */
+    int             prefer_tagged; /* GCX_RING_EAGER=auto keeps it tagged */
     int             shift;
     int             left, right;
     size_t          chunk;   /* elements per chunk */
@@ -238,7 +241,7 @@ static void gcx_ring_post(gcx_task_t *task)
     ring->send_posted = ring->send_done = 0;
     ring->eager = comm->config.ring_eager == GCX_RING_EAGER_ON ||
                   (comm->config.ring_eager == GCX_RING_EAGER_AUTO &&
-                   comm->network_only);
+                   comm->network_only && !ring->prefer_tagged);
     if (ring->mode == GCX_RING_REDUCE_SCATTER) {
         if (ring->narrow && comm->size == 1 && ring->counts[0] > 0) {
             /* no steps: the reduction of one rank is its input */
@@ -329,11 +332,17 @@ gcx_task_t *gcx_ring_rs_block_create(gcx_comm_t *comm, void *out,
     return task;
 }
 
+void gcx_ring_prefer_tagged(gcx_task_t *task)
+{
+    ((gcx_ring_task_t *)task)->prefer_tagged = 1;
+}
+
 /* ---- configuration rows (registered into base's one table) -------------- */
 
 static const gcx_config_value_t gcx_ring_eager_names[] = {
     {GCX_RING_EAGER_AUTO, "auto",
-     "eager when every peer is reached over TCP sockets only"},
+     "eager when every peer is reached over TCP sockets only (not the "
+     "sparse allreduce's rings)"},
     {GCX_RING_EAGER_ON, "on", "always eager"},
     {GCX_RING_EAGER_OFF, "off",
      "tagged messages (rendezvous above UCX's threshold)"},

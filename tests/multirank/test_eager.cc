@@ -8,6 +8,8 @@
 // ranks sit the pair cases out); notices between them go by gcx_send.
 #include "harness.h"
 
+#include <gcx/sparse.h>
+
 extern "C" {
 #include "core/comm.h"
 #include "core/context.h"
@@ -18,6 +20,7 @@ extern "C" {
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace {
@@ -319,4 +322,35 @@ TEST(Eager, DifferentRingEagerSettingsAreAMismatch)
     EXPECT_EQ(GCX_ERR_MISMATCH,
               try_make_comm({{"RING_EAGER", world_rank() == 0 ? "on" : "off"}}, &comm));
     EXPECT_EQ(nullptr, comm);
+}
+
+// The sparse allreduce keeps its rings tagged under auto (its merges want
+// the CPU that eager copies would take); GCX_RING_EAGER=on still applies.
+TEST(Eager, SparseRingsStayTaggedUnderAuto)
+{
+    const size_t          N = 1u << 20, nnz = 20000;
+    std::vector<uint32_t> idx(nnz);
+    std::vector<float>    val(nnz, 1.0f), dense(N);
+    for (size_t j = 0; j < nnz; ++j) {
+        idx[j] = static_cast<uint32_t>(j * 50 + static_cast<size_t>(world_rank()));
+    }
+    gcx_sparse_vec_t input{idx.data(), val.data(), nnz, nnz, N, 0};
+    gcx_sparse_allreduce_opts_t opts{};
+    opts.algo = "allgather";
+    for (const char *eager : {"auto", "on"}) {
+        gcx_comm_t *comm = make_comm({{"RING_EAGER", eager}});
+        ASSERT_NE(nullptr, comm);
+        uint64_t before = eager_arrived();
+        ASSERT_EQ(GCX_OK, gcx_sparse_allreduce(comm, &input, dense.data(), nullptr,
+                                               &opts, nullptr));
+        EXPECT_EQ(std::string(eager) == "on" && world_size() > 1,
+                  eager_arrived() > before) << "GCX_RING_EAGER=" << eager;
+        size_t wrong = 0;
+        for (size_t i = 0; i < N; ++i) {
+            const bool hit = i % 50 < static_cast<size_t>(world_size()) && i / 50 < nnz;
+            wrong += dense[i] != (hit ? 1.0f : 0.0f);
+        }
+        EXPECT_EQ(0u, wrong) << "GCX_RING_EAGER=" << eager;
+        gcx_comm_destroy(comm);
+    }
 }

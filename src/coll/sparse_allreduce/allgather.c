@@ -79,12 +79,10 @@ static void gcx_sparse_ag_start(gcx_sparse_task_t *t)
             t->bytes_sent += 8 * t->nnz[r];
         }
     }
-    ag->ring_idx = gcx_ring_create(comm, GCX_RING_ALLGATHER, ag->gi,
-                                   t->in_idx, ag->counts, ag->counts + P,
-                                   GCX_DT_I32, GCX_OP_SUM, 0);
-    ag->ring_val = gcx_ring_create(comm, GCX_RING_ALLGATHER, ag->gv,
-                                   t->in_val, ag->counts, ag->counts + P,
-                                   GCX_DT_F32, GCX_OP_SUM, 0);
+    ag->ring_idx = gcx_sparse_ring(comm, ag->gi, t->in_idx, ag->counts,
+                                   ag->counts + P, GCX_DT_I32);
+    ag->ring_val = gcx_sparse_ring(comm, ag->gv, t->in_val, ag->counts,
+                                   ag->counts + P, GCX_DT_F32);
     if (ag->ring_idx == NULL || ag->ring_val == NULL) {
         t->super.status = GCX_ERR_NOMEM;
         return;

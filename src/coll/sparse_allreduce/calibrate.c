@@ -88,9 +88,8 @@ static gcx_task_t *gcx_sparse_cal_ring(gcx_sparse_task_t *t,
         cal->counts[r]     = per_rank;
         cal->counts[P + r] = (size_t)r * per_rank;
     }
-    return gcx_ring_create(t->super.comm, GCX_RING_ALLGATHER, cal->buf, NULL,
-                           cal->counts, cal->counts + P, GCX_DT_U8,
-                           GCX_OP_SUM, 0);
+    return gcx_sparse_ring(t->super.comm, cal->buf, NULL, cal->counts,
+                           cal->counts + P, GCX_DT_U8);
 }
 
 void gcx_sparse_cal_free(gcx_sparse_cal_t *cal)

@@ -327,6 +327,19 @@ static void gcx_sparse_progress(gcx_task_t *task)
     }
 }
 
+gcx_task_t *gcx_sparse_ring(gcx_comm_t *comm, void *buf, const void *src,
+                            const size_t *counts, const size_t *displs,
+                            gcx_dtype_t dtype)
+{
+    gcx_task_t *ring = gcx_ring_create(comm, GCX_RING_ALLGATHER, buf, src,
+                                       counts, displs, dtype, GCX_OP_SUM, 0);
+
+    if (ring != NULL) {
+        gcx_ring_prefer_tagged(ring);
+    }
+    return ring;
+}
+
 static void gcx_sparse_post(gcx_task_t *task)
 {
     gcx_sparse_task_t *t = (gcx_sparse_task_t *)task;
@@ -337,9 +350,9 @@ static void gcx_sparse_post(gcx_task_t *task)
     /* packed now, not at submission: the previous call on this
      * communicator has finished and recorded its time on every rank */
     gcx_sparse_fb_pack(t, t->info_send + GCX_SPARSE_INFO_FB(P));
-    t->sub = gcx_ring_create(task->comm, GCX_RING_ALLGATHER, t->info,
-                             t->info_send, t->nnz /* counts: reused below */,
-                             t->nnz + P, GCX_DT_I64, GCX_OP_SUM, 0);
+    t->sub = gcx_sparse_ring(task->comm, t->info, t->info_send,
+                             t->nnz /* counts: reused below */, t->nnz + P,
+                             GCX_DT_I64);
     if (t->sub == NULL) {
         task->status = GCX_ERR_NOMEM;
         return;

@@ -328,9 +328,8 @@ static int gcx_sparse_split_start_spread(gcx_sparse_task_t *t)
                 t->bytes_sent += 4 * sp->counts[r];
             }
         }
-        sp->ring_a = gcx_ring_create(comm, GCX_RING_ALLGATHER, t->dense_out,
-                                     NULL, sp->counts, sp->counts + P,
-                                     GCX_DT_F32, GCX_OP_SUM, 0);
+        sp->ring_a = gcx_sparse_ring(comm, t->dense_out, NULL, sp->counts,
+                                     sp->counts + P, GCX_DT_F32);
         sp->done_b    = 1;
         t->res_dense  = 1;
     } else {
@@ -358,12 +357,10 @@ static int gcx_sparse_split_start_spread(gcx_sparse_task_t *t)
                 t->bytes_sent += 8 * sp->counts[r];
             }
         }
-        sp->ring_a = gcx_ring_create(comm, GCX_RING_ALLGATHER, t->res_idx,
-                                     sp->regi, sp->counts, sp->counts + P,
-                                     GCX_DT_I32, GCX_OP_SUM, 0);
-        sp->ring_b = gcx_ring_create(comm, GCX_RING_ALLGATHER, t->res_val,
-                                     sp->regv, sp->counts, sp->counts + P,
-                                     GCX_DT_F32, GCX_OP_SUM, 0);
+        sp->ring_a = gcx_sparse_ring(comm, t->res_idx, sp->regi, sp->counts,
+                                     sp->counts + P, GCX_DT_I32);
+        sp->ring_b = gcx_sparse_ring(comm, t->res_val, sp->regv, sp->counts,
+                                     sp->counts + P, GCX_DT_F32);
         if (sp->ring_b == NULL) {
             t->super.status = GCX_ERR_NOMEM;
             return -1;
@@ -413,9 +410,8 @@ int gcx_sparse_split_progress(gcx_sparse_task_t *t)
                 sp->counts[P + r] = (size_t)r;
             }
             sp->sizes[comm->rank] = (int64_t)sp->regn;
-            sp->ring_a = gcx_ring_create(comm, GCX_RING_ALLGATHER, sp->sizes,
-                                         NULL, sp->counts, sp->counts + P,
-                                         GCX_DT_I64, GCX_OP_SUM, 0);
+            sp->ring_a = gcx_sparse_ring(comm, sp->sizes, NULL, sp->counts,
+                                         sp->counts + P, GCX_DT_I64);
             if (sp->ring_a == NULL) {
                 t->super.status = GCX_ERR_NOMEM;
                 return -1;
