@@ -34,13 +34,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The view that a tag's communicator field names (collective ids are
- * even, the point-to-point id is the odd one after). */
-static gcx_tl_ucx_t *gcx_tl_ucx_eager_view(gcx_tl_ctx_t *ctx, uint64_t tag)
+/* The communicator id a tag's communicator field names (a view's id is
+ * even; its point-to-point id is the odd one after). */
+static uint32_t gcx_tl_ucx_eager_comm(uint64_t tag)
 {
-    uint32_t id = (uint32_t)(tag >> 52) & (GCX_TL_MAX_COMM_IDS - 1);
-
-    return ctx->views[id & ~1u];
+    return ((uint32_t)(tag >> 52) & (GCX_TL_MAX_COMM_IDS - 1)) & ~1u;
 }
 
 static const gcx_iov_t *gcx_tl_ucx_eager_iov(const gcx_tl_req_t *req)
@@ -74,16 +72,22 @@ static void gcx_tl_ucx_eager_deliver(gcx_tl_req_t *req, const void *data,
     req->length = length;
 }
 
+/* Frees the copy of a receive's iov list, if it has one. */
+static void gcx_tl_ucx_eager_iov_free(gcx_tl_req_t *req)
+{
+    if (req->eager_iovcnt > 1) {
+        free(req->eager_iov.buffer);
+    }
+    req->eager_iovcnt = 0;
+}
+
 /* Unlinks a waiting request and frees what it allocated. */
 static void gcx_tl_ucx_eager_unlink(gcx_tl_req_t *req)
 {
     req->prev->next = req->next;
     req->next->prev = req->prev;
     req->prev = req->next = NULL;
-    if (req->eager_iovcnt > 1) {
-        free(req->eager_iov.buffer);
-    }
-    req->eager_iovcnt = 0;
+    gcx_tl_ucx_eager_iov_free(req);
 }
 
 static void gcx_tl_ucx_staged_unlink(gcx_tl_ucx_staged_t *msg)
@@ -113,7 +117,7 @@ static ucs_status_t gcx_tl_ucx_eager_cb(void *arg, const void *header,
     }
     memcpy(&tag, header, sizeof(tag)); /* may be unaligned */
     ++ctx->eager_arrived;
-    view = gcx_tl_ucx_eager_view(ctx, tag);
+    view = ctx->views[gcx_tl_ucx_eager_comm(tag)];
     if (view != NULL && view->aborted) {
         return UCS_OK; /* nobody will ever receive it */
     }
@@ -188,8 +192,7 @@ void gcx_tl_ucx_eager_purge(gcx_tl_ctx_t *ctx, uint32_t comm_id)
 
     for (msg = ctx->staged.next; msg != &ctx->staged; msg = next) {
         next = msg->next;
-        if ((((uint32_t)(msg->tag >> 52) & (GCX_TL_MAX_COMM_IDS - 1)) &
-             ~1u) == (comm_id & ~1u)) {
+        if (gcx_tl_ucx_eager_comm(msg->tag) == (comm_id & ~1u)) {
             gcx_tl_ucx_staged_free(ctx, msg);
         }
     }
@@ -242,10 +245,7 @@ gcx_status_t gcx_tl_ucx_recv_eager(gcx_tl_t *tl, int peer, uint64_t tag,
         }
     }
     if (req->status != GCX_INPROGRESS) {
-        if (req->eager_iovcnt > 1) {
-            free(req->eager_iov.buffer);
-        }
-        req->eager_iovcnt = 0;
+        gcx_tl_ucx_eager_iov_free(req);
         return req->status == GCX_ERR_CANCELED ? GCX_ERR_CANCELED : GCX_OK;
     }
     req->next                     = &ucx->eager_posted;
