@@ -214,11 +214,6 @@ double gcx_sparse_measure_merge(void);
 /* γ when α and β come from GCX_NET_* and nothing was measured (x86-64). */
 #define GCX_SPARSE_DEFAULT_GAMMA 10e-9
 
-/**
- * The split engine (split.c): sparse reduce-scatter by the index ranges
- * [bounds[j], bounds[j+1]) owned by rank j, then sparse or dense allgather.
- * @p bounds holds P+1 entries (copied).
- */
 /*
  * A ring allgather of the sparse allreduce (counts/displs in elements, as
  * gcx_ring_create): its chunks stay tagged under GCX_RING_EAGER=auto, since
@@ -229,6 +224,11 @@ gcx_task_t *gcx_sparse_ring(gcx_comm_t *comm, void *buf, const void *src,
                             const size_t *counts, const size_t *displs,
                             gcx_dtype_t dtype);
 
+/**
+ * The split engine (split.c): sparse reduce-scatter by the index ranges
+ * [bounds[j], bounds[j+1]) owned by rank j, then sparse or dense allgather.
+ * @p bounds holds P+1 entries (copied).
+ */
 void gcx_sparse_split_start(gcx_sparse_task_t *t, const size_t *bounds);
 int  gcx_sparse_split_progress(gcx_sparse_task_t *t);
 void gcx_sparse_split_cleanup(gcx_sparse_task_t *t);
