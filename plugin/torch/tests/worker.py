@@ -21,14 +21,22 @@ SIZES = [0, 1, 7, 1000, 1 << 20]
 OPS = [dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.MIN]
 
 
-def init(rank, size, store_file, timeout=60):
+def init(rank, size, store_file, timeout=60, gloo=True):
+    """The default group on gcx, and (gloo=True) a gloo group of every rank
+    beside it to compare with.
+
+    A scenario in which a rank exits (or dies) on purpose right after init
+    passes gloo=False: gloo's connectFullMesh is not done on every rank when
+    it returns on one, so a rank that leaves at once can close the pair while
+    its peer still connects ("Gloo connectFullMesh failed ... Connection
+    closed by peer"), a failure of the test's own gloo group, not of gcx."""
     # TEST_TCP_PORT set: a TCPStore on that port (rank 0 serves it)
     port = os.environ.get("TEST_TCP_PORT")
     method = f"tcp://127.0.0.1:{port}" if port else "file://" + store_file
     dist.init_process_group("gcx", init_method=method,
                             rank=rank, world_size=size,
                             timeout=datetime.timedelta(seconds=timeout))
-    return dist.new_group(backend="gloo")
+    return dist.new_group(backend="gloo") if gloo else None
 
 
 def data(rank, n, dtype, salt=0):
@@ -373,7 +381,7 @@ def main():
         # the last rank dies after creation; the others' next collective
         # must fail (GCX_ERR_PEER or GCX_ERR_TIMEOUT within the group's
         # 3 s timeout, which is the communicator's GCX_TIMEOUT), not hang
-        init(rank, size, store, timeout=3)
+        init(rank, size, store, timeout=3, gloo=False)
         if rank == size - 1:
             os._exit(0)
         try:
@@ -387,7 +395,7 @@ def main():
     if scenario == "exit_inflight":
         # rank 0 exits with an allreduce in flight that rank 1 never joins;
         # the atexit shutdown must cancel it and let both exit, not hang
-        init(rank, size, store)
+        init(rank, size, store, gloo=False)
         if rank == 0:
             dist.all_reduce(torch.ones(1 << 20), async_op=True)
             sys.exit(0)
@@ -405,7 +413,8 @@ def main():
             sys.exit(0)
         t0 = time.monotonic()
         try:
-            init(rank, size + 1 if last else size, store, timeout=5)
+            init(rank, size + 1 if last else size, store, timeout=5,
+                 gloo=False)
             dist.all_reduce(torch.ones(4))
         except Exception as e:  # noqa: BLE001
             print(f"creation error after {time.monotonic() - t0:.1f} s:",
@@ -415,7 +424,7 @@ def main():
     if scenario == "badenv":
         # GCX_TIMEOUT=abc etc. is set by the launcher: creation must raise
         try:
-            init(rank, size, store)
+            init(rank, size, store, gloo=False)
         except Exception as e:  # noqa: BLE001
             print("creation error:", e, flush=True)
             sys.exit(3)
