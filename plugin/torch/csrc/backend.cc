@@ -10,7 +10,13 @@
 // send/recv) goes as bytes (GCX_DT_U8), so every dtype works; reductions
 // need a gcx element type. Cost: list-shaped collectives (allgather and
 // gather into lists, reduce_scatter and scatter from lists) pay one copy
-// through a flat buffer; the tensor-shaped ones are zero copy.
+// through a flat buffer; the tensor-shaped ones are zero copy. The
+// coalesced calls (allreduce_coalesced, allgather_into_tensor_coalesced,
+// reduce_scatter_tensor_coalesced) are one gcx collective over a flat
+// buffer per dtype (allgather: one in all, as bytes), one copy in and one
+// out; a block between startCoalescing and endCoalescing is one job of the
+// calls made in it, one Work. PREMUL_SUM multiplies the input first (a
+// copy where torch keeps the input: reduce, reduce_scatter).
 #include "backend.h"
 #include "comm_create.h"
 #include "tensor_args.h"
@@ -20,9 +26,13 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <stdexcept>
 
 namespace torch_gcx {
@@ -35,6 +45,41 @@ std::exception_ptr make_error(const std::string &what, gcx_status_t status)
         {__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
         status_message(what, status)));
 }
+
+[[noreturn]] void throw_dist_error(const std::string &msg)
+{
+    throw c10::DistBackendError(
+        {__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, msg);
+}
+
+// The tag of monitoredBarrier's messages; user tags are below it.
+constexpr int kMonitorTag = 2147483647;
+
+// indices of ts grouped by dtype, groups in order of first appearance
+std::vector<std::vector<size_t>> by_dtype(const std::vector<at::Tensor> &ts)
+{
+    std::vector<std::vector<size_t>> groups;
+    std::vector<at::ScalarType> types;
+    for (size_t i = 0; i < ts.size(); ++i) {
+        auto it = std::find(types.begin(), types.end(), ts[i].scalar_type());
+        if (it == types.end()) {
+            types.push_back(ts[i].scalar_type());
+            groups.emplace_back();
+            it = types.end() - 1;
+        }
+        groups[static_cast<size_t>(it - types.begin())].push_back(i);
+    }
+    return groups;
+}
+
+// One reduction of a coalesced call: gcx reduces `in` into `out` (in
+// place when they are the same tensor); post copies `out` into `members`
+// block by block when it is a flat buffer of several tensors.
+struct FlatPart {
+    at::Tensor in, out;
+    gcx_dtype_t dt;
+    std::vector<at::Tensor> members;
+};
 
 } // namespace
 
@@ -76,7 +121,43 @@ class GcxWork : public c10d::Work {
         future_->setError(e);
     }
 
+    // The Work of a coalesced block not yet ended: its job is not queued,
+    // so wait() raises instead of waiting forever.
+    bool wait(std::chrono::milliseconds timeout) override
+    {
+        {
+            std::lock_guard<std::mutex> lk(mutex_);
+            TORCH_CHECK(!pending_,
+                        "gcx: this Work belongs to a coalesced block that has "
+                        "not ended; call endCoalescing (leave "
+                        "_coalescing_manager) and wait for the Work it "
+                        "returns");
+        }
+        return c10d::Work::wait(timeout);
+    }
+
+    // Wait until deadline without raising; true if the Work completed
+    // (successfully or not).
+    bool wait_until(std::chrono::steady_clock::time_point deadline)
+    {
+        std::unique_lock<std::mutex> lk(mutex_);
+        return cv_.wait_until(lk, deadline, [this] { return completed_; });
+    }
+
+    // coalescing: before the block's job is submitted only
+    void set_pending(bool pending)
+    {
+        std::lock_guard<std::mutex> lk(mutex_);
+        pending_ = pending;
+    }
+
+    void add_outputs(const std::vector<at::Tensor> &outputs)
+    {
+        outputs_.insert(outputs_.end(), outputs.begin(), outputs.end());
+    }
+
   private:
+    bool pending_ = false;
     std::vector<at::Tensor> outputs_;
     c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
@@ -91,7 +172,7 @@ class GcxBackend : public c10d::Backend {
                int size, double timeout_s,
                const std::vector<int64_t> &global_ranks,
                const std::string &group_name, bool from_default)
-        : c10d::Backend(rank, size)
+        : c10d::Backend(rank, size), timeout_s_(timeout_s)
     {
         TORCH_CHECK(size > 0 && rank >= 0 && rank < size,
                     "gcx: bad rank ", rank, " for a group of ", size);
@@ -102,6 +183,13 @@ class GcxBackend : public c10d::Backend {
             comm = create_group_comm(spec, &creation_);
         });
         comm_ = comm;
+    }
+
+    // A group split from another (split()): its communicator is made.
+    GcxBackend(gcx_comm_t *comm, int rank, int size, double timeout_s)
+        : c10d::Backend(rank, size), comm_(comm), creation_("split"),
+          timeout_s_(timeout_s)
+    {
     }
 
     // How the communicator was made: "create_group" (from the default
@@ -139,6 +227,212 @@ class GcxBackend : public c10d::Backend {
 
     uint64_t getSequenceNumberForGroup() override { return 0; }
 
+    bool supportsSplitting() const override { return true; }
+
+    bool supportsCoalescing() const override { return true; }
+
+    c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override
+    {
+        return c10::make_intrusive<c10d::Backend::Options>(
+            "gcx", std::chrono::milliseconds(
+                       static_cast<int64_t>(timeout_s_ * 1000.0)));
+    }
+
+    // ProcessGroup.split_group: collective over this group (every rank
+    // calls, in its order of collectives); `ranks` are this group's ranks
+    // of the new group, in the new group's order. A rank not listed gets
+    // no group (nullptr), as torch expects. gcx_comm_split: the new
+    // communicator shares the endpoints and this group's configuration
+    // (its GCX_TIMEOUT too: opts->timeout cannot change it).
+    c10::intrusive_ptr<c10d::Backend>
+    split(const c10::intrusive_ptr<c10d::Store> &,
+          const std::vector<int> &ranks,
+          const c10::intrusive_ptr<c10d::Backend::Options> &) override
+    {
+        TORCH_CHECK(!ranks.empty(), "gcx split: the list of ranks is empty");
+        std::set<int> seen;
+        int me = -1;
+        for (size_t i = 0; i < ranks.size(); ++i) {
+            TORCH_CHECK(ranks[i] >= 0 && ranks[i] < getSize(),
+                        "gcx split: rank ", ranks[i],
+                        " is out of range for a group of ", getSize());
+            TORCH_CHECK(seen.insert(ranks[i]).second, "gcx split: rank ",
+                        ranks[i], " is listed twice");
+            if (ranks[i] == getRank()) {
+                me = static_cast<int>(i);
+            }
+        }
+        check_not_coalescing("split");
+        gcx_comm_t *comm = comm_;
+        TORCH_CHECK(comm != nullptr,
+                    "gcx split: the process group has been shut down");
+        // disjoint groups: the smallest member names each one
+        int color = me < 0 ? GCX_UNDEFINED : *seen.begin();
+        gcx_comm_t *child = nullptr;
+        gcx_status_t st = GCX_OK;
+        Engine::get().run_sync("gcx_comm_split", [&] {
+            st = gcx_comm_split(comm, color, me < 0 ? 0 : me, &child);
+        });
+        if (st != GCX_OK) {
+            throw_dist_error(status_message("gcx_comm_split", st));
+        }
+        if (me < 0) {
+            return nullptr;
+        }
+        return c10::make_intrusive<GcxBackend>(
+            child, me, static_cast<int>(ranks.size()), timeout_s_);
+    }
+
+    // The communicator's state (gcx_progress returns its error once it
+    // has failed): GCX_ERR_TIMEOUT is TIMEOUT, GCX_ERR_PEER REMOTE_ERROR,
+    // any other failure (or a group shut down) COMM_ERROR.
+    c10d::ErrorType getError() override
+    {
+        gcx_status_t st = GCX_ERR_CANCELED;
+        // read comm_ on the engine: a destruction queued before this job
+        // has cleared it, one queued after runs after it
+        Engine::get().run_sync("gcx_progress", [&] {
+            gcx_comm_t *comm = comm_;
+            st = comm != nullptr ? gcx_progress(comm) : GCX_ERR_CANCELED;
+        });
+        switch (st) {
+        case GCX_OK: return c10d::ErrorType::SUCCESS;
+        case GCX_ERR_TIMEOUT: return c10d::ErrorType::TIMEOUT;
+        case GCX_ERR_PEER: return c10d::ErrorType::REMOTE_ERROR;
+        default: return c10d::ErrorType::COMM_ERROR;
+        }
+    }
+
+    // -- coalescing: the calls between start and end are one job ---------
+
+    void startCoalescing() override
+    {
+        std::lock_guard<std::mutex> lk(coal_mu_);
+        TORCH_CHECK(!coal_work_, "gcx startCoalescing: a coalesced block is "
+                                 "already open (call endCoalescing first)");
+        coal_work_ = c10::make_intrusive<GcxWork>(
+            getRank(), c10d::OpType::COALESCED, std::vector<at::Tensor>{});
+        coal_work_->set_pending(true);
+    }
+
+    c10::intrusive_ptr<c10d::Work> endCoalescing() override
+    {
+        std::vector<Deferred> ops;
+        c10::intrusive_ptr<GcxWork> work;
+        {
+            std::lock_guard<std::mutex> lk(coal_mu_);
+            TORCH_CHECK(coal_work_, "gcx endCoalescing: no coalesced block "
+                                    "is open (call startCoalescing first)");
+            ops.swap(coal_ops_);
+            work = std::move(coal_work_);
+            coal_work_.reset();
+        }
+        std::string name = "coalesced block (";
+        for (size_t i = 0; i < ops.size(); ++i) {
+            name += (i ? ", " : "") + ops[i].name;
+        }
+        name += ")";
+        auto all = std::make_shared<std::vector<Deferred>>(std::move(ops));
+        StartFn start = [all](gcx_comm_t *c, auto &reqs) {
+            for (auto &op : *all) {
+                gcx_status_t st = op.start(c, reqs);
+                if (st != GCX_OK) {
+                    return st;
+                }
+            }
+            return GCX_OK;
+        };
+        auto post = [all] {
+            for (auto &op : *all) {
+                if (op.post) {
+                    op.post();
+                }
+            }
+        };
+        work->set_pending(false);
+        submit_job(name, work, start, post);
+        return work;
+    }
+
+    // Like gloo's: rank 0 waits up to the timeout for every other rank to
+    // arrive (one message each, on a tag users cannot pass), then sends
+    // each rank the list of who arrived; a rank that sees a rank missing
+    // raises naming it (wait_all: all of them). Rank 0 decides within the
+    // timeout; the others wait at most twice it for the verdict (they may
+    // have arrived up to one timeout before rank 0), after which rank 0
+    // is the one named. Receives left open by a missing rank stay posted
+    // (a late arrival completes them); after a failed monitored barrier
+    // the group should be destroyed.
+    void monitoredBarrier(const c10d::BarrierOptions &opts,
+                          bool wait_all) override
+    {
+        check_not_coalescing("monitored_barrier");
+        auto timeout =
+            opts.timeout == c10d::kUnsetTimeout
+                ? std::chrono::milliseconds(
+                      static_cast<int64_t>(timeout_s_ * 1000.0))
+                : opts.timeout;
+        TORCH_CHECK(timeout.count() > 0,
+                    "gcx monitored_barrier: the timeout must be positive, "
+                    "got ", timeout.count(), " ms");
+        const int n = getSize(), me = getRank();
+        if (n == 1) {
+            return;
+        }
+        auto now = std::chrono::steady_clock::now;
+        std::vector<int> missing;
+        if (me == 0) {
+            std::vector<c10::intrusive_ptr<GcxWork>> arrivals;
+            for (int r = 1; r < n; ++r) {
+                arrivals.push_back(
+                    p2p_job(at::empty({1}, at::kLong), r, kMonitorTag, false));
+            }
+            auto deadline = now() + timeout;
+            at::Tensor verdict = at::ones({n}, at::kLong);
+            for (int r = 1; r < n; ++r) {
+                auto &w = arrivals[static_cast<size_t>(r - 1)];
+                if (!w->wait_until(deadline) || !w->isSuccess()) {
+                    missing.push_back(r);
+                    verdict[r] = 0;
+                }
+            }
+            for (int r = 1; r < n; ++r) {
+                p2p_job(verdict, r, kMonitorTag, true);
+            }
+        } else {
+            p2p_job(at::full({1}, me, at::kLong), 0, kMonitorTag, true);
+            at::Tensor verdict = at::empty({n}, at::kLong);
+            auto w = p2p_job(verdict, 0, kMonitorTag, false);
+            if (!w->wait_until(now() + 2 * timeout)) {
+                throw_dist_error(
+                    "gcx monitored_barrier: [Rank " + std::to_string(me) +
+                    "]: Rank 0 failed to pass monitoredBarrier in " +
+                    std::to_string(timeout.count()) +
+                    " ms (no verdict from it within twice that)");
+            }
+            w->wait(kNoTimeout); // raises its gcx error, if any
+            const int64_t *v = verdict.data_ptr<int64_t>();
+            for (int r = 1; r < n; ++r) {
+                if (v[r] == 0) {
+                    missing.push_back(r);
+                }
+            }
+        }
+        if (missing.empty()) {
+            return;
+        }
+        if (!wait_all) {
+            missing.resize(1);
+        }
+        std::string who = missing.size() == 1 ? "Rank " : "Ranks ";
+        for (size_t i = 0; i < missing.size(); ++i) {
+            who += (i ? ", " : "") + std::to_string(missing[i]);
+        }
+        throw_dist_error("gcx monitored_barrier: [Rank " + std::to_string(me) +
+                         "]: " + who + " failed to pass monitoredBarrier in " +
+                         std::to_string(timeout.count()) + " ms");
+    }
+
     // -- collectives --------------------------------------------------------
 
     c10::intrusive_ptr<c10d::Work>
@@ -151,7 +445,9 @@ class GcxBackend : public c10d::Backend {
         }
         at::Tensor t   = single(tensors, "allreduce");
         gcx_dtype_t dt = reduce_dtype(t, "allreduce");
-        gcx_op_t op    = reduce_op(opts.reduceOp, "allreduce");
+        Reduction red  = reduction(opts.reduceOp, t, "allreduce");
+        gcx_op_t op    = red.op;
+        premul_input(red, t, true);
         return enqueue("gcx_allreduce", c10d::OpType::ALLREDUCE, {t},
                        [t, dt, op](gcx_comm_t *c, auto &reqs) {
                            GCX_ISSUE(gcx_allreduce(c, GCX_IN_PLACE,
@@ -161,29 +457,182 @@ class GcxBackend : public c10d::Backend {
                        });
     }
 
+    // torch's all_reduce of several tensors in one call (and what
+    // _coalescing_manager makes of all_reduce calls): one gcx_allreduce
+    // per dtype, over a flat copy of that dtype's tensors (in place on a
+    // dtype's only tensor).
     c10::intrusive_ptr<c10d::Work>
     allreduce_coalesced(std::vector<at::Tensor> &tensors,
                         const c10d::AllreduceCoalescedOptions &opts) override
     {
-        TORCH_CHECK(!tensors.empty(),
-                    "gcx allreduce_coalesced: no tensors given");
-        std::vector<gcx_dtype_t> dts;
+        const char *name = "allreduce_coalesced";
+        TORCH_CHECK(!tensors.empty(), "gcx ", name, ": no tensors given");
+        Reduction red;
         for (auto &t : tensors) {
-            check_tensor(t, "allreduce_coalesced", "every tensor");
-            dts.push_back(reduce_dtype(t, "allreduce_coalesced"));
+            check_tensor(t, name, "every tensor");
+            reduce_dtype(t, name);
+            red = reduction(opts.reduceOp, t, name);
         }
-        gcx_op_t op = reduce_op(opts.reduceOp, "allreduce_coalesced");
-        std::vector<at::Tensor> ts = tensors;
-        return enqueue("gcx_allreduce (coalesced)",
-                       c10d::OpType::ALLREDUCE_COALESCED, ts,
-                       [ts, dts, op](gcx_comm_t *c, auto &reqs) {
-                           for (size_t i = 0; i < ts.size(); ++i) {
-                               GCX_ISSUE(gcx_allreduce(
-                                   c, GCX_IN_PLACE, ts[i].data_ptr(),
-                                   count(ts[i]), dts[i], op, &r_));
-                           }
-                           return GCX_OK;
-                       });
+        gcx_op_t op = red.op;
+        auto parts  = std::make_shared<std::vector<FlatPart>>();
+        for (auto &g : by_dtype(tensors)) {
+            FlatPart part;
+            part.dt = reduce_dtype(tensors[g[0]], name);
+            if (g.size() == 1) {
+                part.out = premul_input(red, tensors[g[0]], true);
+            } else {
+                std::vector<at::Tensor> flat;
+                for (size_t i : g) {
+                    flat.push_back(tensors[i].reshape({-1}));
+                    part.members.push_back(tensors[i]);
+                }
+                part.out = premul_input(red, at::cat(flat), true);
+            }
+            part.in = part.out;
+            parts->push_back(std::move(part));
+        }
+        return enqueue(
+            "gcx_allreduce (coalesced)", c10d::OpType::ALLREDUCE_COALESCED,
+            tensors,
+            [parts, op](gcx_comm_t *c, auto &reqs) {
+                for (auto &p : *parts) {
+                    GCX_ISSUE(gcx_allreduce(c, GCX_IN_PLACE, p.out.data_ptr(),
+                                            count(p.out), p.dt, op, &r_));
+                }
+                return GCX_OK;
+            },
+            [parts] { copy_out(*parts); });
+    }
+
+    // all_gather_into_tensor of several pairs in one call
+    // (_coalescing_manager): one gcx_allgather of every input's bytes one
+    // after another, each rank's block then copied apart.
+    c10::intrusive_ptr<c10d::Work>
+    allgather_into_tensor_coalesced(std::vector<at::Tensor> &outputs,
+                                    std::vector<at::Tensor> &inputs,
+                                    const c10d::AllgatherOptions &) override
+    {
+        const char *name = "allgather_into_tensor_coalesced";
+        TORCH_CHECK(!inputs.empty() && inputs.size() == outputs.size(),
+                    "gcx ", name, ": expected as many output tensors as "
+                    "input tensors (at least one), got ", outputs.size(),
+                    " outputs and ", inputs.size(), " inputs");
+        const int p = getSize();
+        std::vector<at::Tensor> bytes;
+        int64_t row = 0; // bytes of one rank's block
+        for (size_t i = 0; i < inputs.size(); ++i) {
+            check_tensor(inputs[i], name, "every input tensor");
+            check_tensor(outputs[i], name, "every output tensor");
+            TORCH_CHECK(outputs[i].scalar_type() == inputs[i].scalar_type() &&
+                            outputs[i].numel() == p * inputs[i].numel(),
+                        "gcx ", name, ": output ", i, " must hold ", p, " x ",
+                        inputs[i].numel(), " elements of ",
+                        inputs[i].scalar_type(), ", got ", outputs[i].numel(),
+                        " of ", outputs[i].scalar_type());
+            bytes.push_back(inputs[i].reshape({-1}).view(at::kByte));
+            row += static_cast<int64_t>(nbytes(inputs[i]));
+        }
+        at::Tensor in  = at::cat(bytes);
+        at::Tensor out = at::empty({p * row}, at::kByte);
+        std::vector<at::Tensor> outs = outputs;
+        return enqueue(
+            "gcx_allgather (coalesced)", c10d::OpType::COALESCED, outs,
+            [in, out](gcx_comm_t *c, auto &reqs) {
+                GCX_ISSUE(gcx_allgather(c, in.data_ptr(), out.data_ptr(),
+                                        nbytes(in), GCX_DT_U8, &r_));
+                return GCX_OK;
+            },
+            [out, outs, row, p] {
+                int64_t off = 0;
+                for (auto &o : outs) {
+                    at::Tensor ob = o.reshape({-1}).view(at::kByte);
+                    int64_t b     = ob.numel() / p;
+                    for (int r = 0; r < p; ++r) {
+                        ob.narrow(0, r * b, b)
+                            .copy_(out.narrow(0, r * row + off, b));
+                    }
+                    off += b;
+                }
+            });
+    }
+
+    // reduce_scatter_tensor of several pairs in one call
+    // (_coalescing_manager): per dtype one gcx_reduce_scatter over a flat
+    // input laid out rank by rank (rank r's blocks of every input one after
+    // another), the result copied apart (zero copy for a dtype's only pair).
+    c10::intrusive_ptr<c10d::Work>
+    reduce_scatter_tensor_coalesced(
+        std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+        const c10d::ReduceScatterOptions &opts) override
+    {
+        const char *name = "reduce_scatter_tensor_coalesced";
+        TORCH_CHECK(!inputs.empty() && inputs.size() == outputs.size(),
+                    "gcx ", name, ": expected as many output tensors as "
+                    "input tensors (at least one), got ", outputs.size(),
+                    " outputs and ", inputs.size(), " inputs");
+        const int p = getSize();
+        Reduction red;
+        for (size_t i = 0; i < inputs.size(); ++i) {
+            check_tensor(inputs[i], name, "every input tensor");
+            check_tensor(outputs[i], name, "every output tensor");
+            reduce_dtype(outputs[i], name);
+            red = reduction(opts.reduceOp, outputs[i], name);
+            TORCH_CHECK(inputs[i].scalar_type() == outputs[i].scalar_type() &&
+                            inputs[i].numel() == p * outputs[i].numel(),
+                        "gcx ", name, ": input ", i, " must hold ", p, " x ",
+                        outputs[i].numel(), " elements of ",
+                        outputs[i].scalar_type(), ", got ", inputs[i].numel(),
+                        " of ", inputs[i].scalar_type());
+        }
+        gcx_op_t op = red.op;
+        auto parts  = std::make_shared<std::vector<FlatPart>>();
+        for (auto &g : by_dtype(outputs)) {
+            FlatPart part;
+            part.dt = reduce_dtype(outputs[g[0]], name);
+            if (g.size() == 1) {
+                part.in  = premul_input(red, inputs[g[0]], false);
+                part.out = outputs[g[0]];
+            } else {
+                std::vector<at::Tensor> chunks;
+                int64_t total = 0;
+                for (int r = 0; r < p; ++r) {
+                    for (size_t i : g) {
+                        int64_t k = outputs[i].numel();
+                        chunks.push_back(
+                            inputs[i].reshape({-1}).narrow(0, r * k, k));
+                    }
+                }
+                for (size_t i : g) {
+                    total += outputs[i].numel();
+                    part.members.push_back(outputs[i]);
+                }
+                part.in  = premul_input(red, at::cat(chunks), true);
+                part.out = at::empty({total}, outputs[g[0]].options());
+            }
+            parts->push_back(std::move(part));
+        }
+        return enqueue(
+            "gcx_reduce_scatter (coalesced)", c10d::OpType::COALESCED,
+            outputs,
+            [parts, op](gcx_comm_t *c, auto &reqs) {
+                for (auto &pt : *parts) {
+                    GCX_ISSUE(gcx_reduce_scatter(c, pt.in.data_ptr(),
+                                                 pt.out.data_ptr(),
+                                                 count(pt.out), pt.dt, op,
+                                                 &r_));
+                }
+                return GCX_OK;
+            },
+            [parts] { copy_out(*parts); });
+    }
+
+    // gloo's allreduce_sparse is its allreduce (which takes sparse tensors
+    // too); torch calls it for sparse tensors of some devices.
+    c10::intrusive_ptr<c10d::Work>
+    allreduce_sparse(std::vector<at::Tensor> &tensors,
+                     const c10d::AllreduceOptions &opts) override
+    {
+        return allreduce(tensors, opts);
     }
 
     c10::intrusive_ptr<c10d::Work>
@@ -265,15 +714,17 @@ class GcxBackend : public c10d::Backend {
     {
         at::Tensor out = single(outputs, "reduce_scatter", "the output tensor");
         gcx_dtype_t dt = reduce_dtype(out, "reduce_scatter");
-        gcx_op_t op    = reduce_op(opts.reduceOp, "reduce_scatter");
+        Reduction red  = reduction(opts.reduceOp, out, "reduce_scatter");
+        gcx_op_t op    = red.op;
         TORCH_CHECK(inputs.size() == 1,
                     "gcx reduce_scatter: expected one list of input tensors, "
                     "got ", inputs.size());
         TORCH_CHECK(static_cast<int>(inputs[0].size()) == getSize(),
                     "gcx reduce_scatter: expected ", getSize(),
                     " input tensors (one per rank), got ", inputs[0].size());
-        at::Tensor flat =
-            flat_cat(inputs[0], out, "reduce_scatter", "the input list");
+        at::Tensor flat = premul_input(
+            red, flat_cat(inputs[0], out, "reduce_scatter", "the input list"),
+            true);
         return enqueue("gcx_reduce_scatter", c10d::OpType::REDUCE_SCATTER,
                        {out}, [flat, out, dt, op](gcx_comm_t *c, auto &reqs) {
                            GCX_ISSUE(gcx_reduce_scatter(c, flat.data_ptr(),
@@ -292,14 +743,15 @@ class GcxBackend : public c10d::Backend {
         check_tensor(input, name, "the input tensor");
         check_tensor(output, name, "the output tensor");
         gcx_dtype_t dt = reduce_dtype(output, name);
-        gcx_op_t op    = reduce_op(opts.reduceOp, name);
+        Reduction red  = reduction(opts.reduceOp, output, name);
+        gcx_op_t op    = red.op;
         TORCH_CHECK(input.scalar_type() == output.scalar_type() &&
                         input.numel() == getSize() * output.numel(),
                     "gcx reduce_scatter_tensor: the input must hold ",
                     getSize(), " x ", output.numel(), " elements of ",
                     output.scalar_type(), ", got ", input.numel(), " of ",
                     input.scalar_type());
-        at::Tensor in = input, out = output;
+        at::Tensor in = premul_input(red, input, false), out = output;
         return enqueue("gcx_reduce_scatter",
                        c10d::OpType::_REDUCE_SCATTER_BASE, {out},
                        [in, out, dt, op](gcx_comm_t *c, auto &reqs) {
@@ -380,15 +832,19 @@ class GcxBackend : public c10d::Backend {
     {
         at::Tensor t   = single(tensors, "reduce");
         gcx_dtype_t dt = reduce_dtype(t, "reduce");
-        gcx_op_t op    = reduce_op(opts.reduceOp, "reduce");
+        Reduction red  = reduction(opts.reduceOp, t, "reduce");
+        gcx_op_t op    = red.op;
         TORCH_CHECK(opts.rootTensor == 0, "gcx reduce: rootTensor must be 0");
         check_root(opts.rootRank, getSize(), "reduce");
         int root  = static_cast<int>(opts.rootRank);
         bool mine = root == getRank();
+        // the root reduces in place; the others keep their input
+        at::Tensor src = premul_input(red, t, mine);
         return enqueue("gcx_reduce", c10d::OpType::REDUCE, {t},
-                       [t, dt, op, root, mine](gcx_comm_t *c, auto &reqs) {
+                       [t, src, dt, op, root, mine](gcx_comm_t *c,
+                                                    auto &reqs) {
                            GCX_ISSUE(gcx_reduce(
-                               c, mine ? GCX_IN_PLACE : t.data_ptr(),
+                               c, mine ? GCX_IN_PLACE : src.data_ptr(),
                                mine ? t.data_ptr() : nullptr, count(t), dt,
                                op, root, &r_));
                            return GCX_OK;
@@ -513,7 +969,15 @@ class GcxBackend : public c10d::Backend {
         const char *op = is_send ? "send" : "recv";
         at::Tensor  t  = single(tensors, op);
         check_root(peer, getSize(), op);
-        TORCH_CHECK(tag >= 0, "gcx ", op, ": tag must be >= 0, got ", tag);
+        TORCH_CHECK(tag >= 0 && tag < kMonitorTag, "gcx ", op,
+                    ": tag must be in 0..", kMonitorTag - 1, " (",
+                    kMonitorTag, " is monitored_barrier's), got ", tag);
+        return p2p_job(t, peer, tag, is_send);
+    }
+
+    c10::intrusive_ptr<GcxWork> p2p_job(const at::Tensor &t, int peer,
+                                        int tag, bool is_send)
+    {
         return enqueue(is_send ? "gcx_send" : "gcx_recv",
                        is_send ? c10d::OpType::SEND : c10d::OpType::RECV, {t},
                        [t, peer, tag, is_send](gcx_comm_t *c, auto &reqs) {
@@ -526,17 +990,61 @@ class GcxBackend : public c10d::Backend {
                        });
     }
 
-    c10::intrusive_ptr<c10d::Work> enqueue(const std::string &name,
-                                           c10d::OpType type,
-                                           std::vector<at::Tensor> outputs,
-                                           StartFn start,
-                                           std::function<void()> post = {})
+    // A call of a coalesced block, kept until endCoalescing.
+    struct Deferred {
+        std::string name;
+        StartFn start;
+        std::function<void()> post;
+    };
+
+    static void copy_out(std::vector<FlatPart> &parts)
+    {
+        for (auto &p : parts) {
+            if (!p.members.empty()) {
+                scatter_copy(p.out, p.members);
+            }
+        }
+    }
+
+    void check_not_coalescing(const char *what)
+    {
+        std::lock_guard<std::mutex> lk(coal_mu_);
+        TORCH_CHECK(!coal_work_, "gcx ", what, ": not allowed inside a "
+                                 "coalesced block (call endCoalescing "
+                                 "first)");
+    }
+
+    // A job for the engine, or, inside a coalesced block, a part of the
+    // block's job (the block's Work is returned).
+    c10::intrusive_ptr<GcxWork> enqueue(const std::string &name,
+                                        c10d::OpType type,
+                                        std::vector<at::Tensor> outputs,
+                                        StartFn start,
+                                        std::function<void()> post = {})
+    {
+        TORCH_CHECK(comm_ != nullptr, "gcx ", name,
+                    ": the process group has been shut down");
+        {
+            std::lock_guard<std::mutex> lk(coal_mu_);
+            if (coal_work_) {
+                coal_work_->add_outputs(outputs);
+                coal_ops_.push_back({name, std::move(start), std::move(post)});
+                return coal_work_;
+            }
+        }
+        auto work = c10::make_intrusive<GcxWork>(getRank(), type,
+                                                 std::move(outputs));
+        submit_job(name, work, std::move(start), std::move(post));
+        return work;
+    }
+
+    void submit_job(const std::string &name,
+                    const c10::intrusive_ptr<GcxWork> &work, StartFn start,
+                    std::function<void()> post)
     {
         gcx_comm_t *comm = comm_;
         TORCH_CHECK(comm != nullptr, "gcx ", name,
                     ": the process group has been shut down");
-        auto work         = c10::make_intrusive<GcxWork>(getRank(), type,
-                                                         std::move(outputs));
         auto job          = std::make_shared<Job>();
         job->name         = name;
         job->comm         = comm;
@@ -559,7 +1067,6 @@ class GcxBackend : public c10d::Backend {
             work->finish_ok();
         };
         Engine::get().submit(job);
-        return work;
     }
 
     void destroy_comm()
@@ -577,8 +1084,12 @@ class GcxBackend : public c10d::Backend {
         }
     }
 
-    gcx_comm_t *comm_ = nullptr;
+    std::atomic<gcx_comm_t *> comm_{nullptr};
     std::string creation_;
+    double timeout_s_;
+    std::mutex coal_mu_;
+    c10::intrusive_ptr<GcxWork> coal_work_; // the open coalesced block's
+    std::vector<Deferred> coal_ops_;
 };
 
 GcxBackend &as_gcx(const c10::intrusive_ptr<c10d::Backend> &backend)

@@ -87,6 +87,48 @@ gcx_op_t reduce_op(const c10d::ReduceOp &op, const char *name)
                 "MIN, MAX)");
 }
 
+Reduction reduction(const c10d::ReduceOp &op, const at::Tensor &t,
+                    const char *name)
+{
+    Reduction r;
+    if (op.op_ != c10d::ReduceOp::PREMUL_SUM) {
+        r.op = reduce_op(op, name);
+        return r;
+    }
+    TORCH_CHECK(at::isFloatingType(t.scalar_type()), "gcx ", name,
+                ": ReduceOp.PREMUL_SUM needs a floating dtype, got ",
+                t.scalar_type());
+    auto *sup =
+        dynamic_cast<c10d::PreMulSumSupplement *>(op.supplement_.get());
+    TORCH_CHECK(sup != nullptr, "gcx ", name,
+                ": ReduceOp.PREMUL_SUM without its factor (make it with "
+                "torch.distributed._make_nccl_premul_sum)");
+    if (sup->tensor_factor.defined()) {
+        const at::Tensor &f = sup->tensor_factor;
+        TORCH_CHECK(f.numel() == 1 && f.device().is_cpu(), "gcx ", name,
+                    ": the PREMUL_SUM factor must be a one-element CPU "
+                    "tensor, got ", f.numel(), " elements on ", f.device());
+        r.factor = f.item<double>();
+    } else {
+        r.factor = sup->double_factor;
+    }
+    r.premul = true;
+    return r;
+}
+
+at::Tensor premul_input(const Reduction &r, const at::Tensor &t,
+                        bool in_place)
+{
+    if (!r.premul) {
+        return t;
+    }
+    if (in_place) {
+        t.mul_(r.factor);
+        return t;
+    }
+    return t.mul(r.factor).contiguous();
+}
+
 void check_root(int64_t root, int size, const char *op)
 {
     TORCH_CHECK(root >= 0 && root < size, "gcx ", op, ": root rank ", root,

@@ -24,6 +24,23 @@ gcx_dtype_t reduce_dtype(const at::Tensor &t, const char *op);
 const char *reduce_op_name(c10d::ReduceOp::RedOpType op);
 // SUM/AVG/MIN/MAX; any other op raises, naming it.
 gcx_op_t reduce_op(const c10d::ReduceOp &op, const char *name);
+// A reduction of t as gcx runs it: SUM/AVG/MIN/MAX as they are; PREMUL_SUM
+// (torch.distributed._make_nccl_premul_sum, FSDP2's gradient scaling) as
+// SUM of the inputs multiplied first by its factor (a float, or a
+// one-element tensor read at the call), on floating dtypes only. Raises,
+// naming the op, for anything else.
+struct Reduction {
+    gcx_op_t op   = GCX_OP_SUM;
+    bool premul   = false; // multiply the input by factor first
+    double factor = 1.0;
+};
+Reduction reduction(const c10d::ReduceOp &op, const at::Tensor &t,
+                    const char *name);
+// The input of a reduction as gcx reads it: t itself, or (PREMUL_SUM) t
+// multiplied by the factor, in place when in_place (t's content is
+// replaced by the result anyway), else into a new tensor.
+at::Tensor premul_input(const Reduction &r, const at::Tensor &t,
+                        bool in_place);
 void check_root(int64_t root, int size, const char *op);
 // The tensors of ts (each checked, each like `like`) one after another.
 at::Tensor flat_cat(const std::vector<at::Tensor> &ts, const at::Tensor &like,
