@@ -14,7 +14,8 @@
 #
 # The torch plugin (plugin/torch) is built in the release build only, for a
 # venv made here (build-venv/, Debian's python3, torch==2.13.0 pinned: an
-# unpinned torch pulls a multi-GB CUDA build), and its pytest suite runs
+# unpinned torch pulls a multi-GB CUDA build; pytorch-lightning==2.6.6 for
+# the ecosystem tests), and its pytest suite runs
 # after the meson suites (~2-3 min); its counts join the final line. The
 # ASan build skips the plugin: the sanitizer runtime would have to be
 # preloaded into the Python interpreter, and torch's libraries are not
@@ -39,9 +40,13 @@ run_suites() {
 }
 
 venv=build-venv
-if ! "$venv/bin/python" -c 'import torch, pytest, numpy' 2>/dev/null; then
+# pytorch-lightning (pinned: an unpinned one may ask for a newer torch, i.e.
+# a CUDA build) for the plugin's ecosystem tests (test_ecosystem.py)
+if ! "$venv/bin/python" -c \
+    'import torch, pytest, numpy, expecttest, pytorch_lightning' 2>/dev/null; then
   /usr/bin/python3 -m venv "$venv"
-  "$venv/bin/pip" install -q torch==2.13.0 pytest numpy
+  "$venv/bin/pip" install -q torch==2.13.0 pytest numpy expecttest \
+    pytorch-lightning==2.6.6
 fi
 torch_python=$PWD/$venv/bin/python
 
