@@ -87,8 +87,17 @@ struct FlatPart {
 
 class GcxWork : public c10d::Work {
   public:
-    GcxWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
-        : c10d::Work(rank, type), outputs_(std::move(outputs)),
+    // title: the profiler event ("gcx:all_reduce", ...), nullptr for none;
+    // c10d::Work records it with the inputs' shapes (when profiling) and
+    // ends it in finish(), on the completer thread
+    GcxWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
+            const char *title = nullptr,
+            const std::vector<at::Tensor> &inputs = {})
+        : c10d::Work(rank, type, title,
+                     title != nullptr
+                         ? std::optional<std::vector<at::Tensor>>(inputs)
+                         : std::nullopt),
+          outputs_(std::move(outputs)),
           future_(c10::make_intrusive<c10::ivalue::Future>(
               c10::ListType::create(c10::TensorType::get())))
     {
@@ -372,9 +381,9 @@ class GcxBackend : public c10d::Backend {
                 ? std::chrono::milliseconds(
                       static_cast<int64_t>(timeout_s_ * 1000.0))
                 : opts.timeout;
-        TORCH_CHECK(timeout.count() > 0,
-                    "gcx monitored_barrier: the timeout must be positive, "
-                    "got ", timeout.count(), " ms");
+        TORCH_CHECK(timeout.count() >= 0,
+                    "gcx monitored_barrier: the timeout must be >= 0, got ",
+                    timeout.count(), " ms");
         const int n = getSize(), me = getRank();
         if (n == 1) {
             return;
@@ -403,15 +412,33 @@ class GcxBackend : public c10d::Backend {
             p2p_job(at::full({1}, me, at::kLong), 0, kMonitorTag, true);
             at::Tensor verdict = at::empty({n}, at::kLong);
             auto w = p2p_job(verdict, 0, kMonitorTag, false);
+            // gloo's words for a rank that arrived but failed
+            std::string arrived = "gcx monitored_barrier: Rank " +
+                                  std::to_string(me) +
+                                  " successfully reached monitoredBarrier, "
+                                  "but received errors while waiting for "
+                                  "send/recv from rank 0: ";
             if (!w->wait_until(now() + 2 * timeout)) {
-                throw_dist_error(
-                    "gcx monitored_barrier: [Rank " + std::to_string(me) +
-                    "]: Rank 0 failed to pass monitoredBarrier in " +
-                    std::to_string(timeout.count()) +
-                    " ms (no verdict from it within twice that)");
+                throw_dist_error(arrived + "Rank 0 failed to pass "
+                                 "monitoredBarrier in " +
+                                 std::to_string(timeout.count()) +
+                                 " ms (no answer from it within twice that)");
             }
-            w->wait(kNoTimeout); // raises its gcx error, if any
+            if (!w->isSuccess()) {
+                try {
+                    w->wait(kNoTimeout);
+                } catch (const std::exception &e) {
+                    throw_dist_error(arrived + e.what());
+                }
+            }
             const int64_t *v = verdict.data_ptr<int64_t>();
+            if (v[me] == 0) {
+                throw_dist_error("gcx monitored_barrier: Rank " +
+                                 std::to_string(me) + " failed to pass "
+                                 "monitoredBarrier in " +
+                                 std::to_string(timeout.count()) +
+                                 " ms: rank 0 stopped waiting for it");
+            }
             for (int r = 1; r < n; ++r) {
                 if (v[r] == 0) {
                     missing.push_back(r);
@@ -428,9 +455,20 @@ class GcxBackend : public c10d::Backend {
         for (size_t i = 0; i < missing.size(); ++i) {
             who += (i ? ", " : "") + std::to_string(missing[i]);
         }
-        throw_dist_error("gcx monitored_barrier: [Rank " + std::to_string(me) +
-                         "]: " + who + " failed to pass monitoredBarrier in " +
-                         std::to_string(timeout.count()) + " ms");
+        std::string what = who + " failed to pass monitoredBarrier in " +
+                           std::to_string(timeout.count()) + " ms";
+        if (me != 0) {
+            throw_dist_error("gcx monitored_barrier: Rank " +
+                             std::to_string(me) +
+                             " successfully reached monitoredBarrier, but "
+                             "received errors while waiting for send/recv "
+                             "from rank 0: " + what + " (reported by rank 0)");
+        }
+        if (timeout.count() == 0) {
+            what = "Rank 0 timed out in monitoredBarrier after 0 ms (" +
+                   what + ")";
+        }
+        throw_dist_error("gcx monitored_barrier: [Rank 0]: " + what);
     }
 
     // -- collectives --------------------------------------------------------
@@ -443,7 +481,10 @@ class GcxBackend : public c10d::Backend {
             tensors[0].is_sparse()) {
             return sparse_allreduce(*this, tensors[0], opts);
         }
-        at::Tensor t   = single(tensors, "allreduce");
+        at::Tensor t = single(tensors, "allreduce");
+        if (combined_locally(opts.reduceOp)) {
+            return reduce_by_gather(t, opts.reduceOp.op_, -1, "allreduce");
+        }
         gcx_dtype_t dt = reduce_dtype(t, "allreduce");
         Reduction red  = reduction(opts.reduceOp, t, "allreduce");
         gcx_op_t op    = red.op;
@@ -502,6 +543,62 @@ class GcxBackend : public c10d::Backend {
                 return GCX_OK;
             },
             [parts] { copy_out(*parts); });
+    }
+
+    // dist.all_gather_coalesced: outputs[r][i] gets rank r's inputs[i]
+    // (tensors of any shapes and dtypes, empty ones too): one gcx_allgather
+    // of every input's bytes one after another, copied apart.
+    c10::intrusive_ptr<c10d::Work>
+    allgather_coalesced(std::vector<std::vector<at::Tensor>> &outputs,
+                        std::vector<at::Tensor> &inputs,
+                        const c10d::AllgatherOptions &) override
+    {
+        const char *name = "allgather_coalesced";
+        const int p      = getSize();
+        TORCH_CHECK(static_cast<int>(outputs.size()) == p, "gcx ", name,
+                    ": expected ", p, " output lists (one per rank), got ",
+                    outputs.size());
+        std::vector<at::Tensor> bytes, flat_outs;
+        for (auto &in : inputs) {
+            check_tensor(in, name, "every input tensor");
+            bytes.push_back(in.reshape({-1}).view(at::kByte));
+        }
+        for (auto &list : outputs) {
+            TORCH_CHECK(list.size() == inputs.size(), "gcx ", name,
+                        ": every output list must have ", inputs.size(),
+                        " tensors (one per input), got ", list.size());
+            for (size_t i = 0; i < list.size(); ++i) {
+                check_tensor(list[i], name, "every output tensor");
+                TORCH_CHECK(list[i].scalar_type() ==
+                                    inputs[i].scalar_type() &&
+                                list[i].numel() == inputs[i].numel(),
+                            "gcx ", name, ": output ", i, " must have ",
+                            inputs[i].numel(), " elements of ",
+                            inputs[i].scalar_type(), ", got ",
+                            list[i].numel(), " of ", list[i].scalar_type());
+                flat_outs.push_back(list[i]);
+            }
+        }
+        at::Tensor in = bytes.empty() ? at::empty({0}, at::kByte)
+                                      : at::cat(bytes);
+        at::Tensor out = at::empty({p * in.numel()}, at::kByte);
+        return enqueue(
+            "gcx_allgather (coalesced)", c10d::OpType::ALLGATHER_COALESCED,
+            flat_outs,
+            [in, out](gcx_comm_t *c, auto &reqs) {
+                GCX_ISSUE(gcx_allgather(c, in.data_ptr(), out.data_ptr(),
+                                        nbytes(in), GCX_DT_U8, &r_));
+                return GCX_OK;
+            },
+            [out, flat_outs] {
+                int64_t off = 0; // rank by rank, input by input
+                for (auto &o : flat_outs) {
+                    at::Tensor ob = o.reshape({-1}).view(at::kByte);
+                    ob.copy_(out.narrow(0, off, ob.numel()));
+                    off += ob.numel();
+                }
+            },
+            &inputs);
     }
 
     // all_gather_into_tensor of several pairs in one call
@@ -682,7 +779,7 @@ class GcxBackend : public c10d::Backend {
                                         nbytes(in), GCX_DT_U8, &r_));
                 return GCX_OK;
             },
-            [flat, outs] { scatter_copy(flat, outs); });
+            [flat, outs] { scatter_copy(flat, outs); }, &inputs);
     }
 
     c10::intrusive_ptr<c10d::Work>
@@ -698,13 +795,15 @@ class GcxBackend : public c10d::Backend {
                     input.scalar_type(), ", got ", output.numel(), " of ",
                     output.scalar_type());
         at::Tensor in = input, out = output;
-        return enqueue("gcx_allgather", c10d::OpType::_ALLGATHER_BASE, {out},
-                       [in, out](gcx_comm_t *c, auto &reqs) {
-                           GCX_ISSUE(gcx_allgather(c, in.data_ptr(),
-                                                   out.data_ptr(), nbytes(in),
-                                                   GCX_DT_U8, &r_));
-                           return GCX_OK;
-                       });
+        std::vector<at::Tensor> ins = {input};
+        return enqueue(
+            "gcx_allgather", c10d::OpType::_ALLGATHER_BASE, {out},
+            [in, out](gcx_comm_t *c, auto &reqs) {
+                GCX_ISSUE(gcx_allgather(c, in.data_ptr(), out.data_ptr(),
+                                        nbytes(in), GCX_DT_U8, &r_));
+                return GCX_OK;
+            },
+            {}, &ins);
     }
 
     c10::intrusive_ptr<c10d::Work>
@@ -752,15 +851,15 @@ class GcxBackend : public c10d::Backend {
                     output.scalar_type(), ", got ", input.numel(), " of ",
                     input.scalar_type());
         at::Tensor in = premul_input(red, input, false), out = output;
-        return enqueue("gcx_reduce_scatter",
-                       c10d::OpType::_REDUCE_SCATTER_BASE, {out},
-                       [in, out, dt, op](gcx_comm_t *c, auto &reqs) {
-                           GCX_ISSUE(gcx_reduce_scatter(c, in.data_ptr(),
-                                                        out.data_ptr(),
-                                                        count(out), dt, op,
-                                                        &r_));
-                           return GCX_OK;
-                       });
+        std::vector<at::Tensor> ins = {input};
+        return enqueue(
+            "gcx_reduce_scatter", c10d::OpType::_REDUCE_SCATTER_BASE, {out},
+            [in, out, dt, op](gcx_comm_t *c, auto &reqs) {
+                GCX_ISSUE(gcx_reduce_scatter(c, in.data_ptr(), out.data_ptr(),
+                                             count(out), dt, op, &r_));
+                return GCX_OK;
+            },
+            {}, &ins);
     }
 
     c10::intrusive_ptr<c10d::Work>
@@ -811,6 +910,7 @@ class GcxBackend : public c10d::Backend {
         auto sc = counts(input, inSplits, "input");
         auto rc = counts(output, outSplits, "output");
         at::Tensor in = input, out = output;
+        std::vector<at::Tensor> ins = {input};
         return enqueue("gcx_alltoallv", c10d::OpType::ALLTOALL_BASE, {out},
                        [in, out, sc, rc, p](gcx_comm_t *c, auto &reqs) {
                            // gcx_alltoallv() rejects NULL buffers even
@@ -823,19 +923,24 @@ class GcxBackend : public c10d::Backend {
                                c, ip, sc->data(), sc->data() + p, op,
                                rc->data(), rc->data() + p, GCX_DT_U8, &r_));
                            return GCX_OK;
-                       });
+                       },
+                       {}, &ins);
     }
 
     c10::intrusive_ptr<c10d::Work>
     reduce(std::vector<at::Tensor> &tensors,
            const c10d::ReduceOptions &opts) override
     {
-        at::Tensor t   = single(tensors, "reduce");
+        at::Tensor t = single(tensors, "reduce");
+        TORCH_CHECK(opts.rootTensor == 0, "gcx reduce: rootTensor must be 0");
+        check_root(opts.rootRank, getSize(), "reduce");
+        if (combined_locally(opts.reduceOp)) {
+            return reduce_by_gather(t, opts.reduceOp.op_,
+                                    static_cast<int>(opts.rootRank), "reduce");
+        }
         gcx_dtype_t dt = reduce_dtype(t, "reduce");
         Reduction red  = reduction(opts.reduceOp, t, "reduce");
         gcx_op_t op    = red.op;
-        TORCH_CHECK(opts.rootTensor == 0, "gcx reduce: rootTensor must be 0");
-        check_root(opts.rootRank, getSize(), "reduce");
         int root  = static_cast<int>(opts.rootRank);
         bool mine = root == getRank();
         // the root reduces in place; the others keep their input
@@ -894,7 +999,7 @@ class GcxBackend : public c10d::Backend {
                                      GCX_DT_U8, root, &r_));
                 return GCX_OK;
             },
-            post);
+            post, &inputs);
     }
 
     c10::intrusive_ptr<c10d::Work>
@@ -997,6 +1102,94 @@ class GcxBackend : public c10d::Backend {
         std::function<void()> post;
     };
 
+    // gloo's names of the profiler events, with gcx's prefix
+    static const char *profiling_title(c10d::OpType type)
+    {
+        switch (type) {
+        case c10d::OpType::ALLREDUCE: return "gcx:all_reduce";
+        case c10d::OpType::ALLREDUCE_COALESCED:
+            return "gcx:all_reduce_coalesced";
+        case c10d::OpType::BROADCAST: return "gcx:broadcast";
+        case c10d::OpType::REDUCE: return "gcx:reduce";
+        case c10d::OpType::ALLGATHER: return "gcx:all_gather";
+        case c10d::OpType::_ALLGATHER_BASE:
+            return "gcx:all_gather_into_tensor";
+        case c10d::OpType::ALLGATHER_COALESCED:
+            return "gcx:all_gather_coalesced";
+        case c10d::OpType::GATHER: return "gcx:gather";
+        case c10d::OpType::SCATTER: return "gcx:scatter";
+        case c10d::OpType::REDUCE_SCATTER: return "gcx:reduce_scatter";
+        case c10d::OpType::_REDUCE_SCATTER_BASE:
+            return "gcx:reduce_scatter_tensor";
+        case c10d::OpType::ALLTOALL_BASE: return "gcx:all_to_all";
+        case c10d::OpType::BARRIER: return "gcx:barrier";
+        case c10d::OpType::SEND: return "gcx:send";
+        case c10d::OpType::RECV: return "gcx:recv";
+        default: return nullptr;
+        }
+    }
+
+    // Reductions gcx has no operation for (PRODUCT, BAND, BOR, BXOR):
+    static bool combined_locally(const c10d::ReduceOp &op)
+    {
+        return op.op_ == c10d::ReduceOp::PRODUCT ||
+               op.op_ == c10d::ReduceOp::BAND ||
+               op.op_ == c10d::ReduceOp::BOR || op.op_ == c10d::ReduceOp::BXOR;
+    }
+
+    // ... every rank's tensor is gathered as bytes (gcx_allgather, or
+    // gcx_gather to root >= 0) and combined in rank order, so every rank
+    // gets the same bits. Cost: P x the tensor's memory and bytes on the
+    // wire (a ring allreduce sends ~2x); PRODUCT on any real dtype, the
+    // bitwise ops on integer and bool tensors.
+    c10::intrusive_ptr<c10d::Work>
+    reduce_by_gather(const at::Tensor &t, c10d::ReduceOp::RedOpType op,
+                     int root, const char *name)
+    {
+        const char *opname = reduce_op_name(op);
+        TORCH_CHECK(!t.is_complex(), "gcx ", name, ": ReduceOp.", opname,
+                    " of a complex tensor");
+        TORCH_CHECK(op == c10d::ReduceOp::PRODUCT ||
+                        !at::isFloatingType(t.scalar_type()),
+                    "gcx ", name, ": ReduceOp.", opname,
+                    " needs an integer or bool dtype, got ", t.scalar_type());
+        const int p     = getSize();
+        const bool mine = root < 0 || root == getRank();
+        at::Tensor all  = at::empty({mine ? p : 0, t.numel()}, t.options());
+        at::Tensor in   = t.clone(); // gcx reads it while t is the result
+        auto start = [in, all, root](gcx_comm_t *c, auto &reqs) {
+            if (root < 0) {
+                GCX_ISSUE(gcx_allgather(c, in.data_ptr(), all.data_ptr(),
+                                        nbytes(in), GCX_DT_U8, &r_));
+            } else {
+                GCX_ISSUE(gcx_gather(c, in.data_ptr(), nbytes(in),
+                                     all.numel() ? all.data_ptr() : nullptr,
+                                     GCX_DT_U8, root, &r_));
+            }
+            return GCX_OK;
+        };
+        std::function<void()> post;
+        if (mine) {
+            post = [t, all, op, p] {
+                at::Tensor acc = all[0].clone();
+                for (int r = 1; r < p; ++r) {
+                    switch (op) {
+                    case c10d::ReduceOp::PRODUCT: acc.mul_(all[r]); break;
+                    case c10d::ReduceOp::BAND: acc.bitwise_and_(all[r]); break;
+                    case c10d::ReduceOp::BOR: acc.bitwise_or_(all[r]); break;
+                    default: acc.bitwise_xor_(all[r]); break;
+                    }
+                }
+                t.copy_(acc.view(t.sizes()));
+            };
+        }
+        return enqueue(root < 0 ? "gcx_allgather (allreduce)"
+                                : "gcx_gather (reduce)",
+                       root < 0 ? c10d::OpType::ALLREDUCE
+                                : c10d::OpType::REDUCE,
+                       {t}, start, post);
+    }
+
     static void copy_out(std::vector<FlatPart> &parts)
     {
         for (auto &p : parts) {
@@ -1020,7 +1213,9 @@ class GcxBackend : public c10d::Backend {
                                         c10d::OpType type,
                                         std::vector<at::Tensor> outputs,
                                         StartFn start,
-                                        std::function<void()> post = {})
+                                        std::function<void()> post = {},
+                                        const std::vector<at::Tensor> *inputs =
+                                            nullptr)
     {
         TORCH_CHECK(comm_ != nullptr, "gcx ", name,
                     ": the process group has been shut down");
@@ -1032,8 +1227,10 @@ class GcxBackend : public c10d::Backend {
                 return coal_work_;
             }
         }
-        auto work = c10::make_intrusive<GcxWork>(getRank(), type,
-                                                 std::move(outputs));
+        // the profiler's inputs: the outputs for in-place calls
+        std::vector<at::Tensor> ins = inputs != nullptr ? *inputs : outputs;
+        auto work = c10::make_intrusive<GcxWork>(
+            getRank(), type, std::move(outputs), profiling_title(type), ins);
         submit_job(name, work, std::move(start), std::move(post));
         return work;
     }
@@ -1051,7 +1248,16 @@ class GcxBackend : public c10d::Backend {
         job->start        = [comm, start](std::vector<gcx_request_t *> &reqs) {
             return start(comm, reqs);
         };
-        job->done = [work, post, name](gcx_status_t status) {
+        double timeout_s = timeout_s_;
+        job->done = [work, post, name, timeout_s](gcx_status_t status) {
+            if (status == GCX_ERR_TIMEOUT) {
+                work->finish_error(std::make_exception_ptr(c10::DistBackendError(
+                    {__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
+                    status_message(name, status) +
+                        ": not done within the group's timeout (" +
+                        std::to_string(timeout_s) + " s, its GCX_TIMEOUT)")));
+                return;
+            }
             if (status != GCX_OK) {
                 work->finish_error(make_error(name, status));
                 return;
@@ -1148,6 +1354,15 @@ PYBIND11_MODULE(_C, m)
             return torch_gcx::as_gcx(backend).config_value(name);
         },
         "A GCX_* variable of a gcx group's communicator, as text.");
+    m.def(
+        "get_error",
+        [](const c10::intrusive_ptr<c10d::Backend> &backend) {
+            return torch_gcx::as_gcx(backend).getError();
+        },
+        py::call_guard<py::gil_scoped_release>(),
+        "The state of a gcx group's communicator as a "
+        "torch._C._distributed_c10d.ErrorType (torch binds Backend.getError only for "
+        "some backends).");
     m.def(
         "shutdown",
         [] {

@@ -18,7 +18,8 @@ import torch.distributed as dist
 from . import _C
 from . import hooks  # noqa: F401  (torch_gcx.hooks.topk_hook, ...)
 
-__all__ = ["gcx_version", "group_creation", "group_config", "hooks"]
+__all__ = ["gcx_version", "group_creation", "group_config", "get_error",
+           "hooks"]
 
 # False: make every gcx group over its own Store, as before create_group
 # (to compare the two; see bench/new_group_time.py)
@@ -32,8 +33,9 @@ def gcx_version():
 
 def group_creation(group=None):
     """How the gcx communicator of `group` (default: the default group) was
-    made: "create_group" (by its members, from the default group's) or
-    "store" (gcx_comm_create over the group's c10d Store)."""
+    made: "create_group" (by its members, from the default group's),
+    "store" (gcx_comm_create over the group's c10d Store) or "split"
+    (ProcessGroup.split_group, gcx_comm_split of its parent)."""
     return _C.group_creation(_backend(group))
 
 
@@ -41,6 +43,16 @@ def group_config(name, group=None):
     """A GCX_* variable (e.g. "TIMEOUT") of the communicator of `group`
     (default: the default group), as text."""
     return _C.group_config(_backend(group), name)
+
+
+def get_error(group=None):
+    """The state of the gcx communicator of `group` (default: the default
+    group) as a torch._C._distributed_c10d.ErrorType: SUCCESS, TIMEOUT (a collective
+    ran past the group's timeout), REMOTE_ERROR (a peer was lost) or
+    COMM_ERROR (any other failure, or the group was shut down). The
+    backend's getError(), which torch's Python binds for some backends
+    only."""
+    return _C.get_error(_backend(group))
 
 
 def _backend(group):
