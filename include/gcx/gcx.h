@@ -216,12 +216,22 @@ typedef enum gcx_dtype {
     GCX_DT_LAST
 } gcx_dtype_t;
 
-/** Reduction operations. AVG is the sum divided by the number of ranks. */
+/**
+ * Reduction operations. AVG is the sum divided by the number of ranks.
+ * SUM, MAX, MIN, AVG and PROD apply to every reduction type (F16/BF16 in
+ * float32, integers wrap like unsigned arithmetic); the bitwise BAND, BOR
+ * and BXOR to the integer types I32 and I64 only: another type is
+ * GCX_ERR_INVALID.
+ */
 typedef enum gcx_op {
     GCX_OP_SUM = 0,
     GCX_OP_MAX,
     GCX_OP_MIN,
     GCX_OP_AVG,
+    GCX_OP_PROD, /**< Product. */
+    GCX_OP_BAND, /**< Bitwise and (integer types). */
+    GCX_OP_BOR,  /**< Bitwise or (integer types). */
+    GCX_OP_BXOR, /**< Bitwise exclusive or (integer types). */
     GCX_OP_LAST
 } gcx_op_t;
 

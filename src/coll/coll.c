@@ -15,8 +15,11 @@ static const char *const gcx_dtype_names[GCX_DT_LAST] = {
     [GCX_DT_I64] = "i64", [GCX_DT_F16] = "f16",   [GCX_DT_BF16] = "bf16",
     [GCX_DT_U8] = "u8",
 };
-static const char *const gcx_op_names[GCX_OP_LAST] = {"sum", "max", "min",
-                                                       "avg"};
+static const char *const gcx_op_names[GCX_OP_LAST] = {
+    [GCX_OP_SUM] = "sum",   [GCX_OP_MAX] = "max",   [GCX_OP_MIN] = "min",
+    [GCX_OP_AVG] = "avg",   [GCX_OP_PROD] = "prod", [GCX_OP_BAND] = "band",
+    [GCX_OP_BOR] = "bor",   [GCX_OP_BXOR] = "bxor",
+};
 
 size_t gcx_dtype_size(gcx_dtype_t dtype)
 {

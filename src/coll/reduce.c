@@ -107,14 +107,79 @@ static void min_bf16(void *dst, const void *a, const void *b, size_t n)
                                   gcx_bf16_to_float(y[i]))))
 }
 
-/* [dtype][op]; AVG reuses SUM; U8 has no reductions */
+static void prod_f32(void *dst, const void *a, const void *b, size_t n)
+{
+    GCX_REDUCE_LOOP(float, x[i] * y[i])
+}
+static void prod_f64(void *dst, const void *a, const void *b, size_t n)
+{
+    GCX_REDUCE_LOOP(double, x[i] * y[i])
+}
+static void prod_i32(void *dst, const void *a, const void *b, size_t n)
+{
+    GCX_REDUCE_LOOP(int32_t, (int32_t)((uint32_t)x[i] * (uint32_t)y[i]))
+}
+static void prod_i64(void *dst, const void *a, const void *b, size_t n)
+{
+    GCX_REDUCE_LOOP(int64_t, (int64_t)((uint64_t)x[i] * (uint64_t)y[i]))
+}
+static void prod_f16(void *dst, const void *a, const void *b, size_t n)
+{
+    GCX_REDUCE_LOOP(uint16_t, gcx_float_to_half(gcx_half_to_float(x[i]) *
+                                                gcx_half_to_float(y[i])))
+}
+static void prod_bf16(void *dst, const void *a, const void *b, size_t n)
+{
+    GCX_REDUCE_LOOP(uint16_t, gcx_float_to_bf16(gcx_bf16_to_float(x[i]) *
+                                                gcx_bf16_to_float(y[i])))
+}
+static void band_i32(void *dst, const void *a, const void *b, size_t n)
+{
+    GCX_REDUCE_LOOP(int32_t, x[i] & y[i])
+}
+static void bor_i32(void *dst, const void *a, const void *b, size_t n)
+{
+    GCX_REDUCE_LOOP(int32_t, x[i] | y[i])
+}
+static void bxor_i32(void *dst, const void *a, const void *b, size_t n)
+{
+    GCX_REDUCE_LOOP(int32_t, x[i] ^ y[i])
+}
+static void band_i64(void *dst, const void *a, const void *b, size_t n)
+{
+    GCX_REDUCE_LOOP(int64_t, x[i] & y[i])
+}
+static void bor_i64(void *dst, const void *a, const void *b, size_t n)
+{
+    GCX_REDUCE_LOOP(int64_t, x[i] | y[i])
+}
+static void bxor_i64(void *dst, const void *a, const void *b, size_t n)
+{
+    GCX_REDUCE_LOOP(int64_t, x[i] ^ y[i])
+}
+
+/* [dtype][op]; AVG reuses SUM; bitwise ops on integers only (NULL: not
+ * defined, the collective's GCX_ERR_INVALID); U8 has no reductions */
+#define GCX_REDUCE_FLOAT_ROW(_t)                                               \
+    {                                                                          \
+        [GCX_OP_SUM] = sum_##_t, [GCX_OP_MAX] = max_##_t,                      \
+        [GCX_OP_MIN] = min_##_t, [GCX_OP_AVG] = sum_##_t,                      \
+        [GCX_OP_PROD] = prod_##_t,                                             \
+    }
+#define GCX_REDUCE_INT_ROW(_t)                                                 \
+    {                                                                          \
+        [GCX_OP_SUM] = sum_##_t, [GCX_OP_MAX] = max_##_t,                      \
+        [GCX_OP_MIN] = min_##_t, [GCX_OP_AVG] = sum_##_t,                      \
+        [GCX_OP_PROD] = prod_##_t, [GCX_OP_BAND] = band_##_t,                  \
+        [GCX_OP_BOR] = bor_##_t, [GCX_OP_BXOR] = bxor_##_t,                    \
+    }
 static const gcx_reduce_fn_t gcx_reduce_table[GCX_DT_LAST][GCX_OP_LAST] = {
-    [GCX_DT_F32]  = {sum_f32, max_f32, min_f32, sum_f32},
-    [GCX_DT_F64]  = {sum_f64, max_f64, min_f64, sum_f64},
-    [GCX_DT_I32]  = {sum_i32, max_i32, min_i32, sum_i32},
-    [GCX_DT_I64]  = {sum_i64, max_i64, min_i64, sum_i64},
-    [GCX_DT_F16]  = {sum_f16, max_f16, min_f16, sum_f16},
-    [GCX_DT_BF16] = {sum_bf16, max_bf16, min_bf16, sum_bf16},
+    [GCX_DT_F32]  = GCX_REDUCE_FLOAT_ROW(f32),
+    [GCX_DT_F64]  = GCX_REDUCE_FLOAT_ROW(f64),
+    [GCX_DT_I32]  = GCX_REDUCE_INT_ROW(i32),
+    [GCX_DT_I64]  = GCX_REDUCE_INT_ROW(i64),
+    [GCX_DT_F16]  = GCX_REDUCE_FLOAT_ROW(f16),
+    [GCX_DT_BF16] = GCX_REDUCE_FLOAT_ROW(bf16),
 };
 
 gcx_reduce_fn_t gcx_reduce_fn(gcx_dtype_t dtype, gcx_op_t op)

@@ -95,17 +95,27 @@ void test_fill(void *buf, gcx_dtype_t dtype, size_t count, int rank)
 
 double test_expected(gcx_dtype_t dtype, gcx_op_t op, int size, size_t i)
 {
-    double sum = 0, mx = -1e300, mn = 1e300;
+    double  sum = 0, mx = -1e300, mn = 1e300, prod = 1;
+    int64_t band = -1, bor = 0, bxor = 0; // the values are small integers
     for (int r = 0; r < size; ++r) {
-        double v = test_value(r, i);
+        double  v = test_value(r, i);
+        int64_t b = static_cast<int64_t>(v);
         sum += v;
+        prod *= v;
         mx = std::max(mx, v);
         mn = std::min(mn, v);
+        band &= b;
+        bor |= b;
+        bxor ^= b;
     }
     switch (op) {
     case GCX_OP_MAX: return mx;
     case GCX_OP_MIN: return mn;
     case GCX_OP_SUM: return sum;
+    case GCX_OP_PROD: return prod; // exact but in f16/bf16 (test_allreduce.cc)
+    case GCX_OP_BAND: return static_cast<double>(band);
+    case GCX_OP_BOR: return static_cast<double>(bor);
+    case GCX_OP_BXOR: return static_cast<double>(bxor);
     default: break;
     }
     // AVG: the sum (exact) divided in the element type

@@ -32,6 +32,10 @@ double test_read(const void *buf, gcx_dtype_t dtype, size_t i);
 void   test_write(void *buf, gcx_dtype_t dtype, size_t i, double v);
 
 // Expected allreduce result at element i, as the library must produce it.
+// The reduction of test_value() over `size` ranks at index i, as the
+// element type computes it; PROD in f16/bf16 is the exact product (products
+// of up to five values of |v| <= 5 round there, in an order of the
+// algorithm's: compare with the type's precision).
 double test_expected(gcx_dtype_t dtype, gcx_op_t op, int size, size_t i);
 
 #endif

@@ -152,6 +152,10 @@ TEST(ReduceScatter, LargeAndSmallChunks)
         check_reduce_scatter(comm, GCX_DT_F32, GCX_OP_SUM, 10007, in_place);
         check_reduce_scatter(comm, GCX_DT_BF16, GCX_OP_AVG, 3001, in_place);
         check_reduce_scatter(comm, GCX_DT_I64, GCX_OP_MIN, 5000, in_place);
+        // products and bitwise operations (products of |v| <= 5: exact here)
+        check_reduce_scatter(comm, GCX_DT_I64, GCX_OP_PROD, 5000, in_place);
+        check_reduce_scatter(comm, GCX_DT_F32, GCX_OP_PROD, 3001, in_place);
+        check_reduce_scatter(comm, GCX_DT_I32, GCX_OP_BXOR, 3001, in_place);
     }
     gcx_comm_destroy(comm);
     for (int in_place = 0; in_place < 2; ++in_place) {
@@ -212,6 +216,9 @@ TEST(Reduce, LargeAndSmallChunks)
     for (int in_place = 0; in_place < 2; ++in_place) {
         check_reduce(comm, GCX_DT_F64, GCX_OP_SUM, 30011, last, in_place);
         check_reduce(comm, GCX_DT_F16, GCX_OP_AVG, 50001, 0, in_place);
+        check_reduce(comm, GCX_DT_F64, GCX_OP_PROD, 30011, 0, in_place);
+        check_reduce(comm, GCX_DT_I64, GCX_OP_BOR, 20001, last, in_place);
+        check_reduce(comm, GCX_DT_I32, GCX_OP_BAND, 1001, 0, in_place);
     }
     gcx_comm_destroy(comm);
     for (int in_place = 0; in_place < 2; ++in_place) {
