@@ -212,11 +212,17 @@ def main():
     ap.add_argument("--out", default="suite-results")
     ap.add_argument("--timeout", type=int, default=3600,
                     help="seconds per configuration (a hang fails the run)")
+    ap.add_argument("--report", action="store_true",
+                    help="only rewrite OUT/results.md (and the differences) from "
+                         "OUT/results.json")
     args = ap.parse_args()
     tests = read_subset(args.subset) if args.subset else args.tests
     os.makedirs(args.out, exist_ok=True)
     docs = []
-    for ws in (int(w) for w in args.world_sizes.split(",")):
+    if args.report:
+        with open(os.path.join(args.out, "results.json")) as f:
+            docs = json.load(f)["configs"]
+    for ws in (int(w) for w in args.world_sizes.split(",") if not args.report):
         for config in args.configs.split(","):
             tag = f"{config.replace('/', '-')}-ws{ws}"
             with open(os.path.join(args.out, tag + ".log"), "w") as log:
@@ -226,7 +232,8 @@ def main():
             print(f"{config} ws={ws}: {doc['counts']} in {doc['seconds']} s"
                   + (f" ({doc['error']})" if "error" in doc else ""), flush=True)
     diffs = differences(docs)
-    command = "python plugin/torch/tests/torch_suite/run_suite.py " + " ".join(sys.argv[1:])
+    command = "python plugin/torch/tests/torch_suite/run_suite.py " + " ".join(
+        a for a in sys.argv[1:] if a != "--report")
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump({"configs": docs, "differences": diffs}, f, indent=1, sort_keys=True)
     md = markdown(docs, diffs, command.strip())
