@@ -11,8 +11,8 @@ reads BACKEND when it is imported:
     BACKEND=gcx WORLD_SIZE=2 python dist_suite.py OUT.json [TEST_NAME ...]
 
 With no names it runs every test. OUT.json gets each test's outcome
-(passed/failed/skipped), its seconds and, for a failure or skip, the first
-lines of the reason.
+(passed/failed/skipped), its seconds and, for a failure or skip, the last
+lines of the reason (rewritten after each test: a killed run keeps them).
 
 gcx is a third-party CPU backend. The suite knows backends by name; its
 tables (common_distributed.DistTestCases and the profiling lists) are where a
@@ -22,7 +22,8 @@ DDP), and the two profiling lists (gcx is checked for the same profiler
 events as gloo). gcx is left out of "gpu", "cuda" and "subgroup" (CUDA
 subgroups): it has no CUDA tensors. It is not put in any skip_collective
 set, so every CPU collective is run on it. Tests that the suite gates on
-the name "gloo" itself skip for gcx; run_suite.py lists them.
+the name "gloo" itself skip for gcx; with GATES=gloo they run on gcx too
+(below). Nothing else of the suite is changed.
 
 Cost: importing torch and the suite (~3-5 s of CPU per process); each test
 then starts WORLD_SIZE processes (spawn: each imports torch again).
@@ -34,8 +35,7 @@ import time
 import traceback
 import unittest
 
-import torch  # noqa: F401
-import torch.distributed as dist
+import torch
 from torch.testing._internal import common_distributed
 
 BACKEND = os.environ["BACKEND"]
