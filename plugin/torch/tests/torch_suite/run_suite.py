@@ -209,7 +209,8 @@ def main():
     ap.add_argument("--subset", help="run NAME_subset.txt's tests (e.g. ci)")
     ap.add_argument("--tests", nargs="*", default=[], help="these tests only")
     ap.add_argument("--start", choices=("fork", "spawn"), default="fork")
-    ap.add_argument("--out", default="suite-results")
+    ap.add_argument("--out", default="out/torch-suite",
+                    help="results folder (default out/torch-suite, git-ignored)")
     ap.add_argument("--timeout", type=int, default=3600,
                     help="seconds per configuration (a hang fails the run)")
     ap.add_argument("--report", action="store_true",
