@@ -484,15 +484,34 @@ gcx_status_t gcx_send(gcx_comm_t *comm, const void *buf, size_t count,
                       gcx_dtype_t dtype, int peer, int tag,
                       gcx_request_t **req_p);
 
+/** Pass as gcx_recv()'s peer to receive from any rank of the communicator. */
+#define GCX_ANY_SOURCE (-1)
+
 /**
  * Receive exactly @p count elements from rank @p peer with tag @p tag. A
  * message of another size completes the receive with GCX_ERR_MISMATCH
  * (the buffer's content is then undefined; the communicator stays usable).
+ * @p peer may be GCX_ANY_SOURCE: the first message with that tag from any
+ * rank matches (gcx_recv_source() tells which); such a receive is not
+ * failed by one peer's loss, only by GCX_TIMEOUT or the communicator's
+ * failure.
  */
 GCX_API
 gcx_status_t gcx_recv(gcx_comm_t *comm, void *buf, size_t count,
                       gcx_dtype_t dtype, int peer, int tag,
                       gcx_request_t **req_p);
+
+/**
+ * The rank a completed receive's message came from (for GCX_ANY_SOURCE;
+ * a receive from one peer gives that peer). Never blocks.
+ *
+ * @param[out] source_p  Set when the receive completed with GCX_OK.
+ * @return GCX_OK; GCX_INPROGRESS while the receive runs; the receive's
+ *         error when it failed; GCX_ERR_INVALID when @p req is not a
+ *         gcx_recv() request or an argument is NULL.
+ */
+GCX_API
+gcx_status_t gcx_recv_source(gcx_request_t *req, int *source_p);
 
 #ifdef __cplusplus
 }

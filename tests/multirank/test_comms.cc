@@ -328,13 +328,73 @@ TEST(P2P, WrongSizeIsAMismatchAndTheCommunicatorLives)
     EXPECT_EQ(GCX_OK, gcx_barrier(g_world, nullptr));
 }
 
+TEST(P2P, AnySourceReceivesFromEveryRankAndOnlyItsTag)
+{
+    const int size = world_size(), rank = world_rank();
+    // every rank (rank 0 too) sends rank 0 a tag-78 message first, then a
+    // tag-77 one: the any-source receives of tag 77 must pass over the
+    // tag-78 messages already there
+    std::vector<int32_t> mine = {rank * 1000 + 77, rank * 1000 + 78};
+    gcx_request_t       *s77, *s78;
+    ASSERT_EQ(GCX_OK, gcx_send(g_world, &mine[1], 1, GCX_DT_I32, 0, 78, &s78));
+    ASSERT_EQ(GCX_OK, gcx_send(g_world, &mine[0], 1, GCX_DT_I32, 0, 77, &s77));
+    if (rank == 0) {
+        std::vector<int32_t>        got(size, -1);
+        std::vector<gcx_request_t *> reqs(size);
+        for (int i = 0; i < size; ++i) {
+            ASSERT_EQ(GCX_OK, gcx_recv(g_world, &got[i], 1, GCX_DT_I32,
+                                       GCX_ANY_SOURCE, 77, &reqs[i]));
+        }
+        std::vector<int> seen(size, 0);
+        for (int i = 0; i < size; ++i) {
+            int source = -5;
+            ASSERT_EQ(GCX_OK, gcx_wait(reqs[i]));
+            ASSERT_EQ(GCX_OK, gcx_recv_source(reqs[i], &source));
+            ASSERT_GE(source, 0);
+            ASSERT_LT(source, size);
+            EXPECT_EQ(source * 1000 + 77, got[i]) << "receive " << i;
+            ++seen[source];
+            gcx_request_free(reqs[i]);
+        }
+        for (int r = 0; r < size; ++r) {
+            EXPECT_EQ(1, seen[r]) << "messages from rank " << r;
+        }
+        // the tag-78 messages are still there for receives from each rank
+        for (int r = size - 1; r >= 0; --r) {
+            int32_t        v = -1;
+            int            source = -5;
+            gcx_request_t *req;
+            ASSERT_EQ(GCX_OK, gcx_recv(g_world, &v, 1, GCX_DT_I32, r, 78, &req));
+            ASSERT_EQ(GCX_OK, gcx_wait(req));
+            ASSERT_EQ(GCX_OK, gcx_recv_source(req, &source));
+            EXPECT_EQ(r, source);
+            EXPECT_EQ(r * 1000 + 78, v);
+            gcx_request_free(req);
+        }
+    }
+    for (gcx_request_t *r : {s77, s78}) {
+        ASSERT_EQ(GCX_OK, gcx_wait(r));
+        if (r == s77) {
+            int source = -5;
+            EXPECT_EQ(GCX_ERR_INVALID, gcx_recv_source(r, &source));
+            EXPECT_EQ(-5, source);
+        }
+        gcx_request_free(r);
+    }
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_recv_source(nullptr, nullptr));
+    EXPECT_EQ(GCX_OK, gcx_barrier(g_world, nullptr));
+}
+
 TEST(P2P, BadArgumentsAreRefused)
 {
     int32_t x = 0;
     EXPECT_EQ(GCX_ERR_INVALID, gcx_send(g_world, &x, 1, GCX_DT_I32,
                                         world_size(), 0, nullptr));
-    EXPECT_EQ(GCX_ERR_INVALID, gcx_recv(g_world, &x, 1, GCX_DT_I32, -1, 0,
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_recv(g_world, &x, 1, GCX_DT_I32, -2, 0,
                                         nullptr));
+    // any source is for receives only
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_send(g_world, &x, 1, GCX_DT_I32,
+                                        GCX_ANY_SOURCE, 0, nullptr));
     EXPECT_EQ(GCX_ERR_INVALID, gcx_send(g_world, &x, 1, GCX_DT_I32, 0, -3,
                                         nullptr));
     EXPECT_EQ(GCX_ERR_INVALID, gcx_recv(g_world, nullptr, 4, GCX_DT_I32, 0, 0,
