@@ -9,6 +9,7 @@
  */
 #include "context.h"
 #include "comm.h"
+#include "shrink.h"
 #include "base/log.h"
 
 #include <stdlib.h>
@@ -70,6 +71,9 @@ gcx_status_t gcx_context_acquire(int transport, gcx_context_t **ctx_p)
     ctx->network_only = ctx->tl_ops->ctx_network_only != NULL &&
                         ctx->tl_ops->ctx_network_only(ctx->tl_ctx);
     ctx->refcount     = 1;
+    if (ctx->tl_ops->ctx_ctl_handler != NULL) {
+        ctx->tl_ops->ctx_ctl_handler(ctx->tl_ctx, gcx_ctl_deliver, ctx);
+    }
     gcx_context_live = 1;
     *ctx_p           = ctx;
     return GCX_OK;
@@ -114,9 +118,16 @@ int gcx_context_progress(gcx_context_t *ctx)
     int         events = ctx->tl_ops->ctx_progress(ctx->tl_ctx);
 
     for (comm = ctx->comms; comm != NULL; comm = comm->ctx_next) {
+        if (comm->revoke_heard && !comm->revoked) {
+            gcx_comm_revoke_locked(comm); /* tell the others, fail */
+            ++events;
+        }
         if (comm->error == GCX_OK &&
             (comm->head != NULL || comm->p2p != NULL)) {
             events += gcx_comm_queue_progress(comm);
+        }
+        if (comm->shrink != NULL) {
+            events += gcx_shrink_progress(comm->shrink);
         }
     }
     return events;
