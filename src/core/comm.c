@@ -339,6 +339,7 @@ static gcx_status_t gcx_comm_create_locked(const gcx_oob_t *oob,
         }
         return status;
     }
+    gcx_comm_ctl_adopt(comm);
     gcx_info("communicator %u: rank %d of %d (identity from %s), "
              "transport %s",
              comm->id, comm->rank, comm->size, source, comm->tl->ops->name);
@@ -409,6 +410,7 @@ gcx_status_t gcx_comm_derive(gcx_comm_t *parent, const gcx_config_t *config,
         gcx_comm_free(comm, 0);
         return status;
     }
+    gcx_comm_ctl_adopt(comm);
     *comm_p = comm;
     return GCX_OK;
 }

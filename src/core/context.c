@@ -84,6 +84,7 @@ void gcx_context_release(gcx_context_t *ctx)
     if (--ctx->refcount > 0) {
         return;
     }
+    gcx_ctl_early_free(ctx);
     ctx->tl_ops->ctx_destroy(ctx->tl_ctx);
     ctx->tl_ctx      = NULL;
     gcx_context_live = 0;
@@ -200,6 +201,8 @@ gcx_status_t gcx_context_id_agree(gcx_context_t *ctx, const void *offers,
 void gcx_context_id_release(gcx_context_t *ctx, uint32_t id)
 {
     uint32_t pair = id / 2;
+
+    gcx_ctl_early_forget(ctx, id);
 
     ctx->ids_used[pair / 8] &= (uint8_t)~(1u << (pair % 8));
 }

@@ -69,9 +69,14 @@ typedef struct gcx_ctl_hdr {
     int32_t  size;  /* the communicator's size: the value's layout */
 } gcx_ctl_hdr_t;
 
-/* A control message queued on its communicator. */
+/* most control messages kept for communicators not created yet */
+#define GCX_CTL_EARLY_MAX 4096
+
+/* A control message queued on its communicator (or, early, on the
+ * context). */
 typedef struct gcx_ctl_msg {
     struct gcx_ctl_msg *next;
+    uint32_t            comm_id;
     size_t              length;
     gcx_ctl_hdr_t       hdr;
     uint8_t             value[]; /* length - sizeof(hdr) bytes */
@@ -117,6 +122,16 @@ static void gcx_bit_clear(uint8_t *set, int r)
 
 /* ---- control messages ------------------------------------------------------ */
 
+static void gcx_ctl_append(gcx_comm_t *comm, gcx_ctl_msg_t *msg)
+{
+    if (comm->ctl_tail != NULL) {
+        comm->ctl_tail->next = msg;
+    } else {
+        comm->ctl_head = msg;
+    }
+    comm->ctl_tail = msg;
+}
+
 void gcx_ctl_deliver(void *arg, uint32_t comm_id, const void *data,
                      size_t length)
 {
@@ -135,11 +150,11 @@ void gcx_ctl_deliver(void *arg, uint32_t comm_id, const void *data,
     for (comm = ctx->comms; comm != NULL && comm->id != comm_id;
          comm = comm->ctx_next) {
     }
-    if (comm == NULL || hdr.size != comm->size || hdr.src < 0 ||
-        hdr.src >= comm->size) {
-        return; /* a communicator this process does not have (any more) */
+    if (comm != NULL && (hdr.size != comm->size || hdr.src < 0 ||
+                         hdr.src >= comm->size)) {
+        return; /* not for this communicator */
     }
-    if (hdr.type == GCX_CTL_REVOKE) {
+    if (comm != NULL && hdr.type == GCX_CTL_REVOKE) {
         comm->revoke_heard = 1;
         return;
     }
@@ -148,15 +163,85 @@ void gcx_ctl_deliver(void *arg, uint32_t comm_id, const void *data,
         gcx_error("out of memory queueing a control message: dropped");
         return;
     }
-    msg->next   = NULL;
-    msg->length = length;
+    msg->next    = NULL;
+    msg->comm_id = comm_id;
+    msg->length  = length;
     memcpy(&msg->hdr, data, length);
-    if (comm->ctl_tail != NULL) {
-        comm->ctl_tail->next = msg;
-    } else {
-        comm->ctl_head = msg;
+    if (comm != NULL) {
+        gcx_ctl_append(comm, msg);
+        return;
     }
-    comm->ctl_tail = msg;
+    /* a peer that finished creating the communicator first (a split)
+     * already revokes or shrinks it: kept until it exists here, newest
+     * first; the oldest go when there are too many */
+    msg->next      = ctx->ctl_early;
+    ctx->ctl_early = msg;
+    if (++ctx->ctl_early_n > GCX_CTL_EARLY_MAX) {
+        gcx_ctl_msg_t **pp = &ctx->ctl_early;
+
+        while ((*pp)->next != NULL) {
+            pp = &(*pp)->next;
+        }
+        free(*pp);
+        *pp = NULL;
+        --ctx->ctl_early_n;
+    }
+}
+
+void gcx_comm_ctl_adopt(gcx_comm_t *comm)
+{
+    gcx_context_t  *ctx = comm->ctx;
+    gcx_ctl_msg_t **pp  = &ctx->ctl_early, *msg, *mine = NULL;
+
+    while ((msg = *pp) != NULL) {
+        if (msg->comm_id != comm->id) {
+            pp = &msg->next;
+            continue;
+        }
+        *pp = msg->next;
+        --ctx->ctl_early_n;
+        msg->next = mine; /* reversed again below: oldest first */
+        mine      = msg;
+    }
+    while ((msg = mine) != NULL) {
+        mine      = msg->next;
+        msg->next = NULL;
+        if (msg->hdr.size != comm->size || msg->hdr.src < 0 ||
+            msg->hdr.src >= comm->size) {
+            free(msg);
+        } else if (msg->hdr.type == GCX_CTL_REVOKE) {
+            comm->revoke_heard = 1;
+            free(msg);
+        } else {
+            gcx_ctl_append(comm, msg);
+        }
+    }
+}
+
+void gcx_ctl_early_forget(gcx_context_t *ctx, uint32_t id)
+{
+    gcx_ctl_msg_t **pp = &ctx->ctl_early, *msg;
+
+    while ((msg = *pp) != NULL) {
+        if (msg->comm_id == id) {
+            *pp = msg->next;
+            --ctx->ctl_early_n;
+            free(msg);
+        } else {
+            pp = &msg->next;
+        }
+    }
+}
+
+void gcx_ctl_early_free(gcx_context_t *ctx)
+{
+    while (ctx->ctl_early != NULL) {
+        gcx_ctl_msg_t *msg = ctx->ctl_early;
+
+        ctx->ctl_early = msg->next;
+        free(msg);
+    }
+    ctx->ctl_early_n = 0;
 }
 
 void gcx_comm_ctl_free(gcx_comm_t *comm)

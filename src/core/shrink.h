@@ -28,4 +28,13 @@ int gcx_shrink_progress(struct gcx_shrink *shrink);
 /** Free the control messages @p comm still holds (destroy). */
 void gcx_comm_ctl_free(gcx_comm_t *comm);
 
+/** A new communicator has its id: take the control messages that came for
+ *  it before it existed here (a peer that finished the creation first). */
+void gcx_comm_ctl_adopt(gcx_comm_t *comm);
+
+/** Drop the early control messages for id @p id (it is free again), or all
+ *  of them (the context goes away). */
+void gcx_ctl_early_forget(gcx_context_t *ctx, uint32_t id);
+void gcx_ctl_early_free(gcx_context_t *ctx);
+
 #endif
