@@ -271,6 +271,10 @@ TEST(Shrink, RankDiesDuringTheShrink)
     std::vector<float> v(256, 1.0f);
     ASSERT_EQ(GCX_OK, gcx_allreduce(comm, GCX_IN_PLACE, v.data(), v.size(),
                                     GCX_DT_F32, GCX_OP_SUM, nullptr));
+    // every rank is done with it before anyone dies (a rank that finished
+    // early would otherwise see the death, revoke, and fail the others'
+    // allreduce with GCX_ERR_REVOKED, as it should)
+    ASSERT_EQ(GCX_OK, gcx_barrier(g_world, nullptr));
     if (world_rank() == first) {
         vanish("before an allreduce");
     }
