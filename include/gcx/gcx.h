@@ -32,6 +32,10 @@
  *   GCX_ERR_TIMEOUT, every outstanding transfer is cancelled before the error
  *   is returned (nothing lands in user buffers afterwards) and the communicator
  *   becomes unusable: later collectives fail with the same status. Destroy it.
+ * - Recovery: gcx_comm_revoke() makes every rank's pending and later
+ *   operations on a communicator fail at once; gcx_comm_shrink() gives the
+ *   survivors of a failure a new communicator of them (ULFM's revoke and
+ *   shrink, NCCL's ncclCommShrink).
  * - Ranks that disagree on counts, types, operations or roots get
  *   GCX_ERR_MISMATCH on every rank; no buffer is overrun.
  */
@@ -469,6 +473,98 @@ GCX_API
 gcx_status_t gcx_comm_create_group(gcx_comm_t *parent, int n,
                                    const int *ranks, int tag,
                                    const gcx_config_t *config,
+                                   gcx_comm_t **newcomm_p);
+
+/* ------------------------------------------------------------------------ */
+/* Fault tolerance: revoke, shrink                                          */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Revoke @p comm (MPI_Comm_revoke semantics): every pending and later
+ * operation on it fails with GCX_ERR_REVOKED on every rank, so ranks that
+ * wait on a collective a dead peer will never finish learn it at once
+ * instead of at GCX_TIMEOUT. Not collective: the caller tells every other
+ * rank, and each rank that learns it tells them again (so the notice gets
+ * through when the revoker dies while sending it). A communicator that has
+ * failed already keeps its first error. Works on a failed communicator (a
+ * rank that saw GCX_ERR_PEER revokes so the others stop too). Only
+ * gcx_comm_shrink*() and gcx_comm_destroy() remain useful afterwards.
+ * Idempotent.
+ *
+ * @return GCX_OK; GCX_ERR_INVALID for a NULL communicator.
+ */
+GCX_API
+gcx_status_t gcx_comm_revoke(gcx_comm_t *comm);
+
+/**
+ * The communicator's error: GCX_OK while it works, else the status that
+ * failed it (GCX_ERR_PEER, GCX_ERR_TIMEOUT, GCX_ERR_REVOKED, ...). Never
+ * blocks and does not progress (a framework's getError()).
+ */
+GCX_API
+gcx_status_t gcx_comm_error(const gcx_comm_t *comm);
+
+/** gcx_comm_shrink_ranks() flag: revoke the parent first (as
+ *  NCCL_SHRINK_ABORT aborts it), so that every rank blocked in one of its
+ *  collectives fails at once and can come and shrink. */
+#define GCX_SHRINK_REVOKE 1
+
+/**
+ * A communicator of the survivors of @p comm: gcx_comm_shrink_ranks(comm,
+ * NULL, 0, GCX_SHRINK_REVOKE, newcomm_p). The usual recovery after a
+ * collective failed with GCX_ERR_PEER, GCX_ERR_TIMEOUT or GCX_ERR_REVOKED.
+ */
+GCX_API
+gcx_status_t gcx_comm_shrink(gcx_comm_t *comm, gcx_comm_t **newcomm_p);
+
+/**
+ * Shrink (MPI_Comm_shrink, ncclCommShrink): the ranks of @p comm that call
+ * agree on who takes part, and each gets a new communicator of them,
+ * ranked in the order of their ranks in @p comm, over the endpoints the
+ * process already has (no new connection, except where an abort closed
+ * one to a live peer), with a fresh communicator id so that no message of
+ * the parent can match in it. The parent may have failed (aborted,
+ * revoked) or be healthy (shrink on request); it is left as it is (unless
+ * GCX_SHRINK_REVOKE) and is still to be destroyed.
+ *
+ * Who takes part: every rank of the parent that calls, minus the ranks in
+ * @p exclude, which do not call (a live rank asked to leave, as torch's
+ * Backend::shrink(ranks_to_exclude) has it). A rank that died before or
+ * during the shrink is left out once the others know it is gone: a peer
+ * whose connection UCX reports lost, a process on this host that ended
+ * (seen within milliseconds), or a rank not heard from within GCX_TIMEOUT
+ * of a round (a slow rank is then treated as dead). Every survivor gets the
+ * same member set, also when more ranks die during the agreement: a
+ * flooding consensus (every rank sends what it knows to every rank it does
+ * not know to be dead, round after round, until a round in which it heard
+ * from the same ranks as in the round before; a rank that decides tells
+ * the others, who adopt its decision), at most f + 2 rounds for f deaths
+ * seen during it, each bounded by GCX_TIMEOUT. It assumes crash failures
+ * and that the failure detector above is accurate (a rank declared dead
+ * is dead); a rank that was too slow to be heard and comes late gets
+ * GCX_ERR_TIMEOUT, never a communicator the others do not have.
+ *
+ * Collective over the ranks that take part; serialized with the other
+ * creations of the process. Shrinking the same parent again later is
+ * allowed (after another failure of the new one, shrink that one instead).
+ *
+ * @param comm       The parent (failed or not).
+ * @param exclude    Parent ranks to leave out, or NULL; the same list on
+ *                   every caller (the union of the lists is what counts).
+ * @param nexclude   Number of entries of @p exclude (0 with NULL).
+ * @param flags      0 or GCX_SHRINK_REVOKE.
+ * @param[out] newcomm_p  The new communicator, owned by the caller.
+ * @return GCX_OK; GCX_ERR_INVALID for a NULL argument, nexclude < 0 or
+ *         > size - 1, an excluded rank out of range, listed twice or the
+ *         caller itself, an unknown flag (nothing is sent; the message names
+ *         the argument); GCX_ERR_TIMEOUT when this rank was left out (not
+ *         heard within GCX_TIMEOUT); GCX_ERR_TRANSPORT when the process's
+ *         worker was stopped by an earlier abort (destroy everything);
+ *         GCX_ERR_UNSUPPORTED when a member has 2048 live communicators.
+ */
+GCX_API
+gcx_status_t gcx_comm_shrink_ranks(gcx_comm_t *comm, const int *exclude,
+                                   int nexclude, int flags,
                                    gcx_comm_t **newcomm_p);
 
 /**

@@ -40,6 +40,7 @@ typedef enum gcx_status {
     GCX_ERR_RANGE       = -10, /**< A value (index, NaN/Inf, capacity) is out of range. */
     GCX_ERR_UNDECODABLE = -11, /**< The arrived set cannot be decoded (coding). */
     GCX_ERR_CANCELED    = -12, /**< The operation was canceled. */
+    GCX_ERR_REVOKED     = -13, /**< The communicator was revoked (gcx_comm_revoke). */
 } gcx_status_t;
 
 /** Short human-readable text for a status; never NULL. */

@@ -36,6 +36,8 @@ const char *gcx_strerror(gcx_status_t status)
         return "arrived set is not decodable";
     case GCX_ERR_CANCELED:
         return "canceled";
+    case GCX_ERR_REVOKED:
+        return "communicator revoked";
     }
     return "unknown status";
 }

@@ -21,6 +21,7 @@
 #include "bootstrap.h"
 #include "base/log.h"
 #include "service.h"
+#include "shrink.h"
 #include "base/time.h"
 #include "gcx_build_config.h"
 
@@ -104,6 +105,7 @@ static void gcx_comm_free(gcx_comm_t *comm, double grace)
         }
     }
     gcx_context_remove(comm->ctx, comm);
+    gcx_comm_ctl_free(comm);
     for (i = 0; i < GCX_COMM_STATE_MAX; ++i) {
         if (comm->state[i].release != NULL) {
             comm->state[i].release(comm->state[i].data);
@@ -337,6 +339,7 @@ static gcx_status_t gcx_comm_create_locked(const gcx_oob_t *oob,
         }
         return status;
     }
+    gcx_comm_ctl_adopt(comm);
     gcx_info("communicator %u: rank %d of %d (identity from %s), "
              "transport %s",
              comm->id, comm->rank, comm->size, source, comm->tl->ops->name);
@@ -377,17 +380,10 @@ static int gcx_comm_split_cmp(const void *a, const void *b)
     return ra < rb ? -1 : (ra > rb);
 }
 
-/*
- * The new communicator of @p n members (member i is parent rank
- * members[i]; this rank is newrank) over the parent's endpoints, its id
- * agreed from the members' offers (@p stride apart from @p offers, @p index
- * picks them as in gcx_context_id_agree). Context lock held.
- */
-static gcx_status_t gcx_comm_derive(gcx_comm_t *parent,
-                                    const gcx_config_t *config,
-                                    const void *offers, size_t stride,
-                                    const int *index, const int *members,
-                                    int n, int newrank, gcx_comm_t **comm_p)
+gcx_status_t gcx_comm_derive(gcx_comm_t *parent, const gcx_config_t *config,
+                             const void *offers, size_t stride,
+                             const int *index, const int *members, int n,
+                             int newrank, gcx_comm_t **comm_p)
 {
     gcx_tl_params_t params;
     gcx_comm_t     *comm = NULL;
@@ -414,6 +410,7 @@ static gcx_status_t gcx_comm_derive(gcx_comm_t *parent,
         gcx_comm_free(comm, 0);
         return status;
     }
+    gcx_comm_ctl_adopt(comm);
     *comm_p = comm;
     return GCX_OK;
 }

@@ -51,6 +51,13 @@ struct gcx_comm {
      * step without GCX_CHECK_ARGS): its other transfers may still be in
      * flight, so the mismatch fails the communicator */
     int               transfer_mismatch;
+    /* revoke and shrink (shrink.c) */
+    int               revoked;      /* revoked here: notices sent */
+    int               revoke_heard; /* a peer's revoke notice arrived */
+    uint32_t          shrink_epoch; /* shrinks of this communicator begun */
+    struct gcx_ctl_msg *ctl_head, *ctl_tail; /* control messages not
+                                                consumed yet (FIFO) */
+    struct gcx_shrink *shrink;      /* the agreement under way, or NULL */
 };
 
 /**
@@ -68,6 +75,17 @@ int gcx_comm_queue_progress(gcx_comm_t *comm);
  * buffer afterwards), fail every queued task with @p status. Idempotent.
  */
 void gcx_comm_fail(gcx_comm_t *comm, gcx_status_t status);
+
+/**
+ * The new communicator of @p n members (member i is parent rank
+ * members[i]; this rank is newrank) over the parent's endpoints, its id
+ * agreed from the members' offers (@p stride apart from @p offers, @p index
+ * picks them as in gcx_context_id_agree). Context lock held.
+ */
+gcx_status_t gcx_comm_derive(gcx_comm_t *parent, const gcx_config_t *config,
+                             const void *offers, size_t stride,
+                             const int *index, const int *members, int n,
+                             int newrank, gcx_comm_t **comm_p);
 
 /** Scratch space of at least @p size bytes for the active task; NULL: OOM. */
 void *gcx_comm_scratch(gcx_comm_t *comm, size_t size);

@@ -9,6 +9,7 @@
  */
 #include "context.h"
 #include "comm.h"
+#include "shrink.h"
 #include "base/log.h"
 
 #include <stdlib.h>
@@ -70,6 +71,9 @@ gcx_status_t gcx_context_acquire(int transport, gcx_context_t **ctx_p)
     ctx->network_only = ctx->tl_ops->ctx_network_only != NULL &&
                         ctx->tl_ops->ctx_network_only(ctx->tl_ctx);
     ctx->refcount     = 1;
+    if (ctx->tl_ops->ctx_ctl_handler != NULL) {
+        ctx->tl_ops->ctx_ctl_handler(ctx->tl_ctx, gcx_ctl_deliver, ctx);
+    }
     gcx_context_live = 1;
     *ctx_p           = ctx;
     return GCX_OK;
@@ -80,6 +84,7 @@ void gcx_context_release(gcx_context_t *ctx)
     if (--ctx->refcount > 0) {
         return;
     }
+    gcx_ctl_early_free(ctx);
     ctx->tl_ops->ctx_destroy(ctx->tl_ctx);
     ctx->tl_ctx      = NULL;
     gcx_context_live = 0;
@@ -114,9 +119,16 @@ int gcx_context_progress(gcx_context_t *ctx)
     int         events = ctx->tl_ops->ctx_progress(ctx->tl_ctx);
 
     for (comm = ctx->comms; comm != NULL; comm = comm->ctx_next) {
+        if (comm->revoke_heard && !comm->revoked) {
+            gcx_comm_revoke_locked(comm); /* tell the others, fail */
+            ++events;
+        }
         if (comm->error == GCX_OK &&
             (comm->head != NULL || comm->p2p != NULL)) {
             events += gcx_comm_queue_progress(comm);
+        }
+        if (comm->shrink != NULL) {
+            events += gcx_shrink_progress(comm->shrink);
         }
     }
     return events;
@@ -189,6 +201,8 @@ gcx_status_t gcx_context_id_agree(gcx_context_t *ctx, const void *offers,
 void gcx_context_id_release(gcx_context_t *ctx, uint32_t id)
 {
     uint32_t pair = id / 2;
+
+    gcx_ctl_early_forget(ctx, id);
 
     ctx->ids_used[pair / 8] &= (uint8_t)~(1u << (pair % 8));
 }

@@ -47,6 +47,9 @@ typedef struct gcx_context {
     gcx_comm_t         *comms;       /* live communicators */
     uint32_t            id_cursor;
     uint8_t             ids_used[GCX_CONTEXT_ID_PAIRS / 8];
+    struct gcx_ctl_msg *ctl_early;   /* control messages for communicators
+                                        not created here yet (shrink.c) */
+    int                 ctl_early_n;
 } gcx_context_t;
 
 /** Lock and unlock the context (every public entry point). */

@@ -53,6 +53,16 @@ static void gcx_task_activate(gcx_task_t *task)
     task->ops->post(task);
 }
 
+/* A transfer cancelled because its peer died (the transport's process
+ * watch, or UCX) fails its task with the cause, as gcx_comm_fail names it
+ * for the communicator. */
+static void gcx_task_name_cause(gcx_task_t *task)
+{
+    if (task->status == GCX_ERR_CANCELED) {
+        task->status = task->comm->error;
+    }
+}
+
 /* Progresses the point-to-point tasks; a failed one fails the comm. */
 static int gcx_p2p_progress(gcx_comm_t *comm)
 {
@@ -76,6 +86,7 @@ static int gcx_p2p_progress(gcx_comm_t *comm)
         task->next = NULL;
         if (task->status < 0 && task->status != GCX_ERR_MISMATCH) {
             gcx_comm_fail(comm, task->status);
+            gcx_task_name_cause(task);
             break;
         }
     }
@@ -118,6 +129,7 @@ int gcx_comm_queue_progress(gcx_comm_t *comm)
         if (task->status < 0 && (task->status != GCX_ERR_MISMATCH ||
                                  comm->transfer_mismatch)) {
             gcx_comm_fail(comm, task->status);
+            gcx_task_name_cause(task);
             break;
         }
         if (comm->head != NULL) {

@@ -104,6 +104,15 @@ typedef struct gcx_tl_am_msg {
  */
 typedef void (*gcx_tl_am_handler_t)(void *arg, const gcx_tl_am_msg_t *msg);
 
+/**
+ * Handler of control messages (ctx_ctl_handler, ctl_send): called from
+ * progress with the id of the communicator that sent it (its even id) and
+ * the message, valid only during the call. Must not block or call the
+ * transport.
+ */
+typedef void (*gcx_tl_ctl_handler_t)(void *arg, uint32_t comm_id,
+                                     const void *data, size_t length);
+
 /*
  * Tag layout: | comm id 12 | sequence 20 | step 16 | source 16 |. A
  * communicator owns two ids: an even one for its collectives and the odd one
@@ -332,6 +341,41 @@ typedef struct gcx_tl_ops {
 
     /** Nonzero once the connection to @p peer is known to be lost. */
     int (*peer_failed)(gcx_tl_t *tl, int peer);
+
+    /* ---- what survives a failure (revoke, shrink) ---- */
+
+    /**
+     * Nonzero once @p peer is known to be gone: UCX reported its connection
+     * lost, or its process on this host ended (the transport watches the
+     * processes of peers on this host, so a dead one's transfers end with
+     * GCX_ERR_PEER within milliseconds). Unlike peer_failed, an endpoint
+     * that this side's abort closed does not count.
+     */
+    int (*peer_lost)(gcx_tl_t *tl, int peer);
+
+    /** Set the process's handler of control messages (one per context). */
+    void (*ctx_ctl_handler)(gcx_tl_ctx_t *ctx, gcx_tl_ctl_handler_t handler,
+                            void *arg);
+
+    /**
+     * Send a small control message (a few hundred bytes) to @p peer's
+     * control handler, tagged with this view's communicator id; copied, so
+     * the caller's buffer is free on return. Works on an aborted view too:
+     * an endpoint the abort closed is opened again (revive). Fire and
+     * forget: GCX_OK once posted; GCX_ERR_PEER when the peer is lost;
+     * GCX_ERR_TRANSPORT when the process's worker was stopped.
+     */
+    gcx_status_t (*ctl_send)(gcx_tl_t *tl, int peer, const void *data,
+                             size_t length);
+
+    /**
+     * Make the endpoint to @p peer usable again if an abort closed it (the
+     * peer is not lost): a new endpoint to the same address replaces it in
+     * this view (views derived afterwards share the new one). GCX_OK,
+     * GCX_ERR_PEER (lost), GCX_ERR_TRANSPORT (worker stopped, or UCX
+     * refused). No communication.
+     */
+    gcx_status_t (*revive)(gcx_tl_t *tl, int peer);
 
     /**
      * Cancel everything outstanding on this view: receives are cancelled,

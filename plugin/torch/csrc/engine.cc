@@ -28,6 +28,7 @@ const char *status_name(gcx_status_t status)
     case GCX_ERR_RANGE: return "GCX_ERR_RANGE";
     case GCX_ERR_UNDECODABLE: return "GCX_ERR_UNDECODABLE";
     case GCX_ERR_CANCELED: return "GCX_ERR_CANCELED";
+    case GCX_ERR_REVOKED: return "GCX_ERR_REVOKED";
     }
     return "GCX_ERR_?";
 }

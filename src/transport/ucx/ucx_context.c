@@ -169,6 +169,9 @@ static void gcx_tl_ucx_ep_error_cb(void *arg, ucp_ep_h uep, ucs_status_t st)
     } else if (!ep->failed) {
         gcx_info("connection to a peer lost: %s", ucs_status_string(st));
     }
+    if (!ep->closing && !ep->failed) {
+        ep->lost = 1; /* not the echo of this side's own close (an abort) */
+    }
     ep->failed = 1;
 }
 
@@ -195,6 +198,7 @@ gcx_status_t gcx_tl_ucx_ep_get(gcx_tl_ctx_t *ctx, const void *address,
         return GCX_ERR_NOMEM;
     }
     memcpy(ep->address, address, address_len);
+    ep->pidfd         = -1;
     ep->address_len   = address_len;
     ep->err_mode_peer = err_mode_peer;
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
@@ -284,6 +288,7 @@ static void gcx_tl_ucx_ep_free(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep)
     for (pp = &ctx->eps; *pp != ep; pp = &(*pp)->next) {
     }
     *pp = ep->next;
+    gcx_tl_ucx_ep_unwatch(ctx, ep);
     free(ep->address);
     free(ep);
 }
@@ -463,6 +468,7 @@ static void gcx_tl_ucx_host_self(gcx_tl_ucx_host_t *host)
     if (stat("/proc/self/ns/net", &st) == 0) {
         host->netns = (uint64_t)st.st_ino;
     }
+    gcx_tl_ucx_host_pid(host);
 }
 
 int gcx_tl_ucx_blob_parse(const gcx_tl_ctx_t *ctx, const void *blob,
@@ -612,7 +618,8 @@ gcx_status_t gcx_tl_ucx_ctx_create(gcx_tl_ctx_t **ctx_p)
         gcx_error("ucp_worker_create failed: %s", ucs_status_string(st));
         goto err_cleanup;
     }
-    if (gcx_tl_ucx_eager_init(ctx) != GCX_OK) {
+    if (gcx_tl_ucx_eager_init(ctx) != GCX_OK ||
+        gcx_tl_ucx_ctl_init(ctx) != GCX_OK) {
         goto err_destroy_worker;
     }
     if (ctx->tcp_only &&
@@ -704,7 +711,13 @@ gcx_status_t gcx_tl_ucx_address(gcx_tl_ctx_t *ctx, const void **addr_p,
 
 int gcx_tl_ucx_ctx_progress(gcx_tl_ctx_t *ctx)
 {
-    return ctx->stopped ? 0 : (int)ucp_worker_progress(ctx->worker);
+    if (ctx->stopped) {
+        return 0;
+    }
+    if (ctx->watched > 0) {
+        gcx_tl_ucx_liveness(ctx);
+    }
+    return (int)ucp_worker_progress(ctx->worker);
 }
 
 int gcx_tl_ucx_ctx_network_only(gcx_tl_ctx_t *ctx)

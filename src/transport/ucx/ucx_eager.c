@@ -198,13 +198,17 @@ void gcx_tl_ucx_eager_purge(gcx_tl_ctx_t *ctx, uint32_t comm_id)
     }
 }
 
-void gcx_tl_ucx_eager_cancel(gcx_tl_ucx_t *ucx, gcx_status_t status)
+void gcx_tl_ucx_eager_cancel(gcx_tl_ucx_t *ucx, int peer, gcx_status_t status)
 {
-    while (ucx->eager_posted.next != &ucx->eager_posted) {
-        gcx_tl_req_t *req = ucx->eager_posted.next;
+    gcx_tl_req_t *req, *next;
 
-        gcx_tl_ucx_eager_unlink(req);
-        req->status = status;
+    for (req = ucx->eager_posted.next; req != &ucx->eager_posted;
+         req = next) {
+        next = req->next;
+        if (peer < 0 || req->peer == peer) {
+            gcx_tl_ucx_eager_unlink(req);
+            req->status = status;
+        }
     }
 }
 

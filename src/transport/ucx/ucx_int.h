@@ -41,6 +41,11 @@ typedef struct gcx_tl_ucx_ep {
     int                   err_mode_peer;
     int                   refcount;
     int                   failed; /* lost, or closed by an abort */
+    int                   lost;   /* the peer is gone: UCX reported the
+                                     connection lost, or (on this host) its
+                                     process ended (ucx_ctl.c) */
+    int                   pidfd;  /* the peer's process on this host
+                                     (pidfd_open), or -1 */
     int                   closing; /* no view uses it: a peer's disconnect
                                       is the normal end, not news */
     struct gcx_tl_ucx_ep *next;   /* the context's list */
@@ -61,6 +66,10 @@ typedef struct gcx_tl_ucx_am_route {
  * id, outside the views' ids; the header is the 64-bit tag.
  */
 #define GCX_TL_UCX_EAGER_AM_ID GCX_TL_AM_MAX_ID
+
+/* Control messages (ctl_send, ucx_ctl.c) travel as eager active messages
+ * on this id; the header is the sending communicator's id. */
+#define GCX_TL_UCX_CTL_AM_ID (GCX_TL_AM_MAX_ID + 1)
 
 /* An eager message that arrived before its receive: UCX's persistent copy
  * of the payload, released with ucp_am_data_release once taken. */
@@ -100,6 +109,10 @@ struct gcx_tl_ctx {
                                          oldest first (sentinel) */
     uint64_t               eager_arrived; /* eager messages so far (tests,
                                              debugging) */
+    gcx_tl_ctl_handler_t   ctl_handler; /* control messages (ucx_ctl.c) */
+    void                  *ctl_arg;
+    int                    watched;  /* endpoints with a pidfd */
+    double                 liveness_next; /* next poll of the pidfds */
 };
 
 /*
@@ -142,8 +155,11 @@ gcx_status_t gcx_tl_ucx_status(ucs_status_t status);
  */
 typedef struct gcx_tl_ucx_host {
     uint32_t magic;        /* GCX_TL_UCX_HOST_MAGIC */
-    uint32_t reserved;
+    uint32_t pid;          /* the rank's process (liveness, ucx_ctl.c) */
     uint64_t netns;        /* inode of /proc/self/ns/net, 0 if unknown */
+    uint64_t pidns;        /* inode of /proc/self/ns/pid, 0 if unknown */
+    uint64_t start;        /* the process's start time (/proc/self/stat
+                              field 22): a reused pid is not the rank */
     char     boot_id[40];  /* /proc/sys/kernel/random/boot_id, or the
                               host name when that cannot be read */
 } gcx_tl_ucx_host_t;
@@ -205,13 +221,41 @@ gcx_status_t gcx_tl_ucx_recv_eager(gcx_tl_t *tl, int peer, uint64_t tag,
                                    const gcx_iov_t *iov, int iovcnt,
                                    gcx_tl_req_t *req);
 
-/** Complete every waiting recv_eager() of @p ucx with @p status: nothing
- *  is written into their buffers afterwards. */
-void gcx_tl_ucx_eager_cancel(gcx_tl_ucx_t *ucx, gcx_status_t status);
+/** Complete every waiting recv_eager() of @p ucx from @p peer (-1: from
+ *  any) with @p status: nothing is written into their buffers afterwards. */
+void gcx_tl_ucx_eager_cancel(gcx_tl_ucx_t *ucx, int peer, gcx_status_t status);
 
 /** Drop the staged messages of communicator id @p comm_id (both its
  *  collective and its point-to-point tag ids). */
 void gcx_tl_ucx_eager_purge(gcx_tl_ctx_t *ctx, uint32_t comm_id);
+
+/* ---- control messages and liveness (ucx_ctl.c) ---- */
+
+/** Route GCX_TL_UCX_CTL_AM_ID to the context's control handler. */
+gcx_status_t gcx_tl_ucx_ctl_init(gcx_tl_ctx_t *ctx);
+
+/** The ctx_ctl_handler op. */
+void gcx_tl_ucx_ctx_ctl_handler(gcx_tl_ctx_t *ctx,
+                                gcx_tl_ctl_handler_t handler, void *arg);
+
+/** This process's pid, pid namespace and start time into @p host. */
+void gcx_tl_ucx_host_pid(gcx_tl_ucx_host_t *host);
+
+/** Watch the process behind @p ep when @p blob (its published address)
+ *  says it is on this host, in this pid namespace (no-op otherwise, or
+ *  when the endpoint is watched already). */
+void gcx_tl_ucx_ep_watch(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep,
+                         const void *blob, size_t len);
+
+/** Stop watching (the endpoint is freed). */
+void gcx_tl_ucx_ep_unwatch(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep);
+
+/** Poll the watched processes when it is time; a dead one's endpoint is
+ *  lost and every request with it ends with GCX_ERR_PEER. */
+void gcx_tl_ucx_liveness(gcx_tl_ctx_t *ctx);
+
+/** Ends every request of every view with the lost endpoint @p ep. */
+void gcx_tl_ucx_fail_ep(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep);
 
 gcx_status_t gcx_tl_ucx_ctx_create(gcx_tl_ctx_t **ctx_p);
 void         gcx_tl_ucx_ctx_destroy(gcx_tl_ctx_t *ctx);

@@ -219,6 +219,9 @@ static gcx_status_t gcx_tl_ucx_connect(gcx_tl_t *tl, const void *const *addrs,
         if (status != GCX_OK) {
             return status;
         }
+        if (local) {
+            gcx_tl_ucx_ep_watch(tl->ctx, ucx->peers[i], addrs[i], lens[i]);
+        }
     }
     return GCX_OK;
 }
@@ -553,6 +556,144 @@ static int gcx_tl_ucx_peer_failed(gcx_tl_t *tl, int peer)
     return ep == NULL || ep->failed;
 }
 
+static int gcx_tl_ucx_peer_lost(gcx_tl_t *tl, int peer)
+{
+    const gcx_tl_ucx_ep_t *ep = ((gcx_tl_ucx_t *)tl)->peers[peer];
+
+    return ep == NULL || ep->lost;
+}
+
+/* Completes one tracked request with @p status now; its UCP request is
+ * orphaned (freed by its callback, nothing else touched). */
+static void gcx_tl_ucx_orphan(gcx_tl_req_t *req, gcx_status_t status)
+{
+    gcx_tl_ucx_priv_t *priv = req->impl;
+
+    priv->owner    = NULL;
+    priv->orphaned = 1;
+    req->impl      = NULL;
+    req->status    = status;
+    gcx_tl_ucx_untrack(req);
+}
+
+void gcx_tl_ucx_fail_ep(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep)
+{
+    uint32_t id;
+    int      i;
+
+    for (id = 0; id < GCX_TL_MAX_COMM_IDS; ++id) {
+        gcx_tl_ucx_t *ucx = ctx->views[id];
+        gcx_tl_req_t *req, *next;
+
+        if (ucx == NULL) {
+            continue;
+        }
+        for (i = 0; i < ucx->super.size; ++i) {
+            if (ucx->peers[i] == ep) {
+                gcx_tl_ucx_eager_cancel(ucx, i, GCX_ERR_PEER);
+            }
+        }
+        /* an unmatched receive is cancelled; what is left (a send, a
+         * receive matched to a message the dead peer was sending) ends
+         * here: nobody on the other side reads or writes any more */
+        for (req = ucx->outstanding.next; req != &ucx->outstanding;
+             req = next) {
+            next = req->next; /* a cancel may complete (unlink) req */
+            if (req->is_recv && req->peer >= 0 &&
+                ucx->peers[req->peer] == ep) {
+                ucp_request_cancel(ctx->worker, req->impl);
+            }
+        }
+        for (req = ucx->outstanding.next; req != &ucx->outstanding;
+             req = next) {
+            next = req->next;
+            if (req->peer >= 0 && ucx->peers[req->peer] == ep) {
+                gcx_tl_ucx_orphan(req, GCX_ERR_PEER);
+            }
+        }
+    }
+}
+
+/* A control message in flight: the header and payload UCX reads until the
+ * send completes. */
+typedef struct gcx_tl_ucx_ctl_msg {
+    gcx_tl_req_t       req;
+    gcx_tl_am_prefix_t prefix;
+    char               data[];
+} gcx_tl_ucx_ctl_msg_t;
+
+static gcx_status_t gcx_tl_ucx_revive(gcx_tl_t *tl, int peer)
+{
+    gcx_tl_ucx_t    *ucx = (gcx_tl_ucx_t *)tl;
+    gcx_tl_ucx_ep_t *ep  = ucx->peers[peer], *fresh;
+    gcx_status_t     status;
+
+    if (tl->ctx->stopped) {
+        return GCX_ERR_TRANSPORT;
+    }
+    if (ep == NULL || ep->lost) {
+        return GCX_ERR_PEER;
+    }
+    if (!ep->failed && ep->ep != NULL) {
+        return GCX_OK;
+    }
+    /* closed by an abort of this side while the peer lives (a transfer it
+     * had to stop): a new endpoint to the same worker */
+    status = gcx_tl_ucx_ep_get(tl->ctx, ep->address, ep->address_len,
+                               ep->err_mode_peer, &fresh);
+    if (status != GCX_OK) {
+        return status;
+    }
+    if (fresh->pidfd < 0 && ep->pidfd >= 0) {
+        fresh->pidfd = ep->pidfd; /* the watch goes with it */
+        ep->pidfd    = -1;
+    }
+    gcx_debug("endpoint to rank %d of communicator %u opened again after "
+              "an abort", peer, tl->comm_id);
+    ucx->peers[peer] = fresh;
+    gcx_tl_ucx_ep_put_all(tl->ctx, &ep, 1, gcx_time_now());
+    return GCX_OK;
+}
+
+static gcx_status_t gcx_tl_ucx_ctl_send(gcx_tl_t *tl, int peer,
+                                        const void *data, size_t length)
+{
+    gcx_tl_ucx_t         *ucx   = (gcx_tl_ucx_t *)tl;
+    ucp_request_param_t   param = {0};
+    gcx_tl_ucx_ctl_msg_t *msg;
+    gcx_status_t          status = gcx_tl_ucx_revive(tl, peer);
+
+    if (status != GCX_OK) {
+        return status;
+    }
+    msg = malloc(sizeof(*msg) + length);
+    if (msg == NULL) {
+        return GCX_ERR_NOMEM;
+    }
+    memcpy(msg->data, data, length);
+    msg->prefix.comm_id = tl->comm_id;
+    msg->req.status     = GCX_INPROGRESS;
+    msg->req.is_recv    = 0;
+    msg->req.impl       = NULL;
+    msg->req.peer       = peer;
+    param.op_attr_mask  = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_FLAGS;
+    param.cb.send       = gcx_tl_ucx_send_cb;
+    param.flags         = UCP_AM_SEND_FLAG_EAGER;
+    (void)gcx_tl_ucx_attach(
+        ucx, &msg->req,
+        ucp_am_send_nbx(ucx->peers[peer]->ep, GCX_TL_UCX_CTL_AM_ID,
+                        &msg->prefix, sizeof(msg->prefix), msg->data, length,
+                        &param));
+    if (msg->req.status != GCX_INPROGRESS) {
+        status = msg->req.status;
+        free(msg);
+        return status;
+    }
+    /* fire and forget: freed once sent (kept if it never is) */
+    tl->ops->abandon(tl, &msg->req, free, msg);
+    return GCX_OK;
+}
+
 /* Closes the endpoint to @p peer (-1: to every rank) if still open. */
 static void gcx_tl_ucx_kill_peer(gcx_tl_ucx_t *ucx, int peer)
 {
@@ -593,14 +734,8 @@ static int gcx_tl_ucx_orphan_all(gcx_tl_ucx_t *ucx, gcx_status_t status)
     int           n = 0;
 
     for (req = ucx->outstanding.next; req != &ucx->outstanding; req = next) {
-        gcx_tl_ucx_priv_t *priv = req->impl;
-
-        next           = req->next;
-        priv->owner    = NULL;
-        priv->orphaned = 1;
-        req->impl      = NULL;
-        req->status    = status;
-        gcx_tl_ucx_untrack(req);
+        next = req->next;
+        gcx_tl_ucx_orphan(req, status);
         ++n;
     }
     return n;
@@ -627,7 +762,7 @@ static void gcx_tl_ucx_ctx_stop(gcx_tl_ctx_t *ctx)
     for (id = 0; id < GCX_TL_MAX_COMM_IDS; ++id) {
         if (ctx->views[id] != NULL) {
             gcx_tl_ucx_orphan_all(ctx->views[id], GCX_ERR_TRANSPORT);
-            gcx_tl_ucx_eager_cancel(ctx->views[id], GCX_ERR_TRANSPORT);
+            gcx_tl_ucx_eager_cancel(ctx->views[id], -1, GCX_ERR_TRANSPORT);
         }
     }
 }
@@ -642,7 +777,7 @@ static void gcx_tl_ucx_abort(gcx_tl_t *tl)
     ucx->aborted        = 1;
     tl->ctx->abort_seen = 1;
     /* eager receives are cancelled for good: only their copy writes */
-    gcx_tl_ucx_eager_cancel(ucx, GCX_ERR_CANCELED);
+    gcx_tl_ucx_eager_cancel(ucx, -1, GCX_ERR_CANCELED);
     if (tl->ctx->stopped) {
         gcx_tl_ucx_orphan_all(ucx, GCX_ERR_CANCELED);
         return;
@@ -775,6 +910,10 @@ const gcx_tl_ops_t gcx_tl_ucx_ops = {
     .abandon      = gcx_tl_ucx_abandon,
     .progress     = gcx_tl_ucx_progress,
     .peer_failed  = gcx_tl_ucx_peer_failed,
+    .peer_lost    = gcx_tl_ucx_peer_lost,
+    .ctx_ctl_handler = gcx_tl_ucx_ctx_ctl_handler,
+    .ctl_send     = gcx_tl_ucx_ctl_send,
+    .revive       = gcx_tl_ucx_revive,
     .abort        = gcx_tl_ucx_abort,
     .fini         = gcx_tl_ucx_fini,
 };

@@ -1,0 +1,242 @@
+/*
+ * ucx_ctl.c - what the UCX transport keeps working through a failure:
+ * control messages, and knowing at once that a peer on this host died.
+ *
+ * Control messages (ctl_send in ucx_tl.c, the receive side here) carry a
+ * revoke notice or a shrink agreement's rounds (src/core/shrink.c). They go
+ * as eager active messages on GCX_TL_UCX_CTL_AM_ID, outside the views' ids,
+ * with the sending communicator's id as the header, so a failed
+ * (aborted) communicator still sends and hears them; the context hands
+ * each one to the core's one handler, which finds the communicator.
+ *
+ * Liveness: UCX 1.13 has no shared-memory transport with its peer error
+ * mode, so on one host a dead peer used to be found only by GCX_TIMEOUT.
+ * Every rank publishes its pid, pid namespace and start time in its host
+ * identity (ucx_int.h); for a peer on this host in the same pid namespace
+ * the endpoint keeps a pidfd (pidfd_open, Linux 5.3), which becomes
+ * readable when that process ends (a zombie that is not reaped yet
+ * included), checked against the start time so a reused pid is never taken
+ * for the rank. ctx_progress polls them, one poll() for all, at most every
+ * GCX_TL_UCX_LIVENESS_PERIOD; a dead peer's endpoint is then lost and
+ * every request with it ends with GCX_ERR_PEER (gcx_tl_ucx_fail_ep): the
+ * collective fails as fast as with a peer on another host. It is a
+ * perfect detector for what it covers (an ended process, never a slow
+ * one); ranks in another pid namespace (containers) are still found by
+ * GCX_TIMEOUT.
+ *
+ * Cost: a clock read per progress call while peers are watched and one
+ * poll() over their pidfds per period (a few microseconds per
+ * millisecond); one fd per peer on this host; 24 bytes per published
+ * address. A control message is one malloc'd copy, freed once sent.
+ */
+#include "ucx_int.h"
+#include "base/log.h"
+#include "base/time.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* seconds between two polls of the watched processes */
+#define GCX_TL_UCX_LIVENESS_PERIOD 0.001
+
+/* most progress calls that take what a dead peer left in shared memory */
+#define GCX_TL_UCX_DEAD_DRAIN 256
+
+/* ---- control messages ----------------------------------------------------- */
+
+static ucs_status_t gcx_tl_ucx_ctl_cb(void *arg, const void *header,
+                                      size_t header_length, void *data,
+                                      size_t length,
+                                      const ucp_am_recv_param_t *param)
+{
+    gcx_tl_ctx_t      *ctx = arg;
+    gcx_tl_am_prefix_t prefix;
+
+    if (header_length != sizeof(prefix) ||
+        (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+        gcx_warn("dropped a control message that is not one (header %zu "
+                 "bytes)", header_length);
+        return UCS_OK;
+    }
+    memcpy(&prefix, header, sizeof(prefix)); /* may be unaligned */
+    if (ctx->ctl_handler != NULL) {
+        ctx->ctl_handler(ctx->ctl_arg, prefix.comm_id & ~1u, data, length);
+    }
+    return UCS_OK;
+}
+
+gcx_status_t gcx_tl_ucx_ctl_init(gcx_tl_ctx_t *ctx)
+{
+    ucp_am_handler_param_t params = {0};
+    ucs_status_t           st;
+
+    params.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                        UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                        UCP_AM_HANDLER_PARAM_FIELD_CB |
+                        UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    params.id         = GCX_TL_UCX_CTL_AM_ID;
+    params.flags      = UCP_AM_FLAG_WHOLE_MSG;
+    params.cb         = gcx_tl_ucx_ctl_cb;
+    params.arg        = ctx;
+    st = ucp_worker_set_am_recv_handler(ctx->worker, &params);
+    if (st != UCS_OK) {
+        gcx_error("ucp_worker_set_am_recv_handler(control) failed: %s",
+                  ucs_status_string(st));
+        return GCX_ERR_TRANSPORT;
+    }
+    return GCX_OK;
+}
+
+void gcx_tl_ucx_ctx_ctl_handler(gcx_tl_ctx_t *ctx,
+                                gcx_tl_ctl_handler_t handler, void *arg)
+{
+    ctx->ctl_handler = handler;
+    ctx->ctl_arg     = arg;
+}
+
+/* ---- liveness of peers on this host ---------------------------------------- */
+
+/* Field 22 of /proc/<pid>/stat (start time in clock ticks), 0 if unknown. */
+static uint64_t gcx_tl_ucx_start_time(const char *path)
+{
+    char  buf[1024];
+    FILE *f = fopen(path, "r");
+    char *p;
+    int   field;
+    size_t n;
+
+    if (f == NULL) {
+        return 0;
+    }
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')'); /* the command name may hold anything */
+    if (p == NULL) {
+        return 0;
+    }
+    /* ") S ppid ...": field 3 is the state, right after ") " */
+    for (field = 2; field < 22 && p != NULL; ++field) {
+        p = strchr(p + 1, ' ');
+    }
+    return p != NULL ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+static uint64_t gcx_tl_ucx_ns_inode(const char *path)
+{
+    struct stat st;
+
+    return stat(path, &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+void gcx_tl_ucx_host_pid(gcx_tl_ucx_host_t *host)
+{
+    host->pid   = (uint32_t)getpid();
+    host->pidns = gcx_tl_ucx_ns_inode("/proc/self/ns/pid");
+    host->start = gcx_tl_ucx_start_time("/proc/self/stat");
+}
+
+void gcx_tl_ucx_ep_watch(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep,
+                         const void *blob, size_t len)
+{
+    gcx_tl_ucx_host_t peer, self;
+    char              path[64];
+    int               fd;
+
+    if (ep->pidfd >= 0 || len < sizeof(peer)) {
+        return;
+    }
+    memcpy(&peer, blob, sizeof(peer)); /* the OOB buffer may be unaligned */
+    memcpy(&self, ctx->blob, sizeof(self));
+    if (peer.pid == 0 || peer.pid == self.pid || peer.pidns == 0 ||
+        peer.pidns != self.pidns || peer.start == 0) {
+        return; /* another pid namespace: GCX_TIMEOUT finds it */
+    }
+#ifdef SYS_pidfd_open
+    fd = (int)syscall(SYS_pidfd_open, (pid_t)peer.pid, 0);
+#else
+    fd    = -1;
+    errno = ENOSYS;
+#endif
+    if (fd < 0) {
+        gcx_debug("no pidfd for the peer process %u (%s): a death is found "
+                  "by GCX_TIMEOUT", peer.pid, strerror(errno));
+        return;
+    }
+    /* the pid is the rank's only if it started when the rank did (read
+     * after pidfd_open: the fd then holds that very process) */
+    snprintf(path, sizeof(path), "/proc/%u/stat", peer.pid);
+    if (gcx_tl_ucx_start_time(path) != peer.start) {
+        gcx_debug("peer process %u is not the one that published its "
+                  "address", peer.pid);
+        close(fd);
+        return;
+    }
+    ep->pidfd = fd;
+    ++ctx->watched;
+}
+
+void gcx_tl_ucx_ep_unwatch(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep)
+{
+    if (ep->pidfd >= 0) {
+        close(ep->pidfd);
+        ep->pidfd = -1;
+        --ctx->watched;
+    }
+}
+
+/* The process behind @p ep ended. What it sent before may still sit in
+ * shared memory (a rank that finished its part of a collective and left
+ * is no failure): progress takes that first, then the rest fails. */
+static void gcx_tl_ucx_ep_dead(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep)
+{
+    int k;
+
+    for (k = 0; k < GCX_TL_UCX_DEAD_DRAIN &&
+                ucp_worker_progress(ctx->worker) != 0;
+         ++k) {
+    }
+    gcx_debug("a peer process on this host ended: its transfers fail with "
+              "GCX_ERR_PEER");
+    ep->lost = ep->failed = 1;
+    gcx_tl_ucx_fail_ep(ctx, ep);
+}
+
+void gcx_tl_ucx_liveness(gcx_tl_ctx_t *ctx)
+{
+    struct pollfd    pfds[64];
+    gcx_tl_ucx_ep_t *eps[64], *ep;
+    double           now = gcx_time_now();
+    int              n, i;
+
+    if (now < ctx->liveness_next) {
+        return;
+    }
+    ctx->liveness_next = now + GCX_TL_UCX_LIVENESS_PERIOD;
+    ep = ctx->eps;
+    while (ep != NULL) {
+        /* the watched endpoints, 64 per poll() */
+        for (n = 0; ep != NULL && n < 64; ep = ep->next) {
+            if (ep->pidfd >= 0 && !ep->lost) {
+                pfds[n].fd      = ep->pidfd;
+                pfds[n].events  = POLLIN;
+                pfds[n].revents = 0;
+                eps[n++]        = ep;
+            }
+        }
+        if (n == 0 || poll(pfds, (nfds_t)n, 0) <= 0) {
+            continue;
+        }
+        for (i = 0; i < n; ++i) {
+            if (pfds[i].revents != 0) {
+                gcx_tl_ucx_ep_dead(ctx, eps[i]);
+            }
+        }
+    }
+}

@@ -1,0 +1,405 @@
+// Revoke and shrink (src/core/shrink.c): ranks die at seeded points of a
+// seeded sequence of mixed collectives (allreduce, broadcast, allgather,
+// barrier); every survivor fails, shrinks, and gets the same communicator
+// of the survivors, ranked in order, whose collectives are right. Also: a
+// rank that dies during the shrink, a shrink on request (a live rank
+// excluded; the parent stays usable), revoke of pending and later
+// operations, bad arguments. Run under gcxrun --keep-going (victims leave
+// with _exit, as a killed process: no teardown), each case in its own
+// processes. GCX_TEST_SEED picks the plan (the same on every rank).
+// Deaths on this host are seen through the transport's process watch, so a
+// generous GCX_TIMEOUT is never what ends a wait; no timing is asserted.
+#include "harness.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+unsigned seed()
+{
+    const char *s = getenv("GCX_TEST_SEED");
+    return s ? static_cast<unsigned>(strtoul(s, nullptr, 10)) : 1u;
+}
+
+void vanish(const char *where)
+{
+    printf("rank %d: vanishing %s\n", world_rank(), where);
+    fflush(stdout);
+    _exit(0);
+}
+
+// One collective of the plan on `comm`; `tag` varies the values. Checks
+// the result when it succeeds; returns the status.
+gcx_status_t run_op(gcx_comm_t *comm, int op, int tag, int count,
+                    bool die_inside)
+{
+    const int          size = gcx_comm_size(comm), rank = gcx_comm_rank(comm);
+    std::vector<int32_t> buf(static_cast<size_t>(count) * size);
+    gcx_request_t      *req = nullptr;
+    gcx_status_t        st;
+
+    for (int j = 0; j < count; ++j) {
+        // the allgather's in-place block sits at rank * count
+        buf[(op == 2 ? static_cast<size_t>(rank) * count : 0) + j] = rank * 1000 + j + tag;
+    }
+    switch (op) {
+    case 0:
+        st = gcx_allreduce(comm, GCX_IN_PLACE, buf.data(), count, GCX_DT_I32,
+                           GCX_OP_SUM, &req);
+        break;
+    case 1:
+        st = gcx_broadcast(comm, buf.data(), count, GCX_DT_I32, tag % size,
+                           &req);
+        break;
+    case 2:
+        st = gcx_allgather(comm, GCX_IN_PLACE, buf.data(), count, GCX_DT_I32,
+                           &req);
+        break;
+    default:
+        st = gcx_barrier(comm, &req);
+        break;
+    }
+    if (st != GCX_OK) {
+        return st;
+    }
+    if (die_inside) {
+        (void)gcx_test(req); // get transfers going, then vanish
+        (void)gcx_test(req);
+        vanish("in the middle of a collective");
+    }
+    st = gcx_wait(req);
+    gcx_request_free(req);
+    if (st != GCX_OK) {
+        return st;
+    }
+    for (int j = 0; j < count && op != 3; ++j) {
+        if (op == 0) {
+            int32_t want = 0;
+            for (int r = 0; r < size; ++r) {
+                want += r * 1000 + j + tag;
+            }
+            EXPECT_EQ(want, buf[j]) << "allreduce element " << j;
+        } else if (op == 1) {
+            EXPECT_EQ((tag % size) * 1000 + j + tag, buf[j]) << "broadcast";
+        } else {
+            for (int r = 0; r < size; ++r) {
+                EXPECT_EQ(r * 1000 + j + tag, buf[static_cast<size_t>(r) * count + j])
+                    << "allgather block " << r;
+            }
+        }
+    }
+    return GCX_OK;
+}
+
+// Checks a communicator that came out of a shrink: every member lists the
+// same world ranks in order, and the collectives over it are right.
+// Returns false when a collective failed (a member died after the shrink:
+// shrink again). `members` gets the world ranks.
+bool check_shrunk(gcx_comm_t *comm, std::vector<int32_t> &members)
+{
+    const int size = gcx_comm_size(comm), rank = gcx_comm_rank(comm);
+
+    members.assign(size, -1);
+    members[rank] = world_rank();
+    if (gcx_allgather(comm, GCX_IN_PLACE, members.data(), 1, GCX_DT_I32,
+                      nullptr) != GCX_OK) {
+        return false;
+    }
+    for (int r = 1; r < size; ++r) {
+        EXPECT_LT(members[r - 1], members[r]) << "ranked in their old order";
+    }
+    EXPECT_EQ(world_rank(), members[rank]);
+    for (int op = 0; op < 4; ++op) {
+        if (run_op(comm, op, 7 + op, 64, false) != GCX_OK) {
+            return false;
+        }
+    }
+    int32_t sum = world_rank() + 1, want = 0;
+    for (int32_t m : members) {
+        want += m + 1;
+    }
+    if (gcx_allreduce(comm, GCX_IN_PLACE, &sum, 1, GCX_DT_I32, GCX_OP_SUM,
+                      nullptr) != GCX_OK) {
+        return false;
+    }
+    EXPECT_EQ(want, sum) << "sum over the survivors";
+    return true;
+}
+
+// Survivors: shrink until the new communicator works; returns its members.
+std::vector<int32_t> shrink_until_healthy(gcx_comm_t *parent)
+{
+    std::vector<int32_t> members;
+    gcx_comm_t          *cur = parent;
+
+    for (int attempt = 0; attempt < 4; ++attempt) {
+        gcx_comm_t  *next = nullptr;
+        gcx_status_t st   = gcx_comm_shrink(cur, &next);
+        EXPECT_EQ(GCX_OK, st) << gcx_strerror(st);
+        if (cur != parent) {
+            gcx_comm_destroy(cur);
+        }
+        if (st != GCX_OK || next == nullptr) {
+            return {};
+        }
+        cur = next;
+        printf("rank %d: shrunk to %d ranks (rank %d)\n", world_rank(),
+               gcx_comm_size(cur), gcx_comm_rank(cur));
+        if (check_shrunk(cur, members)) {
+            gcx_comm_destroy(cur);
+            return members;
+        }
+    }
+    ADD_FAILURE() << "no working communicator after 4 shrinks";
+    gcx_comm_destroy(cur);
+    return {};
+}
+
+struct Plan {
+    std::vector<int> victims;   // world ranks that die
+    std::vector<int> kill_iter; // when (iteration of the plan)
+    std::vector<int> inside;    // 1: in the middle of the collective
+    std::vector<int> ops, counts;
+};
+
+Plan make_plan(int nvictims, int iters)
+{
+    std::mt19937 rng(seed());
+    Plan         p;
+    std::vector<int> ranks;
+    for (int r = 0; r < world_size(); ++r) {
+        ranks.push_back(r);
+    }
+    std::shuffle(ranks.begin(), ranks.end(), rng);
+    for (int v = 0; v < nvictims; ++v) {
+        p.victims.push_back(ranks[v]);
+        p.kill_iter.push_back(static_cast<int>(rng() % iters));
+        p.inside.push_back(static_cast<int>(rng() % 2));
+    }
+    for (int i = 0; i < iters; ++i) {
+        p.ops.push_back(static_cast<int>(rng() % 4));
+        p.counts.push_back(1 + static_cast<int>(rng() % 256)); // eager sizes
+    }
+    return p;
+}
+
+// The mixed sequence with deaths; the survivors shrink and check.
+void kill_and_shrink(int nvictims)
+{
+    ASSERT_GE(world_size(), nvictims + 2);
+    const int iters = 40;
+    Plan      plan  = make_plan(nvictims, iters);
+    int       mine  = -1; // index in plan.victims
+    for (int v = 0; v < nvictims; ++v) {
+        if (plan.victims[v] == world_rank()) {
+            mine = v;
+        }
+        if (world_rank() == 0) {
+            printf("seed %u: rank %d dies at iteration %d (%s)\n", seed(),
+                   plan.victims[v], plan.kill_iter[v],
+                   plan.inside[v] ? "inside the collective" : "before it");
+        }
+    }
+    gcx_comm_t *comm = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_comm_dup(g_world, &comm));
+    gcx_status_t st = GCX_OK;
+    for (int i = 0; i < iters && st == GCX_OK; ++i) {
+        const bool die = mine >= 0 && plan.kill_iter[mine] == i;
+        if (die && !plan.inside[mine]) {
+            vanish("before a collective");
+        }
+        st = run_op(comm, plan.ops[i], i, plan.counts[i], die);
+    }
+    if (st == GCX_OK) {
+        // a victim's last collective may have finished here (a broadcast
+        // that did not need it): the next one cannot
+        st = gcx_barrier(comm, nullptr);
+    }
+    EXPECT_TRUE(st == GCX_ERR_PEER || st == GCX_ERR_REVOKED) << gcx_strerror(st);
+    if (mine >= 0) {
+        vanish("at its first failure"); // its death was planned after it
+    }
+    printf("rank %d: failed with '%s'; shrinking\n", world_rank(), gcx_strerror(st));
+    std::vector<int32_t> want;
+    for (int r = 0; r < world_size(); ++r) {
+        bool dead = false;
+        for (int v : plan.victims) {
+            dead |= v == r;
+        }
+        if (!dead) {
+            want.push_back(r);
+        }
+    }
+    EXPECT_EQ(want, shrink_until_healthy(comm));
+    gcx_comm_destroy(comm);
+}
+
+TEST(Shrink, KillOneOfMixedCollectives)
+{
+    kill_and_shrink(1);
+}
+
+TEST(Shrink, KillTwoOfMixedCollectives)
+{
+    kill_and_shrink(2);
+}
+
+// One rank dies in collectives; a second one enters the shrink and dies
+// while it runs (at a seeded delay); after its shrink returns it takes no
+// part in anything, so whether the others counted it or not, they find out
+// on the new communicator and shrink again. All end with the same three.
+TEST(Shrink, RankDiesDuringTheShrink)
+{
+    ASSERT_GE(world_size(), 4);
+    std::mt19937 rng(seed());
+    const int    first = static_cast<int>(rng() % world_size());
+    const int    second = (first + 1 + static_cast<int>(rng() % (world_size() - 1))) %
+                       world_size();
+    const int    delay_us = static_cast<int>(rng() % 4000);
+    if (world_rank() == 0) {
+        printf("seed %u: rank %d dies first, rank %d %d us into the shrink\n",
+               seed(), first, second, delay_us);
+    }
+    gcx_comm_t *comm = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_comm_dup(g_world, &comm));
+    std::vector<float> v(256, 1.0f);
+    ASSERT_EQ(GCX_OK, gcx_allreduce(comm, GCX_IN_PLACE, v.data(), v.size(),
+                                    GCX_DT_F32, GCX_OP_SUM, nullptr));
+    // every rank is done with it before anyone dies (a rank that finished
+    // early would otherwise see the death, revoke, and fail the others'
+    // allreduce with GCX_ERR_REVOKED, as it should)
+    ASSERT_EQ(GCX_OK, gcx_barrier(g_world, nullptr));
+    if (world_rank() == first) {
+        vanish("before an allreduce");
+    }
+    gcx_status_t st = gcx_allreduce(comm, GCX_IN_PLACE, v.data(), v.size(),
+                                    GCX_DT_F32, GCX_OP_SUM, nullptr);
+    EXPECT_TRUE(st == GCX_ERR_PEER || st == GCX_ERR_REVOKED) << gcx_strerror(st);
+    if (world_rank() == second) {
+        std::thread([comm] {
+            gcx_comm_t *nc = nullptr;
+            (void)gcx_comm_shrink(comm, &nc);
+            for (;;) {
+                pause(); // takes part in nothing more
+            }
+        }).detach();
+        usleep(static_cast<useconds_t>(delay_us));
+        vanish("during the shrink");
+    }
+    std::vector<int32_t> want;
+    for (int r = 0; r < world_size(); ++r) {
+        if (r != first && r != second) {
+            want.push_back(r);
+        }
+    }
+    EXPECT_EQ(want, shrink_until_healthy(comm));
+    gcx_comm_destroy(comm);
+}
+
+// A live rank is asked to leave: the others shrink without it (no revoke),
+// and the parent still works for all of them, the excluded rank included.
+TEST(Shrink, OnRequestExcludesALiveRank)
+{
+    ASSERT_GE(world_size(), 2);
+    const int   leaver = world_size() / 2;
+    gcx_comm_t *comm   = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_comm_dup(g_world, &comm));
+    if (world_rank() != leaver) {
+        gcx_comm_t  *nc = nullptr;
+        gcx_status_t st = gcx_comm_shrink_ranks(comm, &leaver, 1, 0, &nc);
+        ASSERT_EQ(GCX_OK, st) << gcx_strerror(st);
+        ASSERT_NE(nullptr, nc);
+        EXPECT_EQ(world_size() - 1, gcx_comm_size(nc));
+        EXPECT_EQ(world_rank() - (world_rank() > leaver), gcx_comm_rank(nc));
+        std::vector<int32_t> members;
+        EXPECT_TRUE(check_shrunk(nc, members));
+        std::vector<int32_t> want;
+        for (int r = 0; r < world_size(); ++r) {
+            if (r != leaver) {
+                want.push_back(r);
+            }
+        }
+        EXPECT_EQ(want, members);
+        gcx_comm_destroy(nc);
+    }
+    EXPECT_EQ(GCX_OK, gcx_comm_error(comm));
+    for (int op = 0; op < 4; ++op) {
+        EXPECT_EQ(GCX_OK, run_op(comm, op, 3, 100, false));
+    }
+    gcx_comm_destroy(comm);
+}
+
+// Every rank but the last waits in a collective the last one never joins;
+// the last one revokes: the waits end with GCX_ERR_REVOKED (with
+// GCX_TIMEOUT=60, a revoke that did not arrive would end them with
+// GCX_ERR_TIMEOUT a minute later), and so does every later operation on
+// every rank, while the world they were split from goes on.
+TEST(Shrink, RevokeFailsPendingAndLaterOperations)
+{
+    ASSERT_GE(world_size(), 2);
+    gcx_comm_t *comm = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_comm_dup(g_world, &comm));
+    const int          last = world_size() - 1;
+    std::vector<float> v(100, 1.0f);
+    if (world_rank() != last) {
+        gcx_request_t *req = nullptr;
+        ASSERT_EQ(GCX_OK, gcx_allreduce(comm, GCX_IN_PLACE, v.data(), v.size(),
+                                        GCX_DT_F32, GCX_OP_SUM, &req));
+        // past the post before the last rank revokes (the world's barrier
+        // is another communicator)
+        ASSERT_EQ(GCX_OK, gcx_barrier(g_world, nullptr));
+        EXPECT_EQ(GCX_ERR_REVOKED, gcx_wait(req));
+        gcx_request_free(req);
+    } else {
+        ASSERT_EQ(GCX_OK, gcx_barrier(g_world, nullptr));
+        EXPECT_EQ(GCX_OK, gcx_comm_revoke(comm));
+        EXPECT_EQ(GCX_OK, gcx_comm_revoke(comm)); // idempotent
+    }
+    EXPECT_EQ(GCX_ERR_REVOKED, gcx_comm_error(comm));
+    EXPECT_EQ(GCX_ERR_REVOKED, gcx_allreduce(comm, GCX_IN_PLACE, v.data(),
+                                             v.size(), GCX_DT_F32, GCX_OP_SUM,
+                                             nullptr));
+    EXPECT_EQ(GCX_ERR_REVOKED, gcx_barrier(comm, nullptr));
+    EXPECT_EQ(GCX_ERR_REVOKED, gcx_progress(comm));
+    // the world is untouched by a revoke of its child
+    EXPECT_EQ(GCX_OK, gcx_barrier(g_world, nullptr));
+    std::vector<int32_t> ranks(world_size(), world_rank());
+    EXPECT_EQ(GCX_OK, gcx_allgather(g_world, GCX_IN_PLACE, ranks.data(), 1,
+                                    GCX_DT_I32, nullptr));
+    for (int r = 0; r < world_size(); ++r) {
+        EXPECT_EQ(r, ranks[r]);
+    }
+    gcx_comm_destroy(comm);
+}
+
+TEST(Shrink, BadArgumentsAreRefused)
+{
+    gcx_comm_t *nc   = nullptr;
+    const int   me   = world_rank();
+    const int   out  = world_size();
+    const int   two[2] = {(me + 1) % world_size(), (me + 1) % world_size()};
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_comm_revoke(nullptr));
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_comm_error(nullptr));
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_comm_shrink(nullptr, &nc));
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_comm_shrink(g_world, nullptr));
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_comm_shrink_ranks(g_world, nullptr, 1, 0, &nc));
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_comm_shrink_ranks(g_world, &me, -1, 0, &nc));
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_comm_shrink_ranks(g_world, &me, 1, 0, &nc));
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_comm_shrink_ranks(g_world, &out, 1, 0, &nc));
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_comm_shrink_ranks(g_world, nullptr, 0, 8, &nc));
+    if (world_size() >= 3) {
+        EXPECT_EQ(GCX_ERR_INVALID, gcx_comm_shrink_ranks(g_world, two, 2, 0, &nc));
+    }
+    EXPECT_EQ(nullptr, nc);
+    // nothing was sent: the world still works
+    EXPECT_EQ(GCX_OK, gcx_comm_error(g_world));
+    EXPECT_EQ(GCX_OK, gcx_barrier(g_world, nullptr));
+}
+
+} // namespace
