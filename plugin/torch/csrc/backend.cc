@@ -298,6 +298,9 @@ class GcxBackend : public c10d::Backend {
     c10d::ErrorType getError() override
     {
         gcx_status_t st = GCX_ERR_CANCELED;
+        if (!Engine::get().running()) {
+            return c10d::ErrorType::COMM_ERROR; // shut down (at exit)
+        }
         // read comm_ on the engine: a destruction queued before this job
         // has cleared it, one queued after runs after it
         Engine::get().run_sync("gcx_progress", [&] {
@@ -508,6 +511,9 @@ class GcxBackend : public c10d::Backend {
     {
         const char *name = "allreduce_coalesced";
         TORCH_CHECK(!tensors.empty(), "gcx ", name, ": no tensors given");
+        if (combined_locally(opts.reduceOp)) {
+            return coalesced_by_gather(tensors, opts.reduceOp.op_);
+        }
         Reduction red;
         for (auto &t : tensors) {
             check_tensor(t, name, "every tensor");
@@ -1137,6 +1143,72 @@ class GcxBackend : public c10d::Backend {
                op.op_ == c10d::ReduceOp::BOR || op.op_ == c10d::ReduceOp::BXOR;
     }
 
+    // rows[r] is rank r's tensor: their combination in rank order
+    static at::Tensor combine_rows(const at::Tensor &rows,
+                                   c10d::ReduceOp::RedOpType op)
+    {
+        at::Tensor acc = rows[0].clone();
+        for (int64_t r = 1; r < rows.size(0); ++r) {
+            switch (op) {
+            case c10d::ReduceOp::PRODUCT: acc.mul_(rows[r]); break;
+            case c10d::ReduceOp::BAND: acc.bitwise_and_(rows[r]); break;
+            case c10d::ReduceOp::BOR: acc.bitwise_or_(rows[r]); break;
+            default: acc.bitwise_xor_(rows[r]); break;
+            }
+        }
+        return acc;
+    }
+
+    static void check_combinable(const at::Tensor &t,
+                                 c10d::ReduceOp::RedOpType op,
+                                 const char *name)
+    {
+        const char *opname = reduce_op_name(op);
+        TORCH_CHECK(!t.is_complex(), "gcx ", name, ": ReduceOp.", opname,
+                    " of a complex tensor");
+        TORCH_CHECK(op == c10d::ReduceOp::PRODUCT ||
+                        !at::isFloatingType(t.scalar_type()),
+                    "gcx ", name, ": ReduceOp.", opname,
+                    " needs an integer or bool dtype, got ", t.scalar_type());
+    }
+
+    // allreduce_coalesced of those ops: one gcx_allgather of every
+    // tensor's bytes, each tensor combined over the ranks' blocks
+    c10::intrusive_ptr<c10d::Work>
+    coalesced_by_gather(std::vector<at::Tensor> &tensors,
+                        c10d::ReduceOp::RedOpType op)
+    {
+        const char *name = "allreduce_coalesced";
+        const int p      = getSize();
+        std::vector<at::Tensor> bytes;
+        for (auto &t : tensors) {
+            check_tensor(t, name, "every tensor");
+            check_combinable(t, op, name);
+            bytes.push_back(t.reshape({-1}).view(at::kByte));
+        }
+        at::Tensor in  = at::cat(bytes);
+        at::Tensor all = at::empty({p, in.numel()}, at::kByte);
+        std::vector<at::Tensor> ts = tensors;
+        return enqueue(
+            "gcx_allgather (allreduce_coalesced)",
+            c10d::OpType::ALLREDUCE_COALESCED, ts,
+            [in, all](gcx_comm_t *c, auto &reqs) {
+                GCX_ISSUE(gcx_allgather(c, in.data_ptr(), all.data_ptr(),
+                                        nbytes(in), GCX_DT_U8, &r_));
+                return GCX_OK;
+            },
+            [ts, all, op] {
+                int64_t off = 0;
+                for (auto &t : ts) {
+                    int64_t b = static_cast<int64_t>(nbytes(t));
+                    at::Tensor rows = all.narrow(1, off, b).contiguous().view(
+                        t.scalar_type());
+                    t.copy_(combine_rows(rows, op).view(t.sizes()));
+                    off += b;
+                }
+            });
+    }
+
     // ... every rank's tensor is gathered as bytes (gcx_allgather, or
     // gcx_gather to root >= 0) and combined in rank order, so every rank
     // gets the same bits. Cost: P x the tensor's memory and bytes on the
@@ -1146,17 +1218,12 @@ class GcxBackend : public c10d::Backend {
     reduce_by_gather(const at::Tensor &t, c10d::ReduceOp::RedOpType op,
                      int root, const char *name)
     {
-        const char *opname = reduce_op_name(op);
-        TORCH_CHECK(!t.is_complex(), "gcx ", name, ": ReduceOp.", opname,
-                    " of a complex tensor");
-        TORCH_CHECK(op == c10d::ReduceOp::PRODUCT ||
-                        !at::isFloatingType(t.scalar_type()),
-                    "gcx ", name, ": ReduceOp.", opname,
-                    " needs an integer or bool dtype, got ", t.scalar_type());
+        check_combinable(t, op, name);
         const int p     = getSize();
         const bool mine = root < 0 || root == getRank();
         at::Tensor all  = at::empty({mine ? p : 0, t.numel()}, t.options());
-        at::Tensor in   = t.clone(); // gcx reads it while t is the result
+        // t is read by gcx, then (post, after completion) overwritten
+        at::Tensor in = t;
         auto start = [in, all, root](gcx_comm_t *c, auto &reqs) {
             if (root < 0) {
                 GCX_ISSUE(gcx_allgather(c, in.data_ptr(), all.data_ptr(),
@@ -1170,17 +1237,8 @@ class GcxBackend : public c10d::Backend {
         };
         std::function<void()> post;
         if (mine) {
-            post = [t, all, op, p] {
-                at::Tensor acc = all[0].clone();
-                for (int r = 1; r < p; ++r) {
-                    switch (op) {
-                    case c10d::ReduceOp::PRODUCT: acc.mul_(all[r]); break;
-                    case c10d::ReduceOp::BAND: acc.bitwise_and_(all[r]); break;
-                    case c10d::ReduceOp::BOR: acc.bitwise_or_(all[r]); break;
-                    default: acc.bitwise_xor_(all[r]); break;
-                    }
-                }
-                t.copy_(acc.view(t.sizes()));
+            post = [t, all, op] {
+                t.copy_(combine_rows(all, op).view(t.sizes()));
             };
         }
         return enqueue(root < 0 ? "gcx_allgather (allreduce)"

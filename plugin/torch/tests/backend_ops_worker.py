@@ -161,6 +161,14 @@ def sc_coalesced(rank, size, gloo):
         dist.all_reduce(r, group=gloo)
     for t, r in zip(ts, refs):
         same(t, r, f"all_reduce_coalesced {t.dtype}")
+    # PRODUCT and the bitwise ops coalesced: gloo's
+    for op in [dist.ReduceOp.PRODUCT, dist.ReduceOp.BXOR]:
+        ts = [data(rank, k, torch.int64, salt=90 + k) for k in (4, 0, 3)]
+        refs = [t.clone() for t in ts]
+        dist.all_reduce_coalesced(ts, op=op)
+        dist.all_reduce_coalesced(refs, op=op, group=gloo)
+        for t, r in zip(ts, refs):
+            same(t, r, f"all_reduce_coalesced {op}")
     # _coalescing_manager: all_reduce, all_gather_into_tensor and
     # reduce_scatter_tensor calls become one coalesced call each
     ts = [data(rank, k, torch.float32, salt=10 + k) for k in (6, 1, 8)]
