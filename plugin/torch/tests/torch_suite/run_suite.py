@@ -203,6 +203,9 @@ def markdown(docs, diffs, command):
 
 
 def main():
+    # a SIGTERM (a killed CI job) unwinds, so that run_config's finally
+    # kills the runner and its ranks too
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--world-sizes", default="2,3")
