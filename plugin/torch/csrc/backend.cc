@@ -165,7 +165,18 @@ class GcxWork : public c10d::Work {
         outputs_.insert(outputs_.end(), outputs.begin(), outputs.end());
     }
 
+    // the sender of an any-source receive (set before the Work completes)
+    void set_source(int source) { source_ = source; }
+
+    int sourceRank() const override
+    {
+        TORCH_CHECK(source_ >= 0, "gcx: sourceRank() of a Work that is not "
+                                  "a completed receive from any source");
+        return source_;
+    }
+
   private:
+    std::atomic<int> source_{-1};
     bool pending_ = false;
     std::vector<at::Tensor> outputs_;
     c10::intrusive_ptr<c10::ivalue::Future> future_;
@@ -485,7 +496,7 @@ class GcxBackend : public c10d::Backend {
             return sparse_allreduce(*this, tensors[0], opts);
         }
         at::Tensor t = single(tensors, "allreduce");
-        if (combined_locally(opts.reduceOp)) {
+        if (combined_locally(opts.reduceOp, t)) {
             return reduce_by_gather(t, opts.reduceOp.op_, -1, "allreduce");
         }
         gcx_dtype_t dt = reduce_dtype(t, "allreduce");
@@ -511,8 +522,10 @@ class GcxBackend : public c10d::Backend {
     {
         const char *name = "allreduce_coalesced";
         TORCH_CHECK(!tensors.empty(), "gcx ", name, ": no tensors given");
-        if (combined_locally(opts.reduceOp)) {
-            return coalesced_by_gather(tensors, opts.reduceOp.op_);
+        for (auto &t : tensors) {
+            if (t.defined() && combined_locally(opts.reduceOp, t)) {
+                return coalesced_by_gather(tensors, opts.reduceOp.op_);
+            }
         }
         Reduction red;
         for (auto &t : tensors) {
@@ -940,7 +953,7 @@ class GcxBackend : public c10d::Backend {
         at::Tensor t = single(tensors, "reduce");
         TORCH_CHECK(opts.rootTensor == 0, "gcx reduce: rootTensor must be 0");
         check_root(opts.rootRank, getSize(), "reduce");
-        if (combined_locally(opts.reduceOp)) {
+        if (combined_locally(opts.reduceOp, t)) {
             return reduce_by_gather(t, opts.reduceOp.op_,
                                     static_cast<int>(opts.rootRank), "reduce");
         }
@@ -1061,6 +1074,39 @@ class GcxBackend : public c10d::Backend {
         return p2p(tensors, src, tag, false);
     }
 
+    // dist.recv/irecv without a source: one gcx_recv from GCX_ANY_SOURCE;
+    // the Work's sourceRank() is the sender (gcx_recv_source, read on the
+    // engine before the request is freed).
+    c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> &tensors,
+                                                 int tag) override
+    {
+        at::Tensor t = single(tensors, "recv (any source)");
+        TORCH_CHECK(tag >= 0 && tag < kMonitorTag,
+                    "gcx recv (any source): tag must be in 0..",
+                    kMonitorTag - 1, ", got ", tag);
+        check_not_coalescing("recv from any source");
+        auto work = c10::make_intrusive<GcxWork>(
+            getRank(), c10d::OpType::RECVANYSOURCE, std::vector<at::Tensor>{t},
+            profiling_title(c10d::OpType::RECVANYSOURCE),
+            std::vector<at::Tensor>{t});
+        c10d::Work *w = work.get(); // the job holds the Work until done
+        submit_job(
+            "gcx_recv (any source)", work,
+            [t, tag](gcx_comm_t *c, auto &reqs) {
+                GCX_ISSUE(gcx_recv(c, t.data_ptr(), nbytes(t), GCX_DT_U8,
+                                   GCX_ANY_SOURCE, tag, &r_));
+                return GCX_OK;
+            },
+            {},
+            [w](gcx_request_t *req, gcx_status_t st) {
+                int src = -1;
+                if (st == GCX_OK && gcx_recv_source(req, &src) == GCX_OK) {
+                    static_cast<GcxWork *>(w)->set_source(src);
+                }
+            });
+        return work;
+    }
+
     // A job of several gcx calls on this group (the DDP hooks, hooks.cc).
     c10::intrusive_ptr<c10d::Work> composite(const std::string &name,
                                              std::vector<at::Tensor> outputs,
@@ -1131,16 +1177,19 @@ class GcxBackend : public c10d::Backend {
         case c10d::OpType::BARRIER: return "gcx:barrier";
         case c10d::OpType::SEND: return "gcx:send";
         case c10d::OpType::RECV: return "gcx:recv";
+        case c10d::OpType::RECVANYSOURCE: return "gcx:recvAnySource";
         default: return nullptr;
         }
     }
 
     // Reductions gcx has no operation for (PRODUCT, BAND, BOR, BXOR):
-    static bool combined_locally(const c10d::ReduceOp &op)
+    // PRODUCT and the bitwise ops of a dtype libgcx does not reduce with
+    // them (uint8, int8, int16, bool; bitwise ops of floats, which raise)
+    static bool combined_locally(const c10d::ReduceOp &op, const at::Tensor &t)
     {
-        return op.op_ == c10d::ReduceOp::PRODUCT ||
-               op.op_ == c10d::ReduceOp::BAND ||
-               op.op_ == c10d::ReduceOp::BOR || op.op_ == c10d::ReduceOp::BXOR;
+        bool ours = op.op_ == c10d::ReduceOp::PRODUCT ||
+                    bitwise_op(op.op_);
+        return ours && !reducible(t, op.op_);
     }
 
     // rows[r] is rank r's tensor: their combination in rank order
@@ -1212,8 +1261,7 @@ class GcxBackend : public c10d::Backend {
     // ... every rank's tensor is gathered as bytes (gcx_allgather, or
     // gcx_gather to root >= 0) and combined in rank order, so every rank
     // gets the same bits. Cost: P x the tensor's memory and bytes on the
-    // wire (a ring allreduce sends ~2x); PRODUCT on any real dtype, the
-    // bitwise ops on integer and bool tensors.
+    // wire (a ring allreduce sends ~2x): only for the dtypes above.
     c10::intrusive_ptr<c10d::Work>
     reduce_by_gather(const at::Tensor &t, c10d::ReduceOp::RedOpType op,
                      int root, const char *name)
@@ -1295,7 +1343,9 @@ class GcxBackend : public c10d::Backend {
 
     void submit_job(const std::string &name,
                     const c10::intrusive_ptr<GcxWork> &work, StartFn start,
-                    std::function<void()> post)
+                    std::function<void()> post,
+                    std::function<void(gcx_request_t *, gcx_status_t)>
+                        on_request = {})
     {
         gcx_comm_t *comm = comm_;
         TORCH_CHECK(comm != nullptr, "gcx ", name,
@@ -1303,6 +1353,7 @@ class GcxBackend : public c10d::Backend {
         auto job          = std::make_shared<Job>();
         job->name         = name;
         job->comm         = comm;
+        job->on_request   = std::move(on_request);
         job->start        = [comm, start](std::vector<gcx_request_t *> &reqs) {
             return start(comm, reqs);
         };

@@ -225,6 +225,9 @@ void Engine::engine_loop()
                     pending = true;
                     continue;
                 }
+                if (job.on_request) {
+                    job.on_request(req, st);
+                }
                 gcx_request_free(req);
                 req = nullptr;
                 if (st != GCX_OK && job.status == GCX_OK) {

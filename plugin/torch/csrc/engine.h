@@ -43,6 +43,10 @@ struct Job {
     // Runs on the completer thread with the job's final status (the first
     // error of its requests, or GCX_OK), holding no plugin lock.
     std::function<void(gcx_status_t status)> done;
+    // Optional: runs on the engine thread for each request that completed
+    // (with its status), before the request is freed (e.g. to read the
+    // source of an any-source receive).
+    std::function<void(gcx_request_t *req, gcx_status_t status)> on_request;
     // The communicator the job uses; a job with destroys_comm set first
     // cancels (frees) the requests still in flight on it, since
     // gcx_comm_destroy() invalidates them.

@@ -80,11 +80,34 @@ gcx_op_t reduce_op(const c10d::ReduceOp &op, const char *name)
     case c10d::ReduceOp::AVG: return GCX_OP_AVG;
     case c10d::ReduceOp::MIN: return GCX_OP_MIN;
     case c10d::ReduceOp::MAX: return GCX_OP_MAX;
+    case c10d::ReduceOp::PRODUCT: return GCX_OP_PROD;
+    case c10d::ReduceOp::BAND: return GCX_OP_BAND;
+    case c10d::ReduceOp::BOR: return GCX_OP_BOR;
+    case c10d::ReduceOp::BXOR: return GCX_OP_BXOR;
     default: break;
     }
     TORCH_CHECK(false, "gcx ", name, ": ReduceOp.", reduce_op_name(op.op_),
                 " is not supported by the gcx backend (supported: SUM, AVG, "
-                "MIN, MAX)");
+                "MIN, MAX, PRODUCT, BAND, BOR, BXOR, PREMUL_SUM)");
+}
+
+bool bitwise_op(c10d::ReduceOp::RedOpType op)
+{
+    return op == c10d::ReduceOp::BAND || op == c10d::ReduceOp::BOR ||
+           op == c10d::ReduceOp::BXOR;
+}
+
+bool reducible(const at::Tensor &t, c10d::ReduceOp::RedOpType op)
+{
+    switch (t.scalar_type()) {
+    case at::kInt:
+    case at::kLong: return true;
+    case at::kFloat:
+    case at::kDouble:
+    case at::kHalf:
+    case at::kBFloat16: return !bitwise_op(op);
+    default: return false;
+    }
 }
 
 Reduction reduction(const c10d::ReduceOp &op, const at::Tensor &t,
@@ -93,6 +116,11 @@ Reduction reduction(const c10d::ReduceOp &op, const at::Tensor &t,
     Reduction r;
     if (op.op_ != c10d::ReduceOp::PREMUL_SUM) {
         r.op = reduce_op(op, name);
+        TORCH_CHECK(!bitwise_op(op.op_) || t.scalar_type() == at::kInt ||
+                        t.scalar_type() == at::kLong,
+                    "gcx ", name, ": ReduceOp.", reduce_op_name(op.op_),
+                    " needs an integer dtype (int32, int64 here), got ",
+                    t.scalar_type());
         return r;
     }
     TORCH_CHECK(at::isFloatingType(t.scalar_type()), "gcx ", name,

@@ -22,8 +22,11 @@ size_t count(const at::Tensor &t);
 // gcx's element type for a reduction of t (float32/64, int32/64, f16, bf16).
 gcx_dtype_t reduce_dtype(const at::Tensor &t, const char *op);
 const char *reduce_op_name(c10d::ReduceOp::RedOpType op);
-// SUM/AVG/MIN/MAX; any other op raises, naming it.
+// SUM/AVG/MIN/MAX/PRODUCT/BAND/BOR/BXOR; any other op raises, naming it.
 gcx_op_t reduce_op(const c10d::ReduceOp &op, const char *name);
+bool bitwise_op(c10d::ReduceOp::RedOpType op);
+// Whether gcx reduces t's dtype with op (the bitwise ops: int32/int64).
+bool reducible(const at::Tensor &t, c10d::ReduceOp::RedOpType op);
 // A reduction of t as gcx runs it: SUM/AVG/MIN/MAX as they are; PREMUL_SUM
 // (torch.distributed._make_nccl_premul_sum, FSDP2's gradient scaling) as
 // SUM of the inputs multiplied first by its factor (a float, or a

@@ -129,6 +129,18 @@ def sc_reductions(rank, size, gloo):
         dist.reduce(b, dst=1, op=rop if op == "PRODUCT" else
                     dist.ReduceOp.PRODUCT, group=gloo)
         same(a, b if rank == 1 else keep, "reduce PRODUCT")
+    # PRODUCT and the bitwise ops in reduce_scatter (gcx's own ops)
+    for op in ["PRODUCT", "BOR"]:
+        x = data(rank, 4 * n, torch.int64, salt=8) % 5
+        out = torch.empty(4, dtype=torch.int64)
+        ref = torch.empty(4, dtype=torch.int64)
+        dist.reduce_scatter_tensor(out, x, op=getattr(dist.ReduceOp, op))
+        dist.reduce_scatter_tensor(ref, x, op=getattr(dist.ReduceOp, op),
+                                   group=gloo)
+        same(out, ref, f"reduce_scatter_tensor {op}")
+    raises(lambda: dist.reduce_scatter_tensor(
+        torch.empty(2), torch.ones(2 * n), op=dist.ReduceOp.BXOR),
+        ["BXOR", "integer"], "reduce_scatter_tensor BXOR on float32")
     # bad use: clear errors, the group still works
     raises(lambda: dist.all_reduce(torch.ones(3, dtype=torch.int64),
                                    op=dist._make_nccl_premul_sum(2.0)),
@@ -251,6 +263,17 @@ def sc_coalesced(rank, size, gloo):
         w.wait()
     same(recv, data((rank - 1) % n, 7, torch.float32, salt=70),
          "batch_isend_irecv")
+    # recv from any source: the sender is the Work's source rank
+    if rank == 0:
+        got = set()
+        for _ in range(n - 1):
+            t = torch.empty(3)
+            src = dist.recv(t, tag=5)
+            same(t, torch.full((3,), float(src)), "recv from any source")
+            got.add(src)
+        assert got == set(range(1, n)), got
+    else:
+        dist.send(torch.full((3,), float(rank)), 0, tag=5)
     # bad use
     raises(lambda: pg._end_coalescing(CPU), ["endCoalescing", "no coalesced"],
            "endCoalescing without startCoalescing")
