@@ -19,6 +19,7 @@
 // copy where torch keeps the input: reduce, reduce_scatter).
 #include "backend.h"
 #include "comm_create.h"
+#include "shrink.h"
 #include "tensor_args.h"
 
 #include <torch/extension.h>
@@ -205,9 +206,11 @@ class GcxBackend : public c10d::Backend {
         comm_ = comm;
     }
 
-    // A group split from another (split()): its communicator is made.
-    GcxBackend(gcx_comm_t *comm, int rank, int size, double timeout_s)
-        : c10d::Backend(rank, size), comm_(comm), creation_("split"),
+    // A group split or shrunk from another (split(), shrink()): its
+    // communicator is made.
+    GcxBackend(gcx_comm_t *comm, int rank, int size, double timeout_s,
+               const char *how = "split")
+        : c10d::Backend(rank, size), comm_(comm), creation_(how),
           timeout_s_(timeout_s)
     {
     }
@@ -241,7 +244,18 @@ class GcxBackend : public c10d::Backend {
 
     void shutdown() override { destroy_comm(); }
 
-    void abort() override { destroy_comm(); }
+    // Revoke first (every rank's pending and later operations on the
+    // communicator fail at once, as a peer blocked in a collective with
+    // this rank should), then destroy. Never blocks on the network.
+    void abort() override
+    {
+        gcx_comm_t *comm = comm_;
+        if (comm != nullptr && Engine::get().running()) {
+            Engine::get().run_sync("gcx_comm_revoke",
+                                   [comm] { gcx_comm_revoke(comm); });
+        }
+        destroy_comm();
+    }
 
     void setSequenceNumberForGroup() override {}
 
@@ -303,9 +317,11 @@ class GcxBackend : public c10d::Backend {
             child, me, static_cast<int>(ranks.size()), timeout_s_);
     }
 
-    // The communicator's state (gcx_progress returns its error once it
-    // has failed): GCX_ERR_TIMEOUT is TIMEOUT, GCX_ERR_PEER REMOTE_ERROR,
-    // any other failure (or a group shut down) COMM_ERROR.
+    // The communicator's state (gcx_comm_error, after one gcx_progress so
+    // that a loss the transport has seen is known): GCX_ERR_TIMEOUT is
+    // TIMEOUT, GCX_ERR_PEER and GCX_ERR_REVOKED (a peer revoked it after a
+    // failure) REMOTE_ERROR, any other failure (or a group shut down)
+    // COMM_ERROR.
     c10d::ErrorType getError() override
     {
         gcx_status_t st = GCX_ERR_CANCELED;
@@ -316,14 +332,118 @@ class GcxBackend : public c10d::Backend {
         // has cleared it, one queued after runs after it
         Engine::get().run_sync("gcx_progress", [&] {
             gcx_comm_t *comm = comm_;
-            st = comm != nullptr ? gcx_progress(comm) : GCX_ERR_CANCELED;
+            if (comm != nullptr) {
+                (void)gcx_progress(comm);
+                st = gcx_comm_error(comm);
+            }
         });
         switch (st) {
         case GCX_OK: return c10d::ErrorType::SUCCESS;
         case GCX_ERR_TIMEOUT: return c10d::ErrorType::TIMEOUT;
-        case GCX_ERR_PEER: return c10d::ErrorType::REMOTE_ERROR;
+        case GCX_ERR_PEER:
+        case GCX_ERR_REVOKED: return c10d::ErrorType::REMOTE_ERROR;
         default: return c10d::ErrorType::COMM_ERROR;
         }
+    }
+
+    // -- shrink: the survivors of a failure go on in a smaller group ------
+
+    bool supportsShrinking() const override { return true; }
+
+    // torch_gcx.elastic.agree_failed(): the survivors agree on who is gone
+    // (gcx_comm_shrink_ranks, with GCX_SHRINK_REVOKE so that every rank
+    // still blocked in a collective fails and comes to agree too) and this
+    // rank's list of the others, ascending, is returned; the new
+    // communicator is kept for the shrink() that follows, which then does
+    // not agree a second time. Calling it again before that shrink returns
+    // the same list.
+    std::vector<int> agree_failed()
+    {
+        std::lock_guard<std::mutex> lk(shrink_mu_);
+        check_not_coalescing("agree_failed");
+        if (agreed_.comm == nullptr) {
+            gcx_comm_t *comm = comm_;
+            Engine::get().run_sync("gcx_comm_shrink_ranks", [&] {
+                agreed_ = shrink_comm(comm, getRank(), {}, GCX_SHRINK_REVOKE);
+            });
+        }
+        return left_out(agreed_, getSize());
+    }
+
+    // After an agreement that left no rank out (a timeout, a revoke, no
+    // death): the group goes on over the agreed communicator, same ranks.
+    void adopt_agreed()
+    {
+        std::lock_guard<std::mutex> lk(shrink_mu_);
+        TORCH_CHECK(agreed_.comm != nullptr,
+                    "gcx: no agreement to adopt (call agree_failed first)");
+        TORCH_CHECK(left_out(agreed_, getSize()).empty(),
+                    "gcx: the agreement left ranks ",
+                    rank_list(left_out(agreed_, getSize())),
+                    " out: shrink the group instead");
+        gcx_comm_t *old = comm_, *fresh = agreed_.comm;
+        agreed_         = Shrunk{};
+        Engine::get().run_sync(
+            "comm_replace",
+            [old, fresh] {
+                adopt_group_comm(old, fresh);
+                gcx_comm_destroy(old);
+            },
+            old);
+        comm_ = fresh;
+    }
+
+    // torch.distributed.shrink_group: the ranks that stay call it with the
+    // same list. After agree_failed() the list must be the one agreed and
+    // that communicator is used; else gcx_comm_shrink_ranks excludes the
+    // list (SHRINK_ABORT: GCX_SHRINK_REVOKE) and must find every other rank
+    // alive (a further death: raises naming it; agree_failed() then shrink
+    // by its list). The new group keeps this group's GCX_TIMEOUT
+    // (opts_override cannot change it).
+    c10::intrusive_ptr<c10d::Backend>
+    shrink(const std::vector<int64_t> &ranks_to_exclude, int shrink_flags,
+           const c10::intrusive_ptr<c10d::Backend::Options> &) override
+    {
+        std::vector<int> exclude =
+            check_exclude(ranks_to_exclude, getRank(), getSize());
+        TORCH_CHECK(shrink_flags == 0 || shrink_flags == 1,
+                    "gcx shrink: shrink_flags must be SHRINK_DEFAULT (0) or "
+                    "SHRINK_ABORT (1), got ", shrink_flags);
+        std::lock_guard<std::mutex> lk(shrink_mu_);
+        check_not_coalescing("shrink");
+        Shrunk s;
+        if (agreed_.comm != nullptr) {
+            std::vector<int> agreed = left_out(agreed_, getSize());
+            TORCH_CHECK(agreed == exclude, "gcx shrink: ranks_to_exclude ",
+                        rank_list(exclude),
+                        " is not the set the survivors agreed on, ",
+                        rank_list(agreed), " (torch_gcx.elastic.agree_failed)");
+            s       = agreed_;
+            agreed_ = Shrunk{};
+        } else {
+            gcx_comm_t *comm = comm_;
+            int flags        = shrink_flags == 1 ? GCX_SHRINK_REVOKE : 0;
+            Engine::get().run_sync("gcx_comm_shrink_ranks", [&] {
+                s = shrink_comm(comm, getRank(), exclude, flags);
+            });
+            std::vector<int> out = left_out(s, getSize());
+            if (out != exclude) {
+                Engine::get().run_sync(
+                    "comm_destroy", [c = s.comm] { gcx_comm_destroy(c); },
+                    s.comm);
+                TORCH_CHECK(false, "gcx shrink: ranks ", rank_list(out),
+                            " are gone, not only ranks_to_exclude ",
+                            rank_list(exclude),
+                            " (shrink by torch_gcx.elastic.agree_failed()'s "
+                            "list)");
+            }
+        }
+        gcx_comm_t *old = comm_;
+        Engine::get().run_sync("adopt_group_comm",
+                               [old, c = s.comm] { adopt_group_comm(old, c); });
+        return c10::make_intrusive<GcxBackend>(s.comm, gcx_comm_rank(s.comm),
+                                               gcx_comm_size(s.comm),
+                                               timeout_s_, "shrink");
     }
 
     // -- coalescing: the calls between start and end are one job ---------
@@ -1386,6 +1506,7 @@ class GcxBackend : public c10d::Backend {
 
     void destroy_comm()
     {
+        drop_agreed();
         gcx_comm_t *comm = comm_;
         comm_            = nullptr;
         if (comm != nullptr && Engine::get().running()) {
@@ -1399,7 +1520,21 @@ class GcxBackend : public c10d::Backend {
         }
     }
 
+    // an agreement's communicator no shrink took (the group goes away)
+    void drop_agreed()
+    {
+        std::lock_guard<std::mutex> lk(shrink_mu_);
+        gcx_comm_t *c = agreed_.comm;
+        agreed_       = Shrunk{};
+        if (c != nullptr && Engine::get().running()) {
+            Engine::get().run_sync(
+                "comm_destroy", [c] { gcx_comm_destroy(c); }, c);
+        }
+    }
+
     std::atomic<gcx_comm_t *> comm_{nullptr};
+    std::mutex shrink_mu_;
+    Shrunk agreed_; // agree_failed()'s, until shrink() takes it (shrink_mu_)
     std::string creation_;
     double timeout_s_;
     std::mutex coal_mu_;
@@ -1472,6 +1607,22 @@ PYBIND11_MODULE(_C, m)
         "The state of a gcx group's communicator as a "
         "torch._C._distributed_c10d.ErrorType (torch binds Backend.getError only for "
         "some backends).");
+    m.def(
+        "agree_failed",
+        [](const c10::intrusive_ptr<c10d::Backend> &backend) {
+            return torch_gcx::as_gcx(backend).agree_failed();
+        },
+        py::call_guard<py::gil_scoped_release>(),
+        "The survivors' agreement on a gcx group: the group ranks that are "
+        "gone, ascending (the communicator is kept for the shrink).");
+    m.def(
+        "adopt_agreed",
+        [](const c10::intrusive_ptr<c10d::Backend> &backend) {
+            torch_gcx::as_gcx(backend).adopt_agreed();
+        },
+        py::call_guard<py::gil_scoped_release>(),
+        "After an agreement that left no rank out: the group goes on over "
+        "the agreed communicator.");
     m.def(
         "shutdown",
         [] {

@@ -272,4 +272,11 @@ void forget_group_comm(gcx_comm_t *comm)
     }
 }
 
+void adopt_group_comm(gcx_comm_t *parent, gcx_comm_t *child)
+{
+    if (parent != nullptr && parent == world_comm) {
+        world_comm = child;
+    }
+}
+
 } // namespace torch_gcx

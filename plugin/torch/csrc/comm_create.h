@@ -31,4 +31,9 @@ gcx_comm_t *create_group_comm(const GroupSpec &spec, std::string *how);
 // default group's, later groups go over their Store.
 void forget_group_comm(gcx_comm_t *comm);
 
+// A shrink made child from parent (engine thread): if parent is the
+// default group's, child is (torch makes the shrunk group the default), so
+// later groups are made from it.
+void adopt_group_comm(gcx_comm_t *parent, gcx_comm_t *child);
+
 } // namespace torch_gcx
