@@ -1,0 +1,240 @@
+"""One rank of a shrink-and-continue test:
+python elastic_worker.py SCENARIO RANK SIZE STOREFILE.
+
+kill: DDP (torch_gcx.elastic.ElasticDDP) of a tiny float64 MLP over
+synthetic data for two epochs; rank VICTIM (ELASTIC_VICTIM, default 2)
+SIGKILLs itself at the start of global step KILL_STEP (ELASTIC_KILL_STEP, or
+drawn from ELASTIC_SEED inside epoch 0 but not at its first or last step).
+Every committed step prints "STEP {json}" (epoch, world, the sample indices
+of this rank); the survivors print "EVENT {json}" for the recovery, check
+that their parameters agree bit for bit (all_gather on the shrunk group),
+compare them with a single-process replay of the same schedule (world 4 up
+to the kill, 3 after: the run went on from the last step's parameters) and
+print "PARAMS {sha256}". ELASTIC_KILL_STAMP: a file the victim writes
+time.time() into just before the kill (perf/torch/elastic_resume.py);
+ELASTIC_TIMEOUT: the group's timeout, its GCX_TIMEOUT (default 60 s).
+
+on_request: 3 ranks; ranks 0 and 1 shrink the default group to themselves
+excluding rank 2 (alive, it does not call), then all_reduce on it; then an
+agreement with nobody dead (an empty list) leaves the group as it is.
+
+bad_use: clear errors on every rank before anything is sent: a shrink that
+excludes the caller, a rank out of range, one listed twice, every rank, an
+agreement on a group whose backend is not gcx, ElasticDDP on a gloo default
+group is checked in the test process.
+"""
+import hashlib
+import json
+import os
+import random
+import signal
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+import torch_gcx
+from torch_gcx import elastic
+from worker import init
+
+N, FEAT, BATCH, EPOCHS, LR = 96, 8, 4, 2, 0.05
+
+
+def make_model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(FEAT, 6), torch.nn.Tanh(),
+                               torch.nn.Linear(6, 1)).double()
+
+
+def make_data():
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(N, FEAT, generator=g, dtype=torch.float64)
+    y = x[:, :1] * 0.5 - x[:, 1:2] + 0.1 * torch.randn(N, 1, generator=g,
+                                                       dtype=torch.float64)
+    return x, y
+
+
+def kill_step(size):
+    if "ELASTIC_KILL_STEP" in os.environ:
+        return int(os.environ["ELASTIC_KILL_STEP"])
+    steps = N // (size * BATCH)
+    rng = random.Random(int(os.environ.get("ELASTIC_SEED", "7")))
+    return rng.randrange(1, steps - 1)
+
+
+def flat(module):
+    return torch.cat([p.detach().reshape(-1) for p in module.parameters()])
+
+
+def replay(k, size):
+    """The run in one process: world `size` up to global step k, size - 1
+    after, each step's gradient the sum over its samples / n_step / world
+    (what DDP's average of the ranks' step_fn gradients is)."""
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9)
+    x, y = make_data()
+    step = 0
+    for epoch in range(EPOCHS):
+        perm = elastic.epoch_order(N, 0, epoch)
+        pos = 0
+        while pos < N:
+            world = size if step < k else size - 1
+            block = perm[pos:pos + world * BATCH]
+            opt.zero_grad()
+            loss = ((model(x[block]) - y[block]) ** 2).sum() / len(block)
+            (loss / world).backward()
+            opt.step()
+            pos += len(block)
+            step += 1
+    return flat(model)
+
+
+def sc_kill(rank, size):
+    # the group's timeout is its GCX_TIMEOUT (ELASTIC_TIMEOUT seconds)
+    init(rank, size, sys.argv[4],
+         timeout=float(os.environ.get("ELASTIC_TIMEOUT", "60")), gloo=False)
+    victim = int(os.environ.get("ELASTIC_VICTIM", "2"))
+    k = kill_step(size)
+    x, y = make_data()
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9)
+    def log_step(epoch, idx):
+        print("STEP " + json.dumps({"epoch": epoch, "world":
+                                    dist.get_world_size(),
+                                    "idx": idx.tolist()}), flush=True)
+
+    job = elastic.ElasticDDP(model, opt, num_samples=N, batch_size=BATCH,
+                             seed=0, on_step=log_step)
+
+    def step_fn(ddp, idx, n_step):
+        if rank == victim and job.step == k:
+            stamp = os.environ.get("ELASTIC_KILL_STAMP")
+            if stamp:
+                with open(stamp, "w") as f:
+                    f.write(repr(time.time()))
+                    f.flush()
+                    os.fsync(f.fileno())
+            os.kill(os.getpid(), signal.SIGKILL)
+        loss = ((ddp(x[idx]) - y[idx]) ** 2).sum() / n_step
+        loss.backward()
+
+    for epoch in range(EPOCHS):
+        job.train_epoch(epoch, step_fn)
+    for ev in job.events:
+        print("EVENT " + json.dumps(ev), flush=True)
+    p = flat(model)
+    rows = [torch.empty_like(p) for _ in range(dist.get_world_size())]
+    dist.all_gather(rows, p)
+    for r, q in enumerate(rows):
+        if not torch.equal(q, p):
+            raise AssertionError(f"rank {rank}: parameters differ from "
+                                 f"survivor {r} (max |diff| "
+                                 f"{(q - p).abs().max().item()})")
+    ref = replay(k, size)
+    diff = (ref - p).abs().max().item()
+    if diff > 1e-12:
+        raise AssertionError(f"rank {rank}: parameters differ from the "
+                             f"replay of the schedule by {diff}")
+    print("PARAMS " + hashlib.sha256(p.numpy().tobytes()).hexdigest(),
+          flush=True)
+    print(f"REPLAY max |diff| {diff:.3g}", flush=True)
+    print(f"SEEN {job.seen} STEPS {job.step} WORLD {dist.get_world_size()}",
+          flush=True)
+    dist.destroy_process_group()
+
+
+def sc_on_request(rank, size):
+    init(rank, size, sys.argv[4], timeout=60, gloo=False)
+    if rank == size - 1:
+        # asked to leave: it does not call shrink; it leaves the group
+        dist.destroy_process_group()
+        return
+    g = elastic.shrink_group([size - 1])
+    if g.size() != size - 1 or dist.get_world_size() != size - 1:
+        raise AssertionError(f"shrunk group of {g.size()}, expected "
+                             f"{size - 1}")
+    if torch_gcx.group_creation() != "shrink":
+        raise AssertionError("the shrunk group's communicator was made by "
+                             + torch_gcx.group_creation())
+    a = torch.full((5,), float(rank + 1))
+    dist.all_reduce(a)
+    want = float(sum(range(1, size)))
+    if not torch.equal(a, torch.full((5,), want)):
+        raise AssertionError(f"allreduce on the shrunk group: {a}")
+    # nobody is dead: the agreement leaves no rank out, the group goes on
+    g2, dead = elastic.shrink()
+    if dead or g2 is not g:
+        raise AssertionError(f"agreement with every rank alive: {dead}")
+    b = torch.full((3,), float(rank))
+    dist.all_reduce(b)
+    if not torch.equal(b, torch.full((3,), float(sum(range(size - 1))))):
+        raise AssertionError(f"allreduce after the empty agreement: {b}")
+    # a later group is made from the shrunk group's communicator
+    sub = dist.new_group([0, 1], backend="gcx")
+    if torch_gcx.group_creation(sub) != "create_group":
+        raise AssertionError("a group after the shrink was made by "
+                             + torch_gcx.group_creation(sub))
+    dist.destroy_process_group()
+
+
+def expect_error(kind, words, fn, what):
+    try:
+        fn()
+    except kind as e:
+        msg = str(e)
+        if not all(w in msg for w in words):
+            raise AssertionError(f"{what}: the message does not name "
+                                 f"{words}: {msg}") from None
+        return
+    raise AssertionError(f"{what}: no error")
+
+
+def sc_bad_use(rank, size):
+    gloo = init(rank, size, sys.argv[4], timeout=60, gloo=True)
+    backend = dist.distributed_c10d._get_default_group()._get_backend(
+        torch.device("cpu"))
+    if not backend.supports_shrinking:
+        raise AssertionError("gcx does not say it supports shrinking")
+    expect_error(RuntimeError, ["excludes itself"],
+                 lambda: backend.shrink([rank], 0, None), "exclude self")
+    expect_error(RuntimeError, ["out of range", str(size)],
+                 lambda: backend.shrink([size], 0, None), "out of range")
+    other = (rank + 1) % size
+    expect_error(RuntimeError, ["listed twice"],
+                 lambda: backend.shrink([other, other], 0, None), "twice")
+    expect_error(RuntimeError, ["shrink_flags"],
+                 lambda: backend.shrink([other], 5, None), "flags")
+    # torch's own checks come first through shrink_group
+    expect_error(RuntimeError, ["exclusion list"],
+                 lambda: dist.shrink_group([rank]), "shrink_group self")
+    expect_error(TypeError, ["gloo", "not gcx"],
+                 lambda: elastic.agree_failed(gloo), "agree on gloo")
+    expect_error(TypeError, ["gloo", "not gcx"],
+                 lambda: elastic.shrink(gloo), "shrink gloo")
+    expect_error(TypeError, ["gloo", "not gcx"],
+                 lambda: elastic.shrink_group([other], gloo),
+                 "shrink_group gloo")
+    # nothing was sent: the group still works
+    if torch_gcx.get_error() != torch._C._distributed_c10d.ErrorType.SUCCESS:
+        raise AssertionError("the group failed after refused shrinks")
+    a = torch.ones(4)
+    dist.all_reduce(a)
+    if not torch.equal(a, torch.full((4,), float(size))):
+        raise AssertionError(f"allreduce after refused shrinks: {a}")
+    dist.barrier(group=gloo)
+    dist.destroy_process_group()
+
+
+SCENARIOS = {"kill": sc_kill, "on_request": sc_on_request,
+             "bad_use": sc_bad_use}
+
+
+def main():
+    scenario, rank, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    SCENARIOS[scenario](rank, size)
+    print(f"rank {rank}: {scenario} ok", flush=True)
+
+
+if __name__ == "__main__":
+    main()
