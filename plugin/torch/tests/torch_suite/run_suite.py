@@ -63,10 +63,8 @@ REASONS_GLOO_GATES.update({
 # a reason; listed so that the table names them and CI (test_torch_suite.py)
 # checks they still fail: one that passes must leave this list
 KNOWN_BUGS = {
-    name: "open bug: recv from any source (c10d recvAnysource) is not implemented; "
-          "libgcx has no receive from any peer (gcx_recv takes one)"
-    for name in ("test_send_recv_any_source", "test_send_recv_any_source_autograd_profiler",
-                 "test_send_recv_any_source_torch_profiler")
+    # none open (recvAnysource's three tests left it when gcx got any-source
+    # receives); an entry: "test_name": "open bug: what is missing"
 }
 
 CONFIGS = {
