@@ -57,12 +57,9 @@ def test_gcx_passes_what_gloo_passes(results, config, ws):
     assert not unexplained, "\n".join(f"{d['test']}: {d['reason']}" for d in unexplained)
     if config == "gcx/gloo-gates":
         assert not [d for d in diffs if d["kind"] == "gate"]
-
-
-def test_known_bugs_still_fail(results):
-    # KNOWN_BUGS names what is open, no more: a test in it that passes on gcx
-    # has been fixed and must leave the list (and the README's table)
-    fixed = sorted({(n, d["config"], d["world_size"]) for d in results if d["config"] != "gloo"
-                    for n, t in d["tests"].items()
-                    if n in run_suite.KNOWN_BUGS and t["outcome"] == "passed"})
+    # KNOWN_BUGS names what is open, no more: a test in it that passes on
+    # gcx has been fixed and must leave the list (and the README's)
+    doc = next(d for d in results if (d["config"], d["world_size"]) == (config, ws))
+    fixed = [n for n in run_suite.KNOWN_BUGS if doc["tests"].get(n, {}).get("outcome") == "passed"]
     assert not fixed, fixed
+
