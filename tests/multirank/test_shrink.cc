@@ -339,7 +339,9 @@ TEST(Shrink, OnRequestExcludesALiveRank)
 // the last one revokes: the waits end with GCX_ERR_REVOKED (with
 // GCX_TIMEOUT=60, a revoke that did not arrive would end them with
 // GCX_ERR_TIMEOUT a minute later), and so does every later operation on
-// every rank, while the world they were split from goes on.
+// every rank, while the world they were split from goes on. Then all of
+// them shrink it: nobody died, so the new communicator has every rank, in
+// the same order, and works.
 TEST(Shrink, RevokeFailsPendingAndLaterOperations)
 {
     ASSERT_GE(world_size(), 2);
@@ -375,6 +377,29 @@ TEST(Shrink, RevokeFailsPendingAndLaterOperations)
     for (int r = 0; r < world_size(); ++r) {
         EXPECT_EQ(r, ranks[r]);
     }
+    gcx_comm_t *nc = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_comm_shrink(comm, &nc));
+    EXPECT_EQ(world_size(), gcx_comm_size(nc));
+    EXPECT_EQ(world_rank(), gcx_comm_rank(nc));
+    std::vector<int32_t> members;
+    EXPECT_TRUE(check_shrunk(nc, members));
+    gcx_comm_destroy(nc);
+    gcx_comm_destroy(comm);
+}
+
+// A shrink of a healthy communicator that excludes nobody (flags 0): a
+// communicator of every rank whose collectives work, the parent untouched.
+TEST(Shrink, OfAHealthyCommunicatorKeepsEveryRank)
+{
+    gcx_comm_t *comm = nullptr, *nc = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_comm_dup(g_world, &comm));
+    ASSERT_EQ(GCX_OK, gcx_comm_shrink_ranks(comm, nullptr, 0, 0, &nc));
+    EXPECT_EQ(world_size(), gcx_comm_size(nc));
+    std::vector<int32_t> members;
+    EXPECT_TRUE(check_shrunk(nc, members));
+    EXPECT_EQ(GCX_OK, gcx_comm_error(comm));
+    EXPECT_EQ(GCX_OK, run_op(comm, 0, 5, 10, false));
+    gcx_comm_destroy(nc);
     gcx_comm_destroy(comm);
 }
 

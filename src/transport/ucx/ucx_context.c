@@ -87,7 +87,6 @@ void gcx_tl_ucx_request_init(void *request)
     priv->early      = 0;
     priv->orphaned   = 0;
     priv->abandoned  = NULL;
-    priv->user_freed = 0;
 }
 
 gcx_tl_ucx_abandoned_t *gcx_tl_ucx_abandoned_new(gcx_tl_ctx_t *ctx,

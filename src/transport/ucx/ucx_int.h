@@ -125,7 +125,6 @@ typedef struct gcx_tl_ucx_priv {
     gcx_tl_req_t *owner;    /* NULL until attached, and once orphaned */
     int           early;    /* completed before it was attached */
     int           orphaned; /* abandoned by abort(): just free it */
-    int           user_freed; /* abandon(): ucp_request_free done already */
     gcx_tl_ucx_abandoned_t *abandoned; /* abandon(): release at the end */
     ucs_status_t  status;
     size_t        length;

@@ -103,11 +103,7 @@ static void gcx_tl_ucx_done(void *request, ucs_status_t status, size_t length,
              * read or write the memory through the rendezvous */
             gcx_tl_ucx_abandoned_keep(priv->abandoned);
         }
-        if (priv->user_freed) {
-            gcx_tl_ucx_request_init(priv); /* UCX puts it back itself */
-        } else {
-            gcx_tl_ucx_release(priv);
-        }
+        gcx_tl_ucx_release(priv);
     } else {
         priv->early  = 1;
         priv->status = status;
@@ -529,17 +525,20 @@ static void gcx_tl_ucx_abandon(gcx_tl_t *tl, gcx_tl_req_t *req,
     if (node == NULL) { /* keep the memory alive for good rather than risk it */
         gcx_warn("out of memory abandoning a request; its buffer is kept");
     }
-    priv->owner      = NULL;
-    priv->orphaned   = 1;
-    priv->abandoned  = node;
-    priv->user_freed = 1;
-    req->impl        = NULL;
-    req->status      = GCX_ERR_CANCELED;
+    /* not ucp_request_free'd here: UCX calls no callback for a request
+     * released before it ends, so its private area would go back to the
+     * pool still marked orphaned, and the next operation that gets it
+     * would have its completion swallowed (a hang: seen as a lost message
+     * after a shrink, whose control sends are abandoned). The callback
+     * frees it when it ends (then release() on success; closing the
+     * endpoint ends it too); one that never ends keeps the worker to the
+     * process exit (gcx_tl_ucx_ctx_destroy: the abandoned list) */
+    priv->owner     = NULL;
+    priv->orphaned  = 1;
+    priv->abandoned = node;
+    req->impl       = NULL;
+    req->status     = GCX_ERR_CANCELED;
     gcx_tl_ucx_untrack(req);
-    /* released now, so closing the endpoint or destroying the worker may
-     * drop it; the callback still runs if it ends (then release() on
-     * success), else the memory is kept (see gcx_tl_ucx_abandoned_t) */
-    ucp_request_free(priv);
 }
 
 /* ---- progress, failure, release ------------------------------------------- */
