@@ -145,8 +145,13 @@ def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
 
 
 def _run(cmd):
-    # meson's output goes to stderr: pip shows it with -v or on failure
-    subprocess.run(cmd, check=True, stdout=sys.stderr)
+    # meson's output goes to stderr: pip shows it with -v or on failure. The
+    # interpreter's bin directory leads PATH, as in _tool (a venv's own
+    # meson and ninja, the venv not activated)
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable),
+                                   env.get("PATH", os.defpath)])
+    subprocess.run(cmd, check=True, stdout=sys.stderr, env=env)
 
 
 def _build(meson, builddir, staging):
