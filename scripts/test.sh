@@ -17,8 +17,8 @@
 # venv made here (build-venv/, Debian's python3, torch==2.13.0 pinned: an
 # unpinned torch pulls a multi-GB CUDA build), and its pytest suite runs
 # after the meson suites (~2-3 min), then again against the wheel a fresh
-# venv builds (~N min, plugin/torch/tools/wheel_check.sh); their counts join
-# the final line. The
+# venv builds (plugin/torch/tools/wheel_check.sh: 7.8 min of CPU, the tests
+# about half of it); their counts join the final line. The
 # ASan build skips the plugin: the sanitizer runtime would have to be
 # preloaded into the Python interpreter, and torch's libraries are not
 # built for it.
@@ -82,7 +82,8 @@ run_pytest "torch plugin pytest" env PYTHONPATH=build/plugin/torch \
   timeout 900 "$torch_python" -m pytest -q -p no:cacheprovider plugin/torch/tests
 # the same tests against the plugin as a user installs it: a fresh venv with
 # torch builds the wheel (libgcx bundled) and runs them from a copy outside
-# the tree (plugin/torch/tools/wheel_check.sh; ~N min)
+# the tree (plugin/torch/tools/wheel_check.sh; 21.7 min at load 17 on the
+# shared 2-core box, 7.8 min of CPU: torch 1, the build ~2.5, the tests)
 if [[ "${GCX_TEST_NO_WHEEL:-0}" != "1" ]]; then
   run_pytest "torch plugin wheel check" plugin/torch/tools/wheel_check.sh
 fi
