@@ -6,7 +6,9 @@
 #   GCX_TEST_NO_ASAN=1 ...     skip the sanitizer pass (local iteration)
 #   GCX_TEST_NO_FUZZ=1 ...     skip the fuzz stage (below)
 #   GCX_TEST_NO_TSAN=1 ...     skip the ThreadSanitizer pass (suite threads)
-#   GCX_TEST_NO_WHEEL=1 ...    skip the torch plugin's wheel check (below)
+#   GCX_TEST_NO_WHEEL=1 ...    skip the torch plugin's wheel check (its
+#                              tests again, against the wheel a fresh venv
+#                              builds; below)
 #
 # Suites: unit (no network), multirank (gcxrun jobs with P = 1..5), failure
 # (dead and sleeping ranks, joins), cluster (network-namespace self-test;
@@ -16,9 +18,7 @@
 # The torch plugin (plugin/torch) is built in the release build only, for a
 # venv made here (build-venv/, Debian's python3, torch==2.13.0 pinned: an
 # unpinned torch pulls a multi-GB CUDA build), and its pytest suite runs
-# after the meson suites (~2-3 min), then again against the wheel a fresh
-# venv builds (plugin/torch/tools/wheel_check.sh: 7.8 min of CPU, the tests
-# about half of it); their counts join the final line. The
+# after the meson suites (~2-3 min); its counts join the final line. The
 # ASan build skips the plugin: the sanitizer runtime would have to be
 # preloaded into the Python interpreter, and torch's libraries are not
 # built for it.

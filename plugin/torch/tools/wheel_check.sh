@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # wheel_check.sh - the install a user does, checked end to end (a stage of
 # scripts/test.sh; runs alone too, from anywhere):
-#   1. a fresh venv (Debian's python3) gets torch==2.13.0, pytest and numpy,
-#      nothing else;
+#   1. a fresh venv (Debian's python3) gets torch==2.13.0 and the tests'
+#      packages (pytest, numpy, ...), nothing else;
 #   2. that venv builds the wheel: pip wheel --no-build-isolation (libgcx as
 #      the plugin's meson subproject, bundled; tools/wheel_backend.py);
 #   3. the wheel is installed into it and the plugin's tests run from a copy
@@ -31,8 +31,10 @@ step() { # step NAME CMD...: run, print its wall time
   return "$rc"
 }
 step venv /usr/bin/python3 -m venv "$venv"
-step "pip install torch==2.13.0 pytest numpy" \
-  "$venv/bin/pip" install -q torch==2.13.0 pytest numpy
+# what the tests need: the packages scripts/test.sh puts in build-venv/
+# (keep the two lists the same; lightning is for tests/test_ecosystem.py)
+pkgs=(torch==2.13.0 pytest numpy expecttest pytorch-lightning==2.6.6)
+step "pip install ${pkgs[*]}" "$venv/bin/pip" install -q "${pkgs[@]}"
 step "pip wheel --no-build-isolation plugin/torch" \
   "$venv/bin/pip" wheel -q --no-build-isolation --no-deps -w "$work/wheels" \
   "$repo/plugin/torch"
