@@ -6,6 +6,9 @@
 #   GCX_TEST_NO_ASAN=1 ...     skip the sanitizer pass (local iteration)
 #   GCX_TEST_NO_FUZZ=1 ...     skip the fuzz stage (below)
 #   GCX_TEST_NO_TSAN=1 ...     skip the ThreadSanitizer pass (suite threads)
+#   GCX_TEST_NO_WHEEL=1 ...    skip the torch plugin's wheel check (its
+#                              tests again, against the wheel a fresh venv
+#                              builds; below)
 #
 # Suites: unit (no network), multirank (gcxrun jobs with P = 1..5), failure
 # (dead and sleeping ranks, joins), cluster (network-namespace self-test;
@@ -58,13 +61,12 @@ fi
 meson compile -C build
 run_suites build --no-suite torch
 
-# the torch plugin's pytest suite (also meson test --suite torch, as one
-# test); pytest's own counts go into the totals
+# run_pytest WHAT CMD...: CMD runs pytest (last of what it prints); pytest's
+# own counts go into the totals, and a CMD that fails ends the run
 run_pytest() {
-  local log rc=0 summary p f e s
+  local what=$1 log rc=0 summary p f e s; shift
   log=$(mktemp)
-  PYTHONPATH=build/plugin/torch timeout 900 "$torch_python" -m pytest -q \
-    -p no:cacheprovider plugin/torch/tests 2>&1 | tee "$log" || rc=$?
+  "$@" 2>&1 | tee "$log" || rc=$?
   summary=$(grep -E '^=* ?[0-9]+ (passed|failed|skipped|errors?|deselected)' "$log" | tail -1 || true)
   rm -f "$log"
   pick() { { grep -oE "[0-9]+ $1" <<<"$summary" || true; } | head -1 | cut -d' ' -f1; }
@@ -74,12 +76,22 @@ run_pytest() {
   skipped=$((skipped + ${s:-0}))
   if [[ $rc -ne 0 ]]; then
     [[ -n "${f}${e}" ]] || failed=$((failed + 1)) # killed or crashed: no counts
-    echo "torch plugin pytest failed (rc $rc)"
+    echo "$what failed (rc $rc)"
     echo "tests: $passed passed, $failed failed, $skipped skipped"
     exit "$rc"
   fi
 }
-run_pytest
+# the torch plugin's pytest suite (also meson test --suite torch, as one
+# test), from the build tree
+run_pytest "torch plugin pytest" env PYTHONPATH=build/plugin/torch \
+  timeout 900 "$torch_python" -m pytest -q -p no:cacheprovider plugin/torch/tests
+# the same tests against the plugin as a user installs it: a fresh venv with
+# torch builds the wheel (libgcx bundled) and runs them from a copy outside
+# the tree (plugin/torch/tools/wheel_check.sh; 21.7 min at load 17 on the
+# shared 2-core box, 7.8 min of CPU: torch 1, the build ~2.5, the tests)
+if [[ "${GCX_TEST_NO_WHEEL:-0}" != "1" ]]; then
+  run_pytest "torch plugin wheel check" plugin/torch/tools/wheel_check.sh
+fi
 
 if [[ "${GCX_TEST_NO_ASAN:-0}" != "1" ]]; then
   if [[ ! -f build-asan/build.ninja ]]; then
