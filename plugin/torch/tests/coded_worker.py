@@ -279,10 +279,11 @@ def fr_groups(cdp):
 def sc_topk(rank, size, gloo, code):
     # compress=topk: members of an FR group hold equal residuals and send
     # equal messages, and the decoded sum is the sum of one compressed
-    # message per group
+    # message per group (catch_up=False: every member computes every round,
+    # even one decoded without it, so this holds whatever the timing)
     X, Y = make_data(size)
     cdp = coded.CodedDataParallel(make_model(), code=code, s=1,
-                                  compress=coded.topk(8))
+                                  compress=coded.topk(8), catch_up=False)
     groups = fr_groups(cdp)
     nf = sum(p.numel() for p in cdp.module.parameters())
 
@@ -303,8 +304,8 @@ def sc_topk(rank, size, gloo, code):
         assert 0 < k <= -(-nf // 8), f"{k} entries sent of {nf}"
         torch.testing.assert_close(got_grad(cdp), total[:nf] / cdp.n,
                                    rtol=1e-6, atol=1e-7)
-        torch.testing.assert_close(torch.tensor(loss),
-                                   total[nf].double() / cdp.n)
+        want = total[nf].item() / cdp.n
+        assert abs(loss - want) <= 1e-6 * abs(want), (loss, want)
 
     train(cdp, X, Y, 6, check=False, on_round=on_round)
     same_on_all(flat_params(cdp.module), gloo, "parameters")

@@ -240,7 +240,10 @@ class CodedDataParallel(torch.nn.Module):
     computes, sleeps M x that computation's time x an Exp(1) draw from
     (seed, round, worker, partition): the papers' model); (rank, ms) or
     "R:MS" (that rank sleeps ms in every step it computes in). compress:
-    None or topk(cf) (FR codes). decoding: "exact", or "weighted" for CR (Su
+    None or topk(cf) (FR codes). catch_up: True (default), a worker whose
+    round is already decoded when it gets there skips computing it; False,
+    it always computes (with compress this keeps an FR group's residuals
+    equal even when a member falls behind; see README.md). decoding: "exact", or "weighted" for CR (Su
     & Li's approximate decoding). group: the process group (backend gcx;
     default: the default group).
 
@@ -253,7 +256,8 @@ class CodedDataParallel(torch.nn.Module):
 
     def __init__(self, module, code="pgc-fr", s=1, n=None,
                  master_is_worker=True, root=0, straggler=None,
-                 compress=None, group=None, decoding="exact", seed=0):
+                 compress=None, group=None, decoding="exact", seed=0,
+                 catch_up=True):
         super().__init__()
         self.module = module
         self.group = group if group is not None else \
@@ -274,11 +278,11 @@ class CodedDataParallel(torch.nn.Module):
                 float(s) if isinstance(s, int) else -1.0,
                 -1.0 if n is None else float(n), float(bool(master_is_worker)),
                 float(root), cf, float(sum(p.numel() for p in params)),
-                float(zlib.crc32(str(decoding).encode())), float(seed)] + \
-            strag_fp
+                float(zlib.crc32(str(decoding).encode())), float(seed),
+                float(bool(catch_up))] + strag_fp
         names = ["code", "s", "n", "master_is_worker", "root", "compress",
-                 "parameter count", "decoding", "seed", "straggler",
-                 "straggler", "straggler"]
+                 "parameter count", "decoding", "seed", "catch_up",
+                 "straggler", "straggler", "straggler"]
         table = self._all_gather(mine)
         for i, name in enumerate(names):
             col = [row[i] for row in table]
@@ -321,6 +325,7 @@ class CodedDataParallel(torch.nn.Module):
         self.code, self.s, self.n = code, s, workers
         self.master_is_worker, self.root = bool(master_is_worker), root
         self.compress, self.decoding, self.seed = compress, decoding, seed
+        self.catch_up = bool(catch_up)
         self._exp_m, self._slow_rank, self._slow_ms = strag
         self.pipelined = CODES[code][1]
         self._params = params
@@ -378,7 +383,7 @@ class CodedDataParallel(torch.nn.Module):
                              f"order)")
         computed = False
         if self.worker is not None:
-            if self._impl.ready():
+            if self.catch_up and self._impl.ready():
                 self.skipped += 1  # decoded without us: catch up
             else:
                 self._compute(step, loss_fn)
@@ -451,10 +456,10 @@ class CodedDataParallel(torch.nn.Module):
 
     def _all_gather(self, values):
         t = torch.tensor(values, dtype=torch.float64)
-        out = torch.empty(dist.get_world_size(self.group), t.numel(),
-                          dtype=torch.float64)
-        dist.all_gather_into_tensor(out, t, group=self.group)
-        return out.tolist()
+        out = [torch.empty_like(t)
+               for _ in range(dist.get_world_size(self.group))]
+        dist.all_gather(out, t, group=self.group)
+        return [o.tolist() for o in out]
 
     def _check_sampler(self, step):
         # round 0, on every rank: each rank's sampler must match its model
