@@ -165,9 +165,46 @@ def sc_master(rank, size, gloo, code):
 
 
 def sc_straggler(rank, size, gloo, code):
-    # rank size-1 sleeps 0.3 s in every step it computes in; then the
-    # papers' exponential model on every worker: results still exact
+    # first the last rank blocks in its round-0 gradient until the others
+    # have finished 6 rounds (so they cannot have waited for it: else this
+    # hangs), then catches up by skipping; then it sleeps 0.3 s in every
+    # step it computes in; then the papers' exponential model on every
+    # worker: results exact every round, parameters equal
     X, Y = make_data(size)
+    store = dist.distributed_c10d._get_default_store()
+    slow = size - 1
+    cdp = coded.CodedDataParallel(make_model(), code=code, s=1)
+    blocked = [rank == slow]
+
+    def loss_fn(idx):
+        if blocked[0]:
+            store.wait(["others_done"], datetime.timedelta(seconds=120))
+            blocked[0] = False
+        return F.cross_entropy(cdp(X[idx]), Y[idx])
+
+    sampler = cdp.sampler(len(X), B)
+    ref = Reference(cdp, sampler, X, Y)
+    opt = torch.optim.SGD(cdp.parameters(), lr=0.1)
+    steps = (step for _ in range(3) for step in sampler)  # epochs
+    for step in steps:
+        want = ref.expected(step.round)
+        cdp.backward(step, loss_fn)
+        torch.testing.assert_close(got_grad(cdp), want, rtol=1e-4, atol=2e-6)
+        if rank == cdp.root:
+            assert not cdp.last_result()["used"] >> slow & 1 or \
+                step.round >= 6, cdp.last_result()
+        opt.step()
+        if step.round == 5 and rank != slow:
+            store.add("finished", 1)
+            if int(store.add("finished", 0)) == size - 1:
+                store.set("others_done", "1")
+        if step.round == 5:
+            break
+    if rank == slow:
+        assert cdp.skipped == 5, cdp.stats()  # rounds 1..5 were decoded
+    same_on_all(flat_params(cdp.module), gloo, "parameters")
+    print(f"blocked rank: skipped {cdp.skipped}", flush=True)
+    cdp.close()
     for strag in [(size - 1, 300), "exp:2"]:
         cdp = coded.CodedDataParallel(make_model(), code=code, s=1,
                                       straggler=strag)
