@@ -21,7 +21,8 @@ from torch.func import functional_call, grad, vmap
 
 
 class CNN(torch.nn.Module):
-    """Fashion-MNIST sized: conv 16 and 32 filters of 5x5, FC 128 (gcx-train's CNN)."""
+    """Fashion-MNIST sized, as gcx-train's CNN: conv 16 and 32 filters of
+    5x5, FC 128."""
 
     def __init__(self):
         super().__init__()

@@ -92,12 +92,13 @@ struct Code {
         cp.kind              = parse_code(kind);
         cp.n                 = n;
         cp.s                 = s;
-        cp.decoding = weighted ? GCX_CODE_DECODE_WEIGHTED : GCX_CODE_DECODE_EXACT;
+        cp.decoding =
+            weighted ? GCX_CODE_DECODE_WEIGHTED : GCX_CODE_DECODE_EXACT;
         TORCH_CHECK(!(weighted && cp.kind == GCX_CODE_FR),
                     "torch_gcx.coded: weighted decoding is for CR codes only");
         gcx_status_t st = gcx_code_create(&cp, &code);
-        TORCH_CHECK(st == GCX_OK, "torch_gcx.coded: no ", kind, " code for n = ",
-                    n, " workers and s = ", s, ": ",
+        TORCH_CHECK(st == GCX_OK, "torch_gcx.coded: no ", kind,
+                    " code for n = ", n, " workers and s = ", s, ": ",
                     status_message("gcx_code_create", st));
         if (pipelined) {
             st = gcx_pgc_create(code, &pgc);
@@ -200,11 +201,13 @@ class CodedGather {
         TORCH_CHECK(root >= 0 && root < size, "torch_gcx.coded: root ", root,
                     " out of range 0..", size - 1);
         TORCH_CHECK(nfloats >= 0 && nfloats < (int64_t{1} << 32),
-                    "torch_gcx.coded: ", nfloats, " gradient entries (0..2^32)");
+                    "torch_gcx.coded: ", nfloats,
+                    " gradient entries (0..2^32)");
         code_  = std::make_unique<Code>(kind, pipelined, n, s, weighted);
         count_ = nfloats_ + 1; // + the partition's loss
         for (int k = 0; k < code_->load; ++k) {
-            bufs_.push_back(at::zeros({static_cast<int64_t>(count_)}, at::kFloat));
+            bufs_.push_back(
+                at::zeros({static_cast<int64_t>(count_)}, at::kFloat));
         }
         msg_  = at::zeros({static_cast<int64_t>(count_)}, at::kFloat);
         sum_  = at::zeros({static_cast<int64_t>(count_)}, at::kFloat);
@@ -501,7 +504,8 @@ class CodedGather {
     {
         std::vector<const float *> vecs(static_cast<size_t>(count));
         for (int k = 0; k < count; ++k) {
-            vecs[static_cast<size_t>(k)] = bufs_[static_cast<size_t>(k)].data_ptr<float>();
+            vecs[static_cast<size_t>(k)] =
+                bufs_[static_cast<size_t>(k)].data_ptr<float>();
         }
         float *msg = msg_.data_ptr<float>();
         check(gcx_code_encode(count, coeffs, vecs.data(), count_, msg),
@@ -519,7 +523,8 @@ class CodedGather {
               "gcx_compress_dense");
         check(gcx_feedback_commit(fb_, &sent_sv_), "gcx_feedback_commit");
         float loss = msg[nfloats_];
-        check(gcx_sparse_vec_to_dense(&sent_sv_, msg), "gcx_sparse_vec_to_dense");
+        check(gcx_sparse_vec_to_dense(&sent_sv_, msg),
+              "gcx_sparse_vec_to_dense");
         msg[nfloats_] = loss;
         sent_entries_ += sent_sv_.nnz;
     }
@@ -527,7 +532,8 @@ class CodedGather {
     void setup_compression(double cf, uint64_t seed)
     {
         gcx_compress_kind_t kind;
-        check(gcx_compress_kind_parse("topk", &kind), "gcx_compress_kind_parse");
+        check(gcx_compress_kind_parse("topk", &kind),
+              "gcx_compress_kind_parse");
         size_t cap = 0;
         gcx_status_t st = gcx_compress_capacity(kind, nfloats_, cf, &cap);
         TORCH_CHECK(st == GCX_OK, "torch_gcx.coded: topk(cf): cf must be >= 1, "

@@ -1,4 +1,6 @@
-"""One rank of a torch_gcx.coded test: python coded_worker.py SCENARIO RANK SIZE STOREFILE.
+"""One rank of a torch_gcx.coded test.
+
+    python coded_worker.py SCENARIO RANK SIZE STOREFILE
 
 SCENARIO is NAME or NAME:CODE (e.g. exact:pgc-cr). The default group is gcx
 (FileStore at STOREFILE), a gloo group beside it checks results across
@@ -281,6 +283,8 @@ def sc_bad_use(rank, size, gloo):
     expect_error("s disagrees", lambda: C(model, code="gc-cr",
                                           s=2 if rank == 1 else 1),
                  "disagree on s", "[1.0, 2.0, 1.0]")
+    expect_error("root not a number on one rank", lambda: C(
+        model, code="gc-cr", root="x" if rank == 1 else 0), "disagree on root")
     expect_error("bad code", lambda: C(model, code="gc-xx"), "unknown code")
     expect_error("n", lambda: C(model, code="gc-cr", n=4), "n = 4")
     expect_error("compress cr", lambda: C(model, code="pgc-cr",
@@ -346,7 +350,8 @@ def sc_topk(rank, size, gloo, code):
 
     train(cdp, X, Y, 6, check=False, on_round=on_round)
     same_on_all(flat_params(cdp.module), gloo, "parameters")
-    print(f"topk {code} ok: sent {cdp._impl.sent_entries()} entries", flush=True)
+    print(f"topk {code} ok: sent {cdp._impl.sent_entries()} entries",
+          flush=True)
     cdp.close()
 
 

@@ -1,14 +1,14 @@
-"""Coded data-parallel training for any torch model on gcx (gradient coding).
+"""Coded data-parallel training of any torch model on gcx (gradient coding).
 
     import torch_gcx
     from torch_gcx import coded
-    model = coded.CodedDataParallel(net, code="pgc-fr", s=1)  # group of backend "gcx"
-    sampler = model.sampler(len(dataset), batch_size=32)        # per partition
+    model = coded.CodedDataParallel(net, code="pgc-fr", s=1)  # gcx group
+    sampler = model.sampler(len(dataset), batch_size=32)  # per partition
     for epoch in range(epochs):
-        for step in sampler:                                    # a CodedStep
+        for step in sampler:                          # a CodedStep
             loss = model.backward(step, lambda idx: F.cross_entropy(
                 net(X[idx]), Y[idx]))
-            opt.step()          # .grad holds the averaged gradient, as after DDP
+            opt.step()     # .grad: the averaged gradient, as after DDP
 
 The global batch of a step is cut into n partitions (n = workers); the code
 gives each worker the partitions it computes. gc-fr / gc-cr (gradient
@@ -223,6 +223,15 @@ def _parse_straggler(straggler):
     return 0.0, rank, ms
 
 
+def _num(x):
+    # an argument as a float for the agreement check; a value that is not a
+    # number still takes part (and is refused afterwards, on every rank)
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return -1.5e300
+
+
 def _exp_draw(seed, round_, worker, part):
     """Exp(1) from (seed, round, worker, partition): repeatable, independent."""
     return random.Random(f"gcx-straggler:{seed}:{round_}:{worker}:{part}") \
@@ -243,9 +252,9 @@ class CodedDataParallel(torch.nn.Module):
     None or topk(cf) (FR codes). catch_up: True (default), a worker whose
     round is already decoded when it gets there skips computing it; False,
     it always computes (with compress this keeps an FR group's residuals
-    equal even when a member falls behind; see README.md). decoding: "exact", or "weighted" for CR (Su
-    & Li's approximate decoding). group: the process group (backend gcx;
-    default: the default group).
+    equal even when a member falls behind; see README.md). decoding:
+    "exact", or "weighted" for CR (Su & Li's approximate decoding). group:
+    the process group (backend gcx; default: the default group).
 
     Every rank must pass the same arguments: they are compared first, and a
     difference, or a bad value, raises ValueError on every rank. Parameters
@@ -275,10 +284,10 @@ class CodedDataParallel(torch.nn.Module):
         except ValueError:
             strag, strag_fp = None, [-1.0, -2.0, -1.0]
         mine = [float(list(CODES).index(code)) if code in CODES else -1.0,
-                float(s) if isinstance(s, int) else -1.0,
-                -1.0 if n is None else float(n), float(bool(master_is_worker)),
-                float(root), cf, float(sum(p.numel() for p in params)),
-                float(zlib.crc32(str(decoding).encode())), float(seed),
+                _num(s), -1.0 if n is None else _num(n),
+                float(bool(master_is_worker)), _num(root), cf,
+                float(sum(p.numel() for p in params)),
+                float(zlib.crc32(str(decoding).encode())), _num(seed),
                 float(bool(catch_up))] + strag_fp
         names = ["code", "s", "n", "master_is_worker", "root", "compress",
                  "parameter count", "decoding", "seed", "catch_up",
@@ -299,6 +308,11 @@ class CodedDataParallel(torch.nn.Module):
         if size < 2:
             raise ValueError("torch_gcx.coded: needs a group of at least 2 "
                              "ranks")
+        for name, v in (("n", n), ("root", root), ("seed", seed)):
+            if v is not None and (not isinstance(v, int) or
+                                  isinstance(v, bool)):
+                raise ValueError(f"torch_gcx.coded: {name} must be an "
+                                 f"integer, got {v!r}")
         if not 0 <= root < size:
             raise ValueError(f"torch_gcx.coded: root {root} out of range "
                              f"0..{size - 1}")
