@@ -2,7 +2,8 @@
 
     python coded_worker.py SCENARIO RANK SIZE STOREFILE
 
-SCENARIO is NAME or NAME:CODE (e.g. exact:pgc-cr). The default group is gcx
+SCENARIO is NAME or NAME:CODE[,CODE...] (e.g. exact:gc-fr,pgc-cr: each code
+in turn in the same processes). The default group is gcx
 (FileStore at STOREFILE), a gloo group beside it checks results across
 ranks. Every rank holds the same small data set and recomputes, serially,
 what the decoded gradient must be: for gc the full-batch mean gradient over
@@ -227,7 +228,7 @@ def sc_kill(rank, size, store, code, kill):
     # the survivors finish 8 rounds with the reference gradient (gc) and
     # equal parameters (compared through the store: the gloo group has a
     # dead member); with kill > s every survivor gets CodedRoundError
-    init(rank, size, store, timeout=15)
+    init(rank, size, store, timeout=30)
     X, Y = make_data(size)
     cdp = coded.CodedDataParallel(make_model(), code=code, s=1)
     st = dist.distributed_c10d._get_default_store()
@@ -366,7 +367,11 @@ def main():
     gloo = init(rank, size, store)
     fn = {"exact": sc_exact, "master": sc_master, "straggler": sc_straggler,
           "bad_use": sc_bad_use, "topk": sc_topk}[name]
-    fn(rank, size, gloo, *([arg] if arg else []))
+    # NAME:CODE1,CODE2: one after the other in this launch (cheaper than a
+    # launch each: most of a launch is importing torch)
+    for code in arg.split(",") if arg else [None]:
+        fn(rank, size, gloo, *([code] if code else []))
+        dist.barrier(group=gloo)
     dist.barrier(group=gloo)
     dist.destroy_process_group()
     print(f"rank {rank}: {name} ok", flush=True)
