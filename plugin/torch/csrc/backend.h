@@ -58,7 +58,10 @@ c10::intrusive_ptr<c10d::Work>
 sparse_allreduce(GcxBackend &backend, at::Tensor &tensor,
                  const c10d::AllreduceOptions &opts);
 
-// hooks.cc: the classes behind torch_gcx.hooks
+// hooks.cc: the classes behind torch_gcx.hooks (it calls bind_coded too)
 void bind_hooks(pybind11::module_ &m);
+
+// coded.cc: the classes behind torch_gcx.coded
+void bind_coded(pybind11::module_ &m);
 
 } // namespace torch_gcx

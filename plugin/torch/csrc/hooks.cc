@@ -627,6 +627,7 @@ void bind_hooks(py::module_ &m)
         .def("save", &GravacHook::save)
         .def("load", &GravacHook::load)
         .def("controller_state", &GravacHook::controller_state);
+    bind_coded(m); // torch_gcx.coded's classes (coded.cc)
 }
 
 } // namespace torch_gcx

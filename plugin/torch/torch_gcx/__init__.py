@@ -18,9 +18,10 @@ import torch.distributed as dist
 from . import _C
 from . import hooks  # noqa: F401  (torch_gcx.hooks.topk_hook, ...)
 from . import elastic  # noqa: F401  (torch_gcx.elastic.ElasticDDP, ...)
+from . import coded  # noqa: F401  (torch_gcx.coded.CodedDataParallel, ...)
 
 __all__ = ["gcx_version", "group_creation", "group_config", "get_error",
-           "hooks", "elastic"]
+           "hooks", "elastic", "coded"]
 
 # False: make every gcx group over its own Store, as before create_group
 # (to compare the two; see bench/new_group_time.py)

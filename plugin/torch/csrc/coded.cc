@@ -1,0 +1,636 @@
+// coded.cc - the C++ half of torch_gcx.coded: coded data-parallel training
+// (gradient coding FR/CR, pipelined gradient coding PGC-FR/PGC-CR) over
+// libgcx's codes (gcx/coding.h) and coded gather (gcx/coded.h); the Python
+// half (coded.py) computes the partition gradients and owns the loop.
+//
+// Idea: a worker's partition gradients land, flat, in this object's slot
+// buffers (one per partition of its row for gc, one per pipeline slot for
+// pgc; coded.py points the parameters' .grad at them, so backward writes
+// there with no copy). round() then encodes the worker's message with the
+// library (gcx_code_encode with its row of the code, or gcx_pgc_coeffs),
+// optionally compresses it (top-k with error feedback, FR codes), and sends
+// ONE composite job to the engine: gcx_coded_gather, or gcx_coded_abstain
+// when a pipelined message would read a slot this worker skipped
+// (gcx_pgc_message_valid). The root completes the round on the first
+// decodable set of workers, decodes and sends the sum to every rank; the
+// completer thread scales it by 1/n into the averaged gradient, which
+// coded.py hands to the parameters' .grad. Nothing is decoded or encoded in
+// Python. Every gcx call on the communicator runs on the engine thread;
+// encoding and compression run on the caller's thread with the GIL
+// released, as the DDP hooks do.
+//
+// Each vector carries one float more than the gradient: the partition's
+// loss, coded and decoded with it, so a step's global loss needs no
+// collective that would wait for a straggler (gcx-train does the same).
+//
+// Compression (FR only): the members of one FR group compute the same
+// message (same partitions, coefficient 1), so when each adds it to its
+// residual and sends top-k of it, their residuals and sent vectors stay
+// equal bit for bit and the root's decode (one message per group) is the
+// exact sum of the compressed vectors. A member that skips a round (decoded
+// without it) adds nothing that round; README.md says what that costs.
+//
+// Progress between rounds (the root only): the root's round completes as
+// soon as it has decoded, while the other ranks may still be pulling the
+// sum from it; the engine progresses the network only while a job is in
+// flight, so a root busy computing its next step (or in a gloo collective)
+// would hold every other rank's sum back until its next round. A keeper
+// thread therefore submits a gcx_progress job every millisecond while no
+// round of this object is in flight on the root (~1000 tiny jobs a second,
+// a few microseconds each), until close().
+//
+// Cost per round: encoding, one streaming pass per slot with a nonzero
+// coefficient (s+1 for gc, P for pgc) over N+1 floats; with top-k, one
+// accumulate pass, the compressor's passes and one scatter; the coded
+// gather (root: n-s vectors in, size-1 out); one scaling pass over N floats
+// on the completer. No allocation after creation.
+#include "backend.h"
+
+#include <gcx/coded.h>
+#include <gcx/coding.h>
+#include <gcx/compress.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace torch_gcx {
+
+namespace {
+
+void check(gcx_status_t st, const std::string &what)
+{
+    TORCH_CHECK(st == GCX_OK, status_message(what, st));
+}
+
+gcx_code_kind_t parse_code(const std::string &kind)
+{
+    TORCH_CHECK(kind == "fr" || kind == "cr",
+                "torch_gcx.coded: unknown code family '", kind,
+                "' (fr, cr)");
+    return kind == "fr" ? GCX_CODE_FR : GCX_CODE_CR;
+}
+
+// A gradient code and, for pipelined coding, its schedule (gcx/coding.h).
+struct Code {
+    gcx_code_t *code = nullptr;
+    gcx_pgc_t *pgc   = nullptr;
+    int n = 0, s = 0, load = 0;
+
+    Code(const std::string &kind, bool pipelined, int n_, int s_,
+         bool weighted)
+        : n(n_), s(s_)
+    {
+        gcx_code_params_t cp = {};
+        cp.kind              = parse_code(kind);
+        cp.n                 = n;
+        cp.s                 = s;
+        cp.decoding =
+            weighted ? GCX_CODE_DECODE_WEIGHTED : GCX_CODE_DECODE_EXACT;
+        TORCH_CHECK(!(weighted && cp.kind == GCX_CODE_FR),
+                    "torch_gcx.coded: weighted decoding is for CR codes only");
+        gcx_status_t st = gcx_code_create(&cp, &code);
+        TORCH_CHECK(st == GCX_OK, "torch_gcx.coded: no ", kind,
+                    " code for n = ", n, " workers and s = ", s, ": ",
+                    status_message("gcx_code_create", st));
+        if (pipelined) {
+            st = gcx_pgc_create(code, &pgc);
+            if (st != GCX_OK) {
+                gcx_code_destroy(code);
+                check(st, "gcx_pgc_create");
+            }
+            load = gcx_pgc_period(pgc);
+        } else {
+            load = gcx_code_load(code);
+        }
+    }
+    ~Code()
+    {
+        gcx_pgc_destroy(pgc);
+        gcx_code_destroy(code);
+    }
+    Code(const Code &)            = delete;
+    Code &operator=(const Code &) = delete;
+
+    void check_worker(int w) const
+    {
+        TORCH_CHECK(w >= 0 && w < n, "torch_gcx.coded: worker ", w,
+                    " out of range 0..", n - 1);
+    }
+
+    // gc: (partitions, coefficients) of worker w's row
+    std::pair<std::vector<int>, std::vector<double>> assignment(int w) const
+    {
+        check_worker(w);
+        std::vector<int> parts(static_cast<size_t>(gcx_code_load(code)));
+        std::vector<double> coeffs(parts.size());
+        int count = 0;
+        check(gcx_code_assignment(code, w, parts.data(), coeffs.data(), &count),
+              "gcx_code_assignment");
+        parts.resize(static_cast<size_t>(count));
+        coeffs.resize(static_cast<size_t>(count));
+        return {parts, coeffs};
+    }
+
+    // pgc: (slot, partition) worker w computes at step t (partition -1: none)
+    std::pair<int, int> compute(int w, int64_t t) const
+    {
+        check_worker(w);
+        TORCH_CHECK(pgc != nullptr, "torch_gcx.coded: not a pipelined code");
+        TORCH_CHECK(t >= 0, "torch_gcx.coded: step must be >= 0, got ", t);
+        int slot = -1, part = -1;
+        check(gcx_pgc_compute(pgc, w, t, &slot, &part), "gcx_pgc_compute");
+        return {slot, part};
+    }
+
+    std::vector<int> slots(int w) const
+    {
+        check_worker(w);
+        TORCH_CHECK(pgc != nullptr, "torch_gcx.coded: not a pipelined code");
+        std::vector<int> parts(static_cast<size_t>(load));
+        check(gcx_pgc_slots(pgc, w, parts.data()), "gcx_pgc_slots");
+        return parts;
+    }
+};
+
+// The code alone, for the sampler (no communicator).
+class CodeInfo {
+  public:
+    CodeInfo(const std::string &kind, bool pipelined, int n, int s)
+        : code_(kind, pipelined, n, s, false)
+    {
+    }
+    int workers() const { return code_.n; }
+    int stragglers() const { return code_.s; }
+    int load() const { return code_.load; }
+    bool pipelined() const { return code_.pgc != nullptr; }
+    std::pair<std::vector<int>, std::vector<double>> assignment(int w) const
+    {
+        return code_.assignment(w);
+    }
+    std::pair<int, int> compute(int w, int64_t t) const
+    {
+        return code_.compute(w, t);
+    }
+    std::vector<int> slots(int w) const { return code_.slots(w); }
+
+  private:
+    Code code_;
+};
+
+// One coded gather over a gcx group, with the worker's buffers.
+class CodedGather {
+  public:
+    CodedGather(const c10::intrusive_ptr<c10d::Backend> &pg,
+                const std::string &kind, bool pipelined, int s, bool master,
+                int root, int64_t nfloats, bool weighted, double cf,
+                uint64_t seed)
+        : pg_(pg), backend_(&as_gcx(pg)), nfloats_(static_cast<size_t>(nfloats))
+    {
+        int size = group_size(*backend_);
+        int n    = size - (master ? 1 : 0);
+        TORCH_CHECK(size >= 2, "torch_gcx.coded: needs a group of at least 2 "
+                    "ranks, this one has ", size);
+        TORCH_CHECK(root >= 0 && root < size, "torch_gcx.coded: root ", root,
+                    " out of range 0..", size - 1);
+        TORCH_CHECK(nfloats >= 0 && nfloats < (int64_t{1} << 32),
+                    "torch_gcx.coded: ", nfloats,
+                    " gradient entries (0..2^32)");
+        code_  = std::make_unique<Code>(kind, pipelined, n, s, weighted);
+        count_ = nfloats_ + 1; // + the partition's loss
+        for (int k = 0; k < code_->load; ++k) {
+            bufs_.push_back(
+                at::zeros({static_cast<int64_t>(count_)}, at::kFloat));
+        }
+        msg_  = at::zeros({static_cast<int64_t>(count_)}, at::kFloat);
+        sum_  = at::zeros({static_cast<int64_t>(count_)}, at::kFloat);
+        grad_ = at::zeros({static_cast<int64_t>(nfloats_)}, at::kFloat);
+        slot_steps_.assign(static_cast<size_t>(code_->load), -1);
+        if (cf > 0) {
+            TORCH_CHECK(parse_code(kind) == GCX_CODE_FR,
+                        "torch_gcx.coded: compress is for FR codes (gc-fr, "
+                        "pgc-fr) only: the members of an FR group send the "
+                        "same message, so their residuals stay equal");
+            setup_compression(cf, seed);
+        }
+
+        gcx_coded_params_t params = {};
+        params.code               = code_->code;
+        params.count              = count_;
+        params.root               = root;
+        params.root_not_worker    = master ? 1 : 0;
+        params.lost_rounds        = 1; // pgc: a dead worker's mate abstains
+        gcx_coded_t **out         = &coded_;
+        try {
+            submit_composite(*backend_, "gcx_coded_create", {},
+                             [params, out](gcx_comm_t *c, auto &) {
+                                 return gcx_coded_create(c, &params, out);
+                             },
+                             {})
+                ->wait();
+        } catch (...) {
+            release_compression();
+            throw;
+        }
+        worker_ = gcx_coded_worker(coded_, pg->getRank());
+        if (worker_ >= 0 && !code_->pgc) {
+            auto a   = code_->assignment(worker_);
+            parts_   = a.first;
+            coeffs_  = a.second;
+        }
+        pcoeffs_.assign(static_cast<size_t>(code_->load), 0.0);
+        if (pg->getRank() == root) {
+            keeper_ = std::thread([this] { keep_progress(); });
+        }
+    }
+
+    ~CodedGather()
+    {
+        stop_keeper();
+        try {
+            if (PyGILState_Check()) {
+                py::gil_scoped_release nogil;
+                close();
+            } else {
+                close();
+            }
+        } catch (...) {
+            // the group is gone: the object stays (the code with it), as
+            // gcx_coded_destroy() needs a live communicator
+            coded_ = nullptr;
+            (void)code_.release();
+        }
+        release_compression();
+    }
+    CodedGather(const CodedGather &)            = delete;
+    CodedGather &operator=(const CodedGather &) = delete;
+
+    int worker() const { return worker_; }
+    int workers() const { return code_->n; }
+    int load() const { return code_->load; }
+    at::Tensor buffer(int k) const
+    {
+        TORCH_CHECK(k >= 0 && k < code_->load, "torch_gcx.coded: buffer ", k,
+                    " out of range");
+        return bufs_[static_cast<size_t>(k)];
+    }
+    at::Tensor message() const { return msg_; }
+    at::Tensor grad() const { return grad_; }
+    double loss() const { return loss_; }
+    std::pair<std::vector<int>, std::vector<double>> assignment() const
+    {
+        return {parts_, coeffs_};
+    }
+    std::pair<int, int> pgc_compute(int64_t t) const
+    {
+        return code_->compute(worker_, t);
+    }
+
+    // Whether this rank's next round is already decoded (skip computing).
+    bool ready()
+    {
+        auto flag = std::make_shared<int>(0);
+        gcx_coded_t *cd = live();
+        submit_composite(*backend_, "gcx_coded_ready", {},
+                         [cd, flag](gcx_comm_t *, auto &) {
+                             return gcx_coded_ready(cd, flag.get());
+                         },
+                         {})
+            ->wait();
+        return *flag != 0;
+    }
+
+    // pgc: slot recomputed at step t
+    void computed(int slot, int64_t t)
+    {
+        TORCH_CHECK(slot >= 0 && slot < code_->load, "torch_gcx.coded: slot ",
+                    slot, " out of range");
+        slot_steps_[static_cast<size_t>(slot)] = t;
+    }
+
+    // Encode this step's message (unless nothing was computed: the round is
+    // already decoded), and start the round. Returns the Work; after it, the
+    // averaged gradient is grad(), result() says what it was decoded from.
+    c10::intrusive_ptr<c10d::Work> round(int64_t t, bool did_compute)
+    {
+        gcx_coded_t *cd = live();
+        bool send       = true;
+        if (worker_ >= 0 && did_compute) {
+            if (code_->pgc == nullptr) {
+                encode(static_cast<int>(parts_.size()), coeffs_.data());
+            } else {
+                int valid = 0;
+                check(gcx_pgc_message_valid(code_->pgc, worker_, t,
+                                            slot_steps_.data(), &valid),
+                      "gcx_pgc_message_valid");
+                send = valid != 0;
+                if (send) {
+                    check(gcx_pgc_coeffs(code_->pgc, worker_, t,
+                                         pcoeffs_.data()),
+                          "gcx_pgc_coeffs");
+                    encode(code_->load, pcoeffs_.data());
+                }
+            }
+        } else if (worker_ >= 0 && code_->pgc != nullptr) {
+            // skipped (decoded without us): the round completes at once;
+            // abstain rather than send a message that is not ours
+            send = false;
+        }
+        sent_ = send;
+        res_  = {};
+        float *msg = msg_.data_ptr<float>(), *sum = sum_.data_ptr<float>();
+        float *g = grad_.data_ptr<float>();
+        gcx_coded_result_t *res = &res_;
+        double *loss = &loss_;
+        size_t nf = nfloats_;
+        double inv = 1.0 / static_cast<double>(code_->n);
+        StartFn start = [cd, send, msg, sum, res](gcx_comm_t *, auto &reqs) {
+            if (send) {
+                GCX_ISSUE(gcx_coded_gather(cd, msg, sum, res, &r_));
+            } else {
+                GCX_ISSUE(gcx_coded_abstain(cd, sum, res, &r_));
+            }
+            return GCX_OK;
+        };
+        auto state = kstate_;
+        state->inflight++;
+        auto post = [res, sum, g, nf, inv, loss, state] {
+            state->inflight--;
+            if (res->lost) { // every rank alike: a zero gradient
+                std::memset(g, 0, nf * sizeof(float));
+                *loss = NAN;
+                return;
+            }
+            for (size_t i = 0; i < nf; ++i) {
+                g[i] = static_cast<float>(static_cast<double>(sum[i]) * inv);
+            }
+            *loss = static_cast<double>(sum[nf]) * inv;
+        };
+        return submit_composite(*backend_, send ? "gcx_coded_gather"
+                                                : "gcx_coded_abstain",
+                                {grad_}, start, post);
+    }
+
+    py::dict result() const
+    {
+        py::dict d;
+        d["round"]      = res_.round;
+        d["arrived"]    = res_.arrived;
+        d["used"]       = res_.used;
+        d["abstained"]  = res_.abstained;
+        d["skipped"]    = static_cast<bool>(res_.skipped);
+        d["lost"]       = static_cast<bool>(res_.lost);
+        d["round_time"] = res_.round_time;
+        d["sent"]       = sent_;
+        return d;
+    }
+
+    py::dict stats()
+    {
+        auto st = std::make_shared<gcx_coded_stats_t>();
+        gcx_coded_t *cd = live();
+        {
+            py::gil_scoped_release nogil; // the engine may wait for a callback
+            submit_composite(*backend_, "gcx_coded_stats", {},
+                             [cd, st](gcx_comm_t *, auto &) {
+                                 return gcx_coded_stats(cd, st.get());
+                             },
+                             {})
+                ->wait();
+        }
+        py::dict d;
+        d["rounds"]         = st->rounds;
+        d["late_dropped"]   = st->late_dropped;
+        d["unneeded"]       = st->unneeded;
+        d["early"]          = st->early;
+        d["skipped"]        = st->skipped;
+        d["abstained"]      = st->abstained;
+        d["gone"]           = st->gone;
+        d["rounds_lost"]    = st->rounds_lost;
+        d["transfers_lost"] = st->transfers_lost;
+        return d;
+    }
+
+    // A copy of the error-feedback residual (compress only).
+    at::Tensor residual() const
+    {
+        TORCH_CHECK(fb_ != nullptr, "torch_gcx.coded: no compression");
+        at::Tensor t = at::empty({static_cast<int64_t>(nfloats_)}, at::kFloat);
+        std::memcpy(t.data_ptr<float>(), gcx_feedback_residual(fb_),
+                    nfloats_ * sizeof(float));
+        return t;
+    }
+
+    uint64_t sent_entries() const { return sent_entries_; }
+
+    // Destroy the coded gather on the engine (not collective); idempotent.
+    void close()
+    {
+        stop_keeper();
+        if (coded_ == nullptr) {
+            return;
+        }
+        gcx_coded_t *cd = coded_;
+        coded_          = nullptr;
+        submit_composite(*backend_, "gcx_coded_destroy", {},
+                         [cd](gcx_comm_t *, auto &) {
+                             gcx_coded_destroy(cd);
+                             return GCX_OK;
+                         },
+                         {})
+            ->wait();
+    }
+
+  private:
+    // The root's keeper thread (see the file comment): one gcx_progress job
+    // at a time, every millisecond, while no round is in flight. A failed
+    // job (the communicator failed) never clears `pending`: it stops.
+    struct KeeperState {
+        std::atomic<bool> pending{false};
+        std::atomic<int64_t> inflight{0}; // rounds submitted, not finished
+    };
+
+    void keep_progress()
+    {
+        std::unique_lock<std::mutex> lk(kmu_);
+        while (!kstop_) {
+            kcv_.wait_for(lk, std::chrono::milliseconds(1));
+            if (kstop_ || kstate_->inflight.load() > 0 ||
+                kstate_->pending.load()) {
+                continue;
+            }
+            kstate_->pending = true;
+            auto state       = kstate_;
+            try {
+                submit_composite(*backend_, "gcx_progress", {},
+                                 [](gcx_comm_t *c, auto &) {
+                                     return gcx_progress(c);
+                                 },
+                                 [state] { state->pending = false; });
+            } catch (...) {
+                return; // the group or the engine is gone
+            }
+        }
+    }
+
+    void stop_keeper()
+    {
+        {
+            std::lock_guard<std::mutex> lk(kmu_);
+            kstop_ = true;
+        }
+        kcv_.notify_all();
+        if (keeper_.joinable()) {
+            keeper_.join();
+        }
+    }
+
+    gcx_coded_t *live() const
+    {
+        TORCH_CHECK(coded_ != nullptr, "torch_gcx.coded: closed");
+        return coded_;
+    }
+
+    // msg = sum_k coeffs[k] bufs[k]; with compression msg's gradient part
+    // becomes top-k of (residual + it), the residual keeping the rest.
+    void encode(int count, const double *coeffs)
+    {
+        std::vector<const float *> vecs(static_cast<size_t>(count));
+        for (int k = 0; k < count; ++k) {
+            vecs[static_cast<size_t>(k)] =
+                bufs_[static_cast<size_t>(k)].data_ptr<float>();
+        }
+        float *msg = msg_.data_ptr<float>();
+        check(gcx_code_encode(count, coeffs, vecs.data(), count_, msg),
+              "gcx_code_encode");
+        if (fb_ == nullptr) {
+            return;
+        }
+        gcx_status_t st = gcx_feedback_accumulate(fb_, msg);
+        TORCH_CHECK(st == GCX_OK, "torch_gcx.coded: the coded message holds "
+                    "NaN or Inf (or its sum with the residual overflows): ",
+                    status_message("gcx_feedback_accumulate", st));
+        gcx_compress_stats_t cs;
+        check(gcx_compress_dense(comp_, gcx_feedback_residual(fb_), nfloats_,
+                                 cf_, &sent_sv_, &cs),
+              "gcx_compress_dense");
+        check(gcx_feedback_commit(fb_, &sent_sv_), "gcx_feedback_commit");
+        float loss = msg[nfloats_];
+        check(gcx_sparse_vec_to_dense(&sent_sv_, msg),
+              "gcx_sparse_vec_to_dense");
+        msg[nfloats_] = loss;
+        sent_entries_ += sent_sv_.nnz;
+    }
+
+    void setup_compression(double cf, uint64_t seed)
+    {
+        gcx_compress_kind_t kind;
+        check(gcx_compress_kind_parse("topk", &kind),
+              "gcx_compress_kind_parse");
+        size_t cap = 0;
+        gcx_status_t st = gcx_compress_capacity(kind, nfloats_, cf, &cap);
+        TORCH_CHECK(st == GCX_OK, "torch_gcx.coded: topk(cf): cf must be >= 1, "
+                    "got ", cf);
+        cf_ = cf;
+        try {
+            check(gcx_feedback_create(nfloats_, nullptr, &fb_),
+                  "gcx_feedback_create");
+            check(gcx_compressor_create(kind, seed, &comp_),
+                  "gcx_compressor_create");
+            check(gcx_sparse_vec_alloc(cap, nfloats_, &sent_sv_),
+                  "gcx_sparse_vec_alloc");
+        } catch (...) {
+            release_compression();
+            throw;
+        }
+    }
+
+    void release_compression()
+    {
+        gcx_sparse_vec_free(&sent_sv_);
+        gcx_compressor_destroy(comp_);
+        gcx_feedback_destroy(fb_);
+        comp_ = nullptr;
+        fb_   = nullptr;
+    }
+
+    c10::intrusive_ptr<c10d::Backend> pg_; // keeps the group's backend alive
+    GcxBackend *backend_;
+    size_t nfloats_;
+    size_t count_ = 0;
+    std::unique_ptr<Code> code_;
+    gcx_coded_t *coded_ = nullptr;
+    int worker_ = -1;
+    std::vector<at::Tensor> bufs_;
+    at::Tensor msg_, sum_, grad_;
+    std::vector<int> parts_;
+    std::vector<double> coeffs_, pcoeffs_;
+    std::vector<int64_t> slot_steps_;
+    gcx_coded_result_t res_ = {};
+    bool sent_              = false;
+    double loss_            = 0;
+    // compression
+    double cf_               = 0;
+    gcx_feedback_t *fb_      = nullptr;
+    gcx_compressor_t *comp_  = nullptr;
+    gcx_sparse_vec_t sent_sv_ = {};
+    uint64_t sent_entries_   = 0;
+    // the root's progress keeper
+    std::shared_ptr<KeeperState> kstate_ = std::make_shared<KeeperState>();
+    std::thread keeper_;
+    std::mutex kmu_;
+    std::condition_variable kcv_;
+    bool kstop_ = false;
+};
+
+} // namespace
+
+void bind_coded(py::module_ &m)
+{
+    using Rel = py::call_guard<py::gil_scoped_release>;
+    py::class_<CodeInfo>(m, "CodeInfo")
+        .def(py::init<const std::string &, bool, int, int>(), py::arg("kind"),
+             py::arg("pipelined"), py::arg("n"), py::arg("s"))
+        .def("workers", &CodeInfo::workers)
+        .def("stragglers", &CodeInfo::stragglers)
+        .def("load", &CodeInfo::load)
+        .def("pipelined", &CodeInfo::pipelined)
+        .def("assignment", &CodeInfo::assignment)
+        .def("compute", &CodeInfo::compute)
+        .def("slots", &CodeInfo::slots);
+    py::class_<CodedGather>(m, "CodedGather")
+        .def(py::init<const c10::intrusive_ptr<c10d::Backend> &,
+                      const std::string &, bool, int, bool, int, int64_t, bool,
+                      double, uint64_t>(),
+             py::arg("backend"), py::arg("kind"), py::arg("pipelined"),
+             py::arg("s"), py::arg("master"), py::arg("root"),
+             py::arg("nfloats"), py::arg("weighted"), py::arg("cf"),
+             py::arg("seed"), Rel())
+        .def("worker", &CodedGather::worker)
+        .def("workers", &CodedGather::workers)
+        .def("load", &CodedGather::load)
+        .def("buffer", &CodedGather::buffer)
+        .def("message", &CodedGather::message)
+        .def("grad", &CodedGather::grad)
+        .def("loss", &CodedGather::loss)
+        .def("assignment", &CodedGather::assignment)
+        .def("pgc_compute", &CodedGather::pgc_compute)
+        .def("ready", &CodedGather::ready, Rel())
+        .def("computed", &CodedGather::computed)
+        .def("round", &CodedGather::round, Rel(),
+             "Encode this step's message and start its coded round; a Work.")
+        .def("result", &CodedGather::result)
+        .def("stats", &CodedGather::stats)
+        .def("residual", &CodedGather::residual)
+        .def("sent_entries", &CodedGather::sent_entries)
+        .def("close", &CodedGather::close, Rel());
+}
+
+} // namespace torch_gcx

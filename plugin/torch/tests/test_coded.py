@@ -1,0 +1,66 @@
+"""pytest suite of torch_gcx.coded: coded data-parallel training (gc-fr,
+gc-cr, pgc-fr, pgc-cr) on 3-4 ranks of coded_worker.py (fresh processes,
+killed if one hangs). Each scenario checks every round's decoded gradient
+against a serial reference (the full-batch mean for gc, the pipeline's
+composition for pgc) and the parameters across ranks bit for bit; with a
+fixed slow rank and the exponential model; with workers SIGKILLed (<= s:
+the survivors finish with equal parameters; > s: an error on every
+survivor); bad use; top-k on the coded message (equal residuals in a group,
+exact decode).
+
+Cost: 10 launches of 3-4 processes, ~4-6 minutes on 2 loaded cores."""
+import pytest
+
+from launch import check_ok, launch
+
+CODES = ["gc-fr", "gc-cr", "pgc-fr", "pgc-cr"]
+
+
+def run(scenario, size, **kw):
+    return check_ok(scenario, size, script="coded_worker.py", **kw)
+
+
+def test_decoded_gradient_is_the_reference_and_ranks_agree():
+    # all four codes in one launch of 4 ranks, one after the other
+    outs = run("exact:" + ",".join(CODES), 4, timeout=300)
+    for code in CODES:
+        assert all(f"exact {code} ok" in o for o in outs), (code, outs[0])
+
+
+def test_master_is_not_a_worker():
+    outs = run("master:gc-cr,pgc-fr", 3, timeout=240)
+    for code in ["gc-cr", "pgc-fr"]:
+        assert all(f"master {code} ok" in o for o in outs), (code, outs[0])
+
+
+@pytest.mark.parametrize("code", ["gc-fr", "pgc-cr"])
+def test_stragglers_fixed_and_exponential_stay_exact(code):
+    outs = run(f"straggler:{code}", 4, timeout=240)
+    assert all(f"straggler {code} ok" in o for o in outs), outs[0]
+
+
+@pytest.mark.parametrize("code", ["gc-fr", "pgc-fr", "gc-cr"])
+def test_killed_worker_survivors_finish_with_equal_parameters(code):
+    res = launch(f"kill:{code}/1", 4, script="coded_worker.py", timeout=180)
+    assert res[3][0] == -9, res[3]
+    for rank, (rc, out) in enumerate(res[:3]):
+        assert rc == 0 and f"kill {code} ok" in out, (rank, rc, out[-3000:])
+
+
+def test_more_dead_than_s_is_an_error_on_every_survivor():
+    res = launch("kill:gc-fr/2", 4, script="coded_worker.py", timeout=180)
+    assert res[2][0] == -9 and res[3][0] == -9, res
+    for rank, (rc, out) in enumerate(res[:2]):
+        assert rc == 0 and "coded round error" in out and "tolerates s = 1" \
+            in out, (rank, rc, out[-3000:])
+
+
+def test_bad_use_is_an_error_on_every_rank():
+    outs = run("bad_use", 3)
+    assert all("bad use ok" in o for o in outs), outs[0]
+
+
+def test_topk_on_the_coded_message_keeps_fr_exact():
+    outs = run("topk:gc-fr,pgc-fr", 4, timeout=240)
+    for code in ["gc-fr", "pgc-fr"]:
+        assert all(f"topk {code} ok" in o for o in outs), (code, outs[0])

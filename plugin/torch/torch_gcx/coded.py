@@ -1,0 +1,543 @@
+"""Coded data-parallel training of any torch model on gcx (gradient coding).
+
+    import torch_gcx
+    from torch_gcx import coded
+    model = coded.CodedDataParallel(net, code="pgc-fr", s=1)  # gcx group
+    sampler = model.sampler(len(dataset), batch_size=32)  # per partition
+    for epoch in range(epochs):
+        for step in sampler:                          # a CodedStep
+            loss = model.backward(step, lambda idx: F.cross_entropy(
+                net(X[idx]), Y[idx]))
+            opt.step()     # .grad: the averaged gradient, as after DDP
+
+The global batch of a step is cut into n partitions (n = workers); the code
+gives each worker the partitions it computes. gc-fr / gc-cr (gradient
+coding, Tandon et al.): every step a worker computes the s+1 partitions of
+its row, one backward each, and sends their coded combination. pgc-fr /
+pgc-cr (pipelined gradient coding, Su & Li): every step a worker computes
+ONE partition (slot t mod (s+1)) and sends the combination of its latest s+1
+partition gradients, one fresh and one of each staleness 1..s. The root
+decodes the sum of all partition gradients from the first decodable set of
+workers (the fastest n-s at worst; FR: one per group), so up to s slow or
+dead workers never hold a step up. Encoding, the coded gather and decoding
+are libgcx's (gcx/coding.h, gcx/coded.h), run by the C++ half (csrc/coded.cc)
+as one composite job on the engine, with the GIL released.
+
+A worker whose step is already decoded when it gets there computes nothing
+and catches up. A pipelined worker that skipped a step abstains until its
+stale slot is recomputed. A step that abstentions leave undecodable
+(pgc: a dead worker's group-mate still has a skipped slot) is lost on every
+rank alike: a zero gradient, counted in `lost_rounds`. With more than s
+workers gone (or the root gone) the round fails on every rank and
+`backward()` raises CodedRoundError; the group's communicator is then failed.
+
+See README.md, "Coded training".
+"""
+import random
+import time
+import zlib
+
+import torch
+import torch.distributed as dist
+
+from . import _C
+
+__all__ = ["CodedDataParallel", "CodedSampler", "CodedStep",
+           "CodedRoundError", "topk", "CODES"]
+
+# name -> (code family, pipelined)
+CODES = {"gc-fr": ("fr", False), "gc-cr": ("cr", False),
+         "pgc-fr": ("fr", True), "pgc-cr": ("cr", True)}
+
+
+class topk:  # noqa: N801  (reads as compress=topk(100))
+    """compress=topk(cf): each worker adds its coded message to an
+    error-feedback residual and sends the top n/cf entries of it (FR codes:
+    gc-fr, pgc-fr)."""
+
+    def __init__(self, cf):
+        if not (isinstance(cf, (int, float)) and cf >= 1):
+            raise ValueError(f"torch_gcx.coded.topk: cf must be a number "
+                             f">= 1, got {cf!r}")
+        self.cf = float(cf)
+
+    def __repr__(self):
+        return f"topk({self.cf:g})"
+
+
+class CodedRoundError(RuntimeError):
+    """A coded round failed on every rank: more than s workers gone, the root
+    gone, or a timeout. The group's communicator has failed."""
+
+
+class CodedStep:
+    """One step of a CodedSampler: the round number, the epoch, the global
+    batch, and the dataset indices of each partition this worker computes
+    ({partition: LongTensor}; empty for a master)."""
+
+    __slots__ = ("round", "epoch", "batch", "partitions", "_sampler")
+
+    def __init__(self, round_, epoch, batch, partitions, sampler):
+        self.round, self.epoch, self.batch = round_, epoch, batch
+        self.partitions, self._sampler = partitions, sampler
+
+    def __repr__(self):
+        return (f"CodedStep(round={self.round}, epoch={self.epoch}, "
+                f"batch={self.batch}, partitions={sorted(self.partitions)})")
+
+
+def _check_code(code, s, n):
+    """The rules a (code, s, n) must follow; raises ValueError."""
+    if code not in CODES:
+        raise ValueError(f"torch_gcx.coded: unknown code {code!r} "
+                         f"(one of {', '.join(CODES)})")
+    if not isinstance(s, int) or isinstance(s, bool) or s < 0:
+        raise ValueError(f"torch_gcx.coded: s must be an integer >= 0, "
+                         f"got {s!r}")
+    if n < 1 or n > 64:
+        raise ValueError(f"torch_gcx.coded: n = {n} workers: gcx codes have "
+                         f"1..64 workers")
+    if s >= n:
+        raise ValueError(f"torch_gcx.coded: s = {s} stragglers needs more "
+                         f"than s workers, there are n = {n} (s < n)")
+    if CODES[code][0] == "fr" and n % (s + 1) != 0:
+        raise ValueError(f"torch_gcx.coded: {code} (fractional repetition) "
+                         f"needs s+1 = {s + 1} to divide the n = {n} workers")
+
+
+class CodedSampler:
+    """Which samples each worker computes at each step.
+
+    Every epoch, a permutation of range(dataset_len) (seeded by `seed` and
+    the epoch, the same on every rank) is cut into global batches of
+    n * batch_size samples, each into n partitions of batch_size. gc: one
+    step per global batch; the worker computes the s+1 partitions of its row
+    of the code. pgc: s+1 steps per global batch (steps u(s+1) ...
+    u(s+1)+s use global batch u); at round t the worker computes the one
+    partition of slot t mod (s+1), so over the s+1 steps of a global batch
+    it computes each of its partitions once, and an epoch is still one pass
+    over the data. The tail that does not fill a global batch is dropped.
+
+    Made from a CodedDataParallel (`model.sampler(...)` or coded=model), or
+    from (code, s, n, worker) alone. Iterating yields the CodedSteps of the
+    current epoch, then moves to the next epoch (or call set_epoch).
+    """
+
+    def __init__(self, dataset_len, batch_size, code=None, s=None, n=None,
+                 worker=None, coded=None, seed=0, shuffle=True):
+        if coded is not None:
+            code = coded.code if code is None else code
+            s = coded.s if s is None else s
+            n = coded.n if n is None else n
+            worker = coded.worker if worker is None else worker
+        if code is None or s is None or n is None:
+            raise ValueError("torch_gcx.coded.CodedSampler: give coded= or "
+                             "code=, s= and n=")
+        _check_code(code, s, n)
+        if worker is not None and not 0 <= worker < n:
+            raise ValueError(f"torch_gcx.coded.CodedSampler: worker {worker} "
+                             f"out of range 0..{n - 1} (None: a master)")
+        if not batch_size >= 1 or not dataset_len >= 0:
+            raise ValueError("torch_gcx.coded.CodedSampler: batch_size >= 1 "
+                             "and dataset_len >= 0")
+        self.code, self.s, self.n, self.worker = code, s, n, worker
+        self.dataset_len, self.batch_size = int(dataset_len), int(batch_size)
+        self.seed, self.shuffle = int(seed), bool(shuffle)
+        kind, pipelined = CODES[code]
+        self._info = _C.CodeInfo(kind, pipelined, n, s)
+        self.steps_per_batch = s + 1 if pipelined else 1
+        self.batches = self.dataset_len // (n * self.batch_size)
+        if self.batches == 0:
+            raise ValueError(
+                f"torch_gcx.coded.CodedSampler: {dataset_len} samples do not "
+                f"fill one global batch of n * batch_size = "
+                f"{n * self.batch_size}")
+        self.epoch = 0
+
+    def __len__(self):
+        """Steps per epoch."""
+        return self.batches * self.steps_per_batch
+
+    def set_epoch(self, epoch):
+        self.epoch = int(epoch)
+
+    def partitions(self, round_):
+        """The partitions the worker computes at a round (a list)."""
+        if self.worker is None:
+            return []
+        if self.steps_per_batch == 1:
+            return list(self._info.assignment(self.worker)[0])
+        part = self._info.compute(self.worker, round_)[1]
+        return [part] if part >= 0 else []
+
+    def _perm(self, epoch):
+        if not self.shuffle:
+            return torch.arange(self.dataset_len)
+        g = torch.Generator().manual_seed(self.seed * 1000003 + epoch)
+        return torch.randperm(self.dataset_len, generator=g)
+
+    def __iter__(self):
+        epoch = self.epoch
+        perm = self._perm(epoch)
+        g, b = self.n * self.batch_size, self.batch_size
+        for t in range(len(self)):
+            round_ = epoch * len(self) + t
+            u = t // self.steps_per_batch
+            parts = {j: perm[u * g + j * b:u * g + (j + 1) * b]
+                     for j in self.partitions(round_)}
+            yield CodedStep(round_, epoch, u, parts, self)
+        self.epoch = epoch + 1
+
+    def _fingerprint(self):
+        # what every rank's sampler must agree on, and what its own model's
+        # code must match: [code, s, n, worker, len, batch, seed, shuffle]
+        return [list(CODES).index(self.code), self.s, self.n,
+                -1 if self.worker is None else self.worker, self.dataset_len,
+                self.batch_size, self.seed, int(self.shuffle)]
+
+
+def _parse_straggler(straggler):
+    """None | "exp:M" | (rank, ms) | "R:MS" -> (mean multiple, rank, ms)."""
+    if straggler is None:
+        return 0.0, -1, 0.0
+    bad = ValueError(f"torch_gcx.coded: straggler must be None, 'exp:M' "
+                     f"(M > 0), (rank, ms) or 'R:MS', got {straggler!r}")
+    if isinstance(straggler, str):
+        head, _, tail = straggler.partition(":")
+        try:
+            if head == "exp":
+                m = float(tail)
+                if not m > 0:
+                    raise bad
+                return m, -1, 0.0
+            straggler = (int(head), float(tail))
+        except ValueError:
+            raise bad from None
+    try:
+        rank, ms = straggler
+        rank, ms = int(rank), float(ms)
+    except (TypeError, ValueError):
+        raise bad from None
+    if rank < 0 or not ms >= 0:
+        raise bad
+    return 0.0, rank, ms
+
+
+def _num(x):
+    # an argument as a float for the agreement check; a value that is not a
+    # number still takes part (and is refused afterwards, on every rank)
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return -1.5e300
+
+
+def _exp_draw(seed, round_, worker, part):
+    """Exp(1) from (seed, round, worker, partition): repeatable, independent."""
+    return random.Random(f"gcx-straggler:{seed}:{round_}:{worker}:{part}") \
+        .expovariate(1.0)
+
+
+class CodedDataParallel(torch.nn.Module):
+    """Wrap a model for coded data-parallel training over a gcx group.
+
+    code: "gc-fr", "gc-cr", "pgc-fr" or "pgc-cr". s: stragglers (slow or dead
+    workers) tolerated. n: the number of workers if given, which must be the
+    group size (master_is_worker=True) or one less (False: the root, rank
+    `root` of the group, decodes and computes nothing, as in the papers).
+    straggler: None; "exp:M" (every worker, after each partition gradient it
+    computes, sleeps M x that computation's time x an Exp(1) draw from
+    (seed, round, worker, partition): the papers' model); (rank, ms) or
+    "R:MS" (that rank sleeps ms in every step it computes in). compress:
+    None or topk(cf) (FR codes). catch_up: True (default), a worker whose
+    round is already decoded when it gets there skips computing it; False,
+    it always computes (with compress this keeps an FR group's residuals
+    equal even when a member falls behind; see README.md). decoding:
+    "exact", or "weighted" for CR (Su & Li's approximate decoding). group:
+    the process group (backend gcx; default: the default group).
+
+    Every rank must pass the same arguments: they are compared first, and a
+    difference, or a bad value, raises ValueError on every rank. Parameters
+    are float32 CPU tensors; rank `root`'s values are broadcast at creation.
+    After `backward(step, loss_fn)` every parameter's .grad holds the
+    averaged gradient, the same bits on every rank.
+    """
+
+    def __init__(self, module, code="pgc-fr", s=1, n=None,
+                 master_is_worker=True, root=0, straggler=None,
+                 compress=None, group=None, decoding="exact", seed=0,
+                 catch_up=True):
+        super().__init__()
+        self.module = module
+        self.group = group if group is not None else \
+            dist.distributed_c10d._get_default_group()
+        size = dist.get_world_size(self.group)
+        self.rank = dist.get_rank(self.group)
+        params = [p for p in module.parameters() if p.requires_grad]
+        cf = compress.cf if isinstance(compress, topk) else \
+            (-1.0 if compress is not None else 0.0)
+        # compare every rank's arguments before judging them, so that one
+        # rank's bad value is an error on every rank, not a hang
+        try:
+            strag = _parse_straggler(straggler)
+            strag_fp = [strag[0], strag[1], strag[2]]
+        except ValueError:
+            strag, strag_fp = None, [-1.0, -2.0, -1.0]
+        mine = [float(list(CODES).index(code)) if code in CODES else -1.0,
+                _num(s), -1.0 if n is None else _num(n),
+                float(bool(master_is_worker)), _num(root), cf,
+                float(sum(p.numel() for p in params)),
+                float(zlib.crc32(str(decoding).encode())), _num(seed),
+                float(bool(catch_up))] + strag_fp
+        names = ["code", "s", "n", "master_is_worker", "root", "compress",
+                 "parameter count", "decoding", "seed", "catch_up",
+                 "straggler", "straggler", "straggler"]
+        table = self._all_gather(mine)
+        for i, name in enumerate(names):
+            col = [row[i] for row in table]
+            if any(v != col[0] for v in col):
+                raise ValueError(f"torch_gcx.coded.CodedDataParallel: the "
+                                 f"ranks disagree on {name} (per rank: "
+                                 f"{col})")
+        workers = size - (0 if master_is_worker else 1)
+        if n is not None and n != workers:
+            raise ValueError(
+                f"torch_gcx.coded: n = {n} but the group of {size} ranks has "
+                f"{workers} workers (n is the group size"
+                f"{'' if master_is_worker else ' minus the master'})")
+        if size < 2:
+            raise ValueError("torch_gcx.coded: needs a group of at least 2 "
+                             "ranks")
+        for name, v in (("n", n), ("root", root), ("seed", seed)):
+            if v is not None and (not isinstance(v, int) or
+                                  isinstance(v, bool)):
+                raise ValueError(f"torch_gcx.coded: {name} must be an "
+                                 f"integer, got {v!r}")
+        if not 0 <= root < size:
+            raise ValueError(f"torch_gcx.coded: root {root} out of range "
+                             f"0..{size - 1}")
+        _check_code(code, s, workers)
+        if strag is None:
+            _parse_straggler(straggler)  # raises, naming the value
+        if compress is not None and not isinstance(compress, topk):
+            raise ValueError(f"torch_gcx.coded: compress must be None or "
+                             f"topk(cf), got {compress!r}")
+        if compress is not None and CODES[code][0] != "fr":
+            raise ValueError(f"torch_gcx.coded: compress={compress!r} is for "
+                             f"FR codes (gc-fr, pgc-fr), not {code}")
+        if decoding not in ("exact", "weighted") or \
+                (decoding == "weighted" and CODES[code][0] != "cr"):
+            raise ValueError(f"torch_gcx.coded: decoding must be 'exact', or "
+                             f"'weighted' for CR codes; got {decoding!r} "
+                             f"for {code}")
+        for name, p in module.named_parameters():
+            if p.requires_grad and (p.dtype != torch.float32 or
+                                    p.device.type != "cpu"):
+                raise ValueError(f"torch_gcx.coded: parameter {name} is "
+                                 f"{p.dtype} on {p.device}; coded training "
+                                 f"takes float32 CPU parameters")
+        self.code, self.s, self.n = code, s, workers
+        self.master_is_worker, self.root = bool(master_is_worker), root
+        self.compress, self.decoding, self.seed = compress, decoding, seed
+        self.catch_up = bool(catch_up)
+        self._exp_m, self._slow_rank, self._slow_ms = strag
+        self.pipelined = CODES[code][1]
+        self._params = params
+        with torch.no_grad():  # start from the root's parameters, as DDP
+            src = dist.get_global_rank(self.group, root)
+            for p in params:
+                dist.broadcast(p, src=src, group=self.group)
+        nfloats = sum(p.numel() for p in params)
+        self._impl = _C.CodedGather(
+            self.group._get_backend(torch.device("cpu")), CODES[code][0],
+            self.pipelined, s, not master_is_worker, root, nfloats,
+            decoding == "weighted", compress.cf if compress else 0.0, seed)
+        w = self._impl.worker()
+        self.worker = w if w >= 0 else None
+        self._bufs = [self._impl.buffer(k) for k in range(self._impl.load())]
+        self._buf_views = [self._views(b) for b in self._bufs]
+        self._grad_views = self._views(self._impl.grad())
+        self.round = 0
+        self.lost_rounds = 0     # rounds every rank stepped with zero
+        self.skipped = 0         # rounds decoded before this rank got there
+        self.abstained = 0       # pgc: rounds this worker abstained from
+        self.computed = 0        # partition gradients computed here
+        self.compute_s = 0.0     # seconds in partition gradients
+        self.delay_s = 0.0       # seconds of injected straggler delay
+        self._checked = None     # the sampler fingerprint checked at round 0
+
+    # ---- the model --------------------------------------------------------
+
+    def forward(self, *args, **kwargs):
+        return self.module(*args, **kwargs)
+
+    def sampler(self, dataset_len, batch_size, seed=0, shuffle=True):
+        """A CodedSampler for this model's code and worker."""
+        return CodedSampler(dataset_len, batch_size, coded=self, seed=seed,
+                            shuffle=shuffle)
+
+    # ---- one step ---------------------------------------------------------
+
+    def backward(self, step, loss_fn):
+        """Compute this worker's partition gradients of `step` (loss_fn(idx)
+        returns the mean loss over the samples idx, a LongTensor of dataset
+        indices), run the coded round and write the averaged gradient into
+        every parameter's .grad. Returns the decoded mean loss of the step's
+        partitions (pgc: some stale), or None when the round was lost."""
+        if self._checked is None:
+            self._check_sampler(step)
+        elif not isinstance(step, CodedStep) or \
+                step._sampler._fingerprint() != self._checked:
+            raise ValueError("torch_gcx.coded: backward() got a step of "
+                             "another sampler than the one of round 0")
+        if step.round != self.round:
+            raise ValueError(f"torch_gcx.coded: the sampler is at round "
+                             f"{step.round}, the model at round {self.round} "
+                             f"(every round must go through backward(), in "
+                             f"order)")
+        computed = False
+        if self.worker is not None:
+            if self.catch_up and self._impl.ready():
+                self.skipped += 1  # decoded without us: catch up
+            else:
+                self._compute(step, loss_fn)
+                computed = True
+        work = self._impl.round(self.round, computed)
+        try:
+            work.wait()
+        except RuntimeError as e:
+            raise CodedRoundError(
+                f"torch_gcx.coded: round {self.round} failed on every rank: "
+                f"{str(e).splitlines()[0]} ({self.code} tolerates s = "
+                f"{self.s} slow or dead workers; more are gone, or the root "
+                f"is. The group's communicator has failed.)") from e
+        res = self._impl.result()
+        if not res["sent"] and not res["skipped"] and self.worker is not None:
+            self.abstained += 1
+        self.round += 1
+        for p, v in zip(self._params, self._grad_views):
+            p.grad = v
+        if res["lost"]:
+            self.lost_rounds += 1
+            return None
+        return self._impl.loss()
+
+    def _compute(self, step, loss_fn):
+        if self.pipelined:
+            slot, part = self._impl.pgc_compute(self.round)
+            work = [(slot, part)] if part >= 0 else []
+        else:
+            work = list(enumerate(self._impl.assignment()[0]))
+        if sorted(j for _, j in work) != sorted(step.partitions):
+            raise ValueError(f"torch_gcx.coded: round {self.round}: the code "
+                             f"has worker {self.worker} compute partitions "
+                             f"{sorted(j for _, j in work)}, the step gives "
+                             f"{sorted(step.partitions)}")
+        delay = 0.0
+        for k, j in work:
+            t0 = time.perf_counter()
+            self._grad_into(k, loss_fn, step.partitions[j])
+            c = time.perf_counter() - t0
+            self.compute_s += c
+            self.computed += 1
+            if self._exp_m > 0:
+                delay += self._exp_m * c * _exp_draw(self.seed, self.round,
+                                                     self.worker, j)
+            if self.pipelined:
+                self._impl.computed(k, self.round)
+        if self.rank == self._slow_rank:
+            delay += self._slow_ms / 1000.0
+        if delay > 0:
+            self.delay_s += delay
+            time.sleep(delay)
+
+    def _grad_into(self, k, loss_fn, idx):
+        # backward accumulates in place into the parameters' .grad, which
+        # are views of slot buffer k: no copy
+        buf = self._bufs[k]
+        buf.zero_()
+        views = self._buf_views[k]
+        for p, v in zip(self._params, views):
+            p.grad = v
+        loss = loss_fn(idx)
+        loss.backward()
+        for p, v in zip(self._params, views):
+            if p.grad is not None and p.grad.data_ptr() != v.data_ptr():
+                v.copy_(p.grad)  # autograd replaced it (e.g. another layout)
+        buf[-1] = float(loss.detach())
+
+    # ---- checks -----------------------------------------------------------
+
+    def _all_gather(self, values):
+        t = torch.tensor(values, dtype=torch.float64)
+        out = [torch.empty_like(t)
+               for _ in range(dist.get_world_size(self.group))]
+        dist.all_gather(out, t, group=self.group)
+        return [o.tolist() for o in out]
+
+    def _check_sampler(self, step):
+        # round 0, on every rank: each rank's sampler must match its model
+        # and the others' samplers; one all_gather, so every rank raises
+        fp = step._sampler._fingerprint() if isinstance(step, CodedStep) \
+            else [-2.0] * 8
+        me = [list(CODES).index(self.code), self.s, self.n,
+              -1 if self.worker is None else self.worker]
+        table = self._all_gather([float(v) for v in fp + me])
+        fields = ["code", "s", "n", "worker"]
+        for r, row in enumerate(table):
+            if row[0] == -2.0:
+                raise ValueError(f"torch_gcx.coded: rank {r} passed "
+                                 f"backward() a step that is not a "
+                                 f"CodedStep of a CodedSampler")
+            for i, name in enumerate(fields):
+                if row[i] != row[8 + i]:
+                    raise ValueError(
+                        f"torch_gcx.coded: the sampler of rank {r} disagrees "
+                        f"with its CodedDataParallel on {name}: sampler "
+                        f"{row[i]:g}, model {row[8 + i]:g} (code index "
+                        f"into {list(CODES)}; worker -1: the master)")
+        for i, name in enumerate(["dataset_len", "batch_size", "seed",
+                                  "shuffle"], start=4):
+            col = [row[i] for row in table]
+            if any(v != col[0] for v in col):
+                raise ValueError(f"torch_gcx.coded: the ranks' samplers "
+                                 f"disagree on {name} (per rank: {col})")
+        self._checked = step._sampler._fingerprint()
+
+    # ---- state ------------------------------------------------------------
+
+    def last_result(self):
+        """What the last round was decoded from: round, arrived / used /
+        abstained (bit w: worker w), skipped, lost, round_time, sent."""
+        return self._impl.result()
+
+    def stats(self):
+        """The coded gather's counters (gcx_coded_stats: on the root `gone`
+        is the bit mask of workers counted gone) and this rank's."""
+        d = self._impl.stats()
+        d.update(rounds_here=self.round, lost_rounds=self.lost_rounds,
+                 skipped_here=self.skipped, abstained_here=self.abstained,
+                 computed=self.computed, compute_s=self.compute_s,
+                 delay_s=self.delay_s)
+        return d
+
+    def residual(self):
+        """compress only: a copy of this worker's error-feedback residual."""
+        return self._impl.residual()
+
+    def message(self):
+        """The last coded message this worker built (compressed if
+        compress; its last entry is the partitions' coded loss)."""
+        return self._impl.message()
+
+    def close(self):
+        """Free the coded gather (before destroy_process_group)."""
+        self._impl.close()
+
+    def _views(self, flat):
+        # the parameters' shapes as views of one flat buffer
+        out, off = [], 0
+        for p in self._params:
+            out.append(flat[off:off + p.numel()].view(p.shape))
+            off += p.numel()
+        return out
