@@ -84,7 +84,7 @@ run_pytest() {
 # the torch plugin's pytest suite (also meson test --suite torch, as one
 # test), from the build tree
 run_pytest "torch plugin pytest" env PYTHONPATH=build/plugin/torch \
-  timeout 900 "$torch_python" -m pytest -q -p no:cacheprovider plugin/torch/tests
+  timeout 2400 "$torch_python" -m pytest -q -p no:cacheprovider plugin/torch/tests
 # the same tests against the plugin as a user installs it: a fresh venv with
 # torch builds the wheel (libgcx bundled) and runs them from a copy outside
 # the tree (plugin/torch/tools/wheel_check.sh; 21.7 min at load 17 on the

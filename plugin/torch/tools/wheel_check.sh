@@ -52,7 +52,7 @@ case $where in
        "kept $work" >&2; exit 1 ;;
 esac
 step "pytest (outside the tree)" env TORCH_GCX_SOURCE="$repo/plugin/torch" \
-  timeout 900 "$venv/bin/python" -m pytest -q -p no:cacheprovider tests
+  timeout 2400 "$venv/bin/python" -m pytest -q -p no:cacheprovider tests
 trap - ERR
 cd "$repo"
 rm -rf "$work"
