@@ -18,6 +18,10 @@ on_request: 3 ranks; ranks 0 and 1 shrink the default group to themselves
 excluding rank 2 (alive, it does not call), then all_reduce on it; then an
 agreement with nobody dead (an empty list) leaves the group as it is.
 
+adopt: 3 ranks; rank 0 is one step ahead (its own optimizer step) when
+ElasticDDP.recover() runs with every rank alive: the others take its
+module, optimizer state and position; they go on equal.
+
 bad_use: clear errors on every rank before anything is sent: a shrink that
 excludes the caller, a rank out of range, one listed twice, every rank, an
 agreement on a group whose backend is not gcx, ElasticDDP on a gloo default
@@ -178,6 +182,49 @@ def sc_on_request(rank, size):
     dist.destroy_process_group()
 
 
+def sc_adopt(rank, size):
+    # rank 0 is one committed step ahead when the recovery runs (as a rank
+    # whose allreduce ended before a death is): nobody is gone, the group
+    # goes on over the agreed communicator, and the others take rank 0's
+    # module and optimizer state and position
+    init(rank, size, sys.argv[4], timeout=60, gloo=False)
+    x, y = make_data()
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9)
+    job = elastic.ElasticDDP(model, opt, num_samples=N, batch_size=BATCH)
+
+    def step_fn(ddp, idx, n_step):
+        ((ddp(x[idx]) - y[idx]) ** 2).sum().div(n_step).backward()
+
+    job.epoch = 0
+    if rank == 0:
+        # a step of its own (no DDP: the others are not in it)
+        opt.zero_grad()
+        ((model(x[:4]) - y[:4]) ** 2).sum().backward()
+        opt.step()
+        job.step, job.pos = 1, size * BATCH
+    job.recover()
+    ev = job.events[-1]
+    if ev["dead"] or ev["world"] != size or ev["adopted_from"] != 0:
+        raise AssertionError(f"recovery with rank 0 ahead: {ev}")
+    if (job.step, job.epoch, job.pos) != (1, 0, size * BATCH):
+        raise AssertionError(f"position not taken from rank 0: "
+                             f"{(job.step, job.epoch, job.pos)}")
+    for epoch in range(EPOCHS):
+        job.train_epoch(epoch, step_fn)
+    p = flat(model)
+    rows = [torch.empty_like(p) for _ in range(size)]
+    dist.all_gather(rows, p)
+    momentum = torch.cat([opt.state[q]["momentum_buffer"].reshape(-1)
+                          for q in model.parameters()])
+    moms = [torch.empty_like(momentum) for _ in range(size)]
+    dist.all_gather(moms, momentum)
+    for r in range(size):
+        if not torch.equal(rows[r], p) or not torch.equal(moms[r], momentum):
+            raise AssertionError(f"rank {rank}: state differs from rank {r}")
+    dist.destroy_process_group()
+
+
 def expect_error(kind, words, fn, what):
     try:
         fn()
@@ -226,7 +273,7 @@ def sc_bad_use(rank, size):
     dist.destroy_process_group()
 
 
-SCENARIOS = {"kill": sc_kill, "on_request": sc_on_request,
+SCENARIOS = {"kill": sc_kill, "on_request": sc_on_request, "adopt": sc_adopt,
              "bad_use": sc_bad_use}
 
 

@@ -3,9 +3,10 @@ SIGKILLed at a seeded step in the middle of the first epoch; the 3
 survivors agree on the dead rank, shrink the default group, finish the
 epoch with the dead rank's share of its remaining samples and one more
 epoch, with parameters equal bit for bit (and equal to a one-process
-replay of the schedule). A shrink on request and the errors of bad use.
+replay of the schedule). A shrink on request, a recovery in which one
+survivor is a step ahead, and the errors of bad use.
 
-Cost: 3 launches of 2-4 processes, about a minute of CPU in all."""
+Cost: 5 launches of 2-4 processes, about a minute of CPU in all."""
 import json
 
 import pytest
@@ -62,6 +63,11 @@ def test_kill_one_of_four(seed):
 def test_shrink_on_request():
     outs = check_ok("on_request", 3, timeout=180, script="elastic_worker.py")
     assert all("on_request ok" in o for o in outs), outs
+
+
+def test_adopt_the_most_advanced():
+    outs = check_ok("adopt", 3, timeout=180, script="elastic_worker.py")
+    assert all("adopt ok" in o for o in outs), outs
 
 
 def test_bad_use():
