@@ -50,8 +50,9 @@ def group_config(name, group=None):
 def get_error(group=None):
     """The state of the gcx communicator of `group` (default: the default
     group) as a torch._C._distributed_c10d.ErrorType: SUCCESS, TIMEOUT (a collective
-    ran past the group's timeout), REMOTE_ERROR (a peer was lost) or
-    COMM_ERROR (any other failure, or the group was shut down). The
+    ran past the group's timeout), REMOTE_ERROR (a peer was lost, or a peer
+    revoked the communicator after a failure) or COMM_ERROR (any other
+    failure, or the group was shut down). The
     backend's getError(), which torch's Python binds for some backends
     only."""
     return _C.get_error(_backend(group))
