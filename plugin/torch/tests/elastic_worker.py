@@ -12,20 +12,22 @@ compare them with a single-process replay of the same schedule (world 4 up
 to the kill, 3 after: the run went on from the last step's parameters) and
 print "PARAMS {sha256}". ELASTIC_KILL_STAMP: a file the victim writes
 time.time() into just before the kill (perf/torch/elastic_resume.py);
-ELASTIC_TIMEOUT: the group's timeout, its GCX_TIMEOUT (default 60 s).
+ELASTIC_TIMEOUT: the group's timeout, its GCX_TIMEOUT (default 60 s);
+ELASTIC_HANG=1: the victim SIGSTOPs itself instead (found by timeout).
 
 on_request: 3 ranks; ranks 0 and 1 shrink the default group to themselves
-excluding rank 2 (alive, it does not call), then all_reduce on it; then an
+excluding rank 2 (alive, it does not call), then all_reduce on it; their
+other group is aborted (torch's rule for a shrink of the default group); then an
 agreement with nobody dead (an empty list) leaves the group as it is.
 
 adopt: 3 ranks; rank 0 is one step ahead (its own optimizer step) when
 ElasticDDP.recover() runs with every rank alive: the others take its
 module, optimizer state and position; they go on equal.
 
-bad_use: clear errors on every rank before anything is sent: a shrink that
-excludes the caller, a rank out of range, one listed twice, every rank, an
-agreement on a group whose backend is not gcx, ElasticDDP on a gloo default
-group is checked in the test process.
+bad_use: clear errors on every rank before anything is sent (the group
+works after them): a shrink that excludes the caller, a rank out of range,
+one listed twice, unknown flags, torch's shrink_group excluding the
+caller, agree_failed / shrink / shrink_group on a gloo group.
 """
 import hashlib
 import json
@@ -119,7 +121,10 @@ def sc_kill(rank, size):
                     f.write(repr(time.time()))
                     f.flush()
                     os.fsync(f.fileno())
-            os.kill(os.getpid(), signal.SIGKILL)
+            # ELASTIC_HANG: stop instead (a hung rank, found by timeout;
+            # perf/torch/elastic_resume.py --hang kills it at the end)
+            os.kill(os.getpid(), signal.SIGSTOP
+                    if os.environ.get("ELASTIC_HANG") else signal.SIGKILL)
         loss = ((ddp(x[idx]) - y[idx]) ** 2).sum() / n_step
         loss.backward()
 
@@ -150,6 +155,8 @@ def sc_kill(rank, size):
 
 def sc_on_request(rank, size):
     init(rank, size, sys.argv[4], timeout=60, gloo=False)
+    # another group, which the shrink of the default group aborts
+    pair = dist.new_group([0, 1], backend="gcx")
     if rank == size - 1:
         # asked to leave: it does not call shrink; it leaves the group
         dist.destroy_process_group()
@@ -161,6 +168,12 @@ def sc_on_request(rank, size):
     if torch_gcx.group_creation() != "shrink":
         raise AssertionError("the shrunk group's communicator was made by "
                              + torch_gcx.group_creation())
+    if pair in dist.distributed_c10d._world.pg_map:
+        raise AssertionError("the other group outlived the shrink")
+    if torch_gcx.get_error(pair) != \
+            torch._C._distributed_c10d.ErrorType.COMM_ERROR:
+        raise AssertionError("the other group's communicator was not "
+                             "aborted: " + str(torch_gcx.get_error(pair)))
     a = torch.full((5,), float(rank + 1))
     dist.all_reduce(a)
     want = float(sum(range(1, size)))
