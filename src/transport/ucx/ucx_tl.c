@@ -525,20 +525,21 @@ static void gcx_tl_ucx_abandon(gcx_tl_t *tl, gcx_tl_req_t *req,
     if (node == NULL) { /* keep the memory alive for good rather than risk it */
         gcx_warn("out of memory abandoning a request; its buffer is kept");
     }
-    /* not ucp_request_free'd here: UCX calls no callback for a request
-     * released before it ends, so its private area would go back to the
-     * pool still marked orphaned, and the next operation that gets it
-     * would have its completion swallowed (a hang: seen as a lost message
-     * after a shrink, whose control sends are abandoned). The callback
-     * frees it when it ends (then release() on success; closing the
-     * endpoint ends it too); one that never ends keeps the worker to the
-     * process exit (gcx_tl_ucx_ctx_destroy: the abandoned list) */
-    priv->owner     = NULL;
-    priv->orphaned  = 1;
-    priv->abandoned = node;
-    req->impl       = NULL;
-    req->status     = GCX_ERR_CANCELED;
+    /* UCX calls no callback for a request freed before it ends, and puts
+     * its private area back in the pool as it is when the operation ends:
+     * so it is cleaned first (owner, orphaned, abandoned), else the next
+     * operation that gets it would have its completion swallowed (a hang:
+     * seen as a lost message after a shrink, whose control sends are
+     * abandoned). Its release callback never runs then: the node stays on
+     * the context's abandoned list, its memory kept, and
+     * gcx_tl_ucx_ctx_destroy leaves the worker to the process exit rather
+     * than print UCX's leak report for a request a dead or gone peer never
+     * took. */
+    gcx_tl_ucx_request_init(priv);
+    req->impl   = NULL;
+    req->status = GCX_ERR_CANCELED;
     gcx_tl_ucx_untrack(req);
+    ucp_request_free(priv);
 }
 
 /* ---- progress, failure, release ------------------------------------------- */
