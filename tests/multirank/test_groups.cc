@@ -223,7 +223,10 @@ TEST(Group, DifferentMemberSetsFailEveryMember)
     printf("rank %d: create_group failed with '%s' after %.2f s "
            "(GCX_TIMEOUT=%g)\n",
            world_rank(), gcx_strerror(st), elapsed, timeout_s());
-    EXPECT_TRUE(st == GCX_ERR_MISMATCH || st == GCX_ERR_TIMEOUT) << gcx_strerror(st);
+    // a member that saw the mismatch first fails and exits: the others may
+    // see that (gcx watches local processes) before the mismatch reaches them
+    EXPECT_TRUE(st == GCX_ERR_MISMATCH || st == GCX_ERR_TIMEOUT || st == GCX_ERR_PEER)
+        << gcx_strerror(st);
     EXPECT_EQ(nullptr, comm);
     EXPECT_LT(elapsed, 2 * timeout_s() + 10); // returned, did not hang
     EXPECT_NE(GCX_OK, gcx_progress(g_world)); // the parent failed
