@@ -29,7 +29,6 @@ with 4 ranks a step moves ~3 x 34 MB x 3/4 per rank: ~0.7 s. Defaults:
 3 rounds x 2 backends x (2 + 8) steps, ~1 minute a round.
 """
 import argparse
-import datetime
 import os
 import statistics
 import sys
@@ -42,6 +41,7 @@ from torch.distributed.device_mesh import init_device_mesh
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "plugin", "torch", "tests"))
 import fsdp_worker as F  # noqa: E402  (the FSDP2 test's model and loop)
+from bench_ops import init_gloo_default_group  # noqa: E402
 
 
 def timed_steps(model, rank, first_step, steps, batch_size, dims):
@@ -79,12 +79,7 @@ def main():
         ap.error("need >= 2 positive --dims, --steps >= 1, --rounds >= 1, "
                  "--warmup >= 0, --batch >= 1")
     import torch_gcx  # noqa: F401  registers the backend "gcx"
-    if "GCX_EMU_NETNS" in os.environ:
-        # under emulate.sh the host name resolves to loopback: gloo on the emulated NIC
-        os.environ.setdefault("GLOO_SOCKET_IFNAME", "eth0")
-    torch.set_num_threads(1)
-    timeout = datetime.timedelta(seconds=600)
-    dist.init_process_group("gloo", timeout=timeout)
+    init_gloo_default_group()
     rank, p = dist.get_rank(), dist.get_world_size()
     meshes = {"gloo": init_device_mesh("cpu", (p,)),
               "gcx": init_device_mesh("cpu", (p,), backend_override={0: "gcx"})}

@@ -59,6 +59,20 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 from gloo_allreduce_perf import parse_size  # noqa: E402  ('64M' -> bytes)
 
 
+def init_gloo_default_group():
+    """The benchmarks' common start (bench_ops.py, bench_fsdp.py): one torch
+    thread, gloo as the default group from the launcher's env:// (on the
+    emulated NIC under emulate.sh), a 600 s timeout, which is returned for
+    the groups made next."""
+    if "GCX_EMU_NETNS" in os.environ:
+        # under emulate.sh the host name resolves to loopback: put gloo on the emulated NIC
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", "eth0")
+    torch.set_num_threads(1)
+    timeout = datetime.timedelta(seconds=600)
+    dist.init_process_group("gloo", timeout=timeout)
+    return timeout
+
+
 def bus_factor(op, p):
     if p == 1:
         return 1.0
@@ -251,12 +265,7 @@ def main():
     warnings.filterwarnings("ignore", category=FutureWarning, module="torch.distributed")
     if "gcx" in backends:
         import torch_gcx  # noqa: F401  registers the backend "gcx"
-    if "GCX_EMU_NETNS" in os.environ:
-        # under emulate.sh the host name resolves to loopback: put gloo on the emulated NIC
-        os.environ.setdefault("GLOO_SOCKET_IFNAME", "eth0")
-    torch.set_num_threads(1)
-    timeout = datetime.timedelta(seconds=600)
-    dist.init_process_group("gloo", timeout=timeout)
+    timeout = init_gloo_default_group()
     rank, p = dist.get_rank(), dist.get_world_size()
     groups = {b: (dist.group.WORLD if b == "gloo" else dist.new_group(backend=b, timeout=timeout))
               for b in backends}
