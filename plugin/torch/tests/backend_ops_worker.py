@@ -16,6 +16,7 @@ from torch._C._distributed_c10d import ErrorType
 from torch.distributed.distributed_c10d import _coalescing_manager
 
 import torch_gcx  # noqa: F401  (registers "gcx")
+from worker import init
 
 CPU = torch.device("cpu")
 RED_DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.int32,
@@ -407,12 +408,9 @@ SCENARIOS = {name[3:]: fn for name, fn in globals().items()
 def main():
     scenario, rank, size, store = sys.argv[1], int(sys.argv[2]), \
         int(sys.argv[3]), sys.argv[4]
-    timeout = 5 if scenario == "get_error" else 60
-    dist.init_process_group("gcx", init_method="file://" + store, rank=rank,
-                            world_size=size,
-                            timeout=datetime.timedelta(seconds=timeout))
     # no gloo group where a rank dies: its sockets would close under it
-    gloo = None if scenario == "get_error" else dist.new_group(backend="gloo")
+    dying = scenario == "get_error"
+    gloo = init(rank, size, store, timeout=5 if dying else 60, gloo=not dying)
     SCENARIOS[scenario](rank, size, gloo)
     dist.barrier(group=gloo)
     dist.destroy_process_group()
