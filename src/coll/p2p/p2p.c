@@ -32,7 +32,7 @@ typedef struct gcx_p2p {
 
 /* The source field of a tag (transport.h's layout): what an any-source
  * receive leaves out of its match. */
-#define GCX_P2P_ANY_SOURCE_MASK (~(uint64_t)0xffffu)
+#define GCX_P2P_ANY_SOURCE_MASK (~(((uint64_t)1 << GCX_TL_TAG_SRC_BITS) - 1))
 
 static void gcx_p2p_post(gcx_task_t *task)
 {
