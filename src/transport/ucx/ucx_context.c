@@ -85,7 +85,7 @@ void gcx_tl_ucx_request_init(void *request)
 
     priv->owner      = NULL;
     priv->early      = 0;
-    priv->orphaned   = 0;
+    priv->orphaned   = NULL;
     priv->abandoned  = NULL;
 }
 
@@ -669,12 +669,13 @@ void gcx_tl_ucx_ctx_destroy(gcx_tl_ctx_t *ctx)
         ep->refcount = 1;
         gcx_tl_ucx_ep_put_all(ctx, &ep, 1, deadline);
     }
-    if (ctx->abort_seen || ctx->leftover ||
-        ctx->abandoned.next != &ctx->abandoned) {
+    if (ctx->abort_seen || ctx->leftover || ctx->orphans > 0) {
         /* the endpoints' FORCE closes were not progressed (see
          * gcx_tl_ucx_ep_put_all), and UCX 1.13 asserts in ucp_worker_destroy on
          * an endpoint whose requests are not purged yet; requests waiting
-         * on a dead peer (mode none) can never be purged, and destroying
+         * on a dead peer (mode none) can never be purged (orphans: those a
+         * failure or abandon() handed to their callback, every abandoned
+         * operation's memory among them), and destroying
          * the worker would print UCX's leak report for each: the worker
          * and its sockets are left to the process's exit, reachable from
          * here (so that leak checkers see memory kept on purpose, not
@@ -690,12 +691,6 @@ void gcx_tl_ucx_ctx_destroy(gcx_tl_ctx_t *ctx)
     free(ctx->blob);
     ucp_worker_release_address(ctx->worker, ctx->address);
     ucp_worker_destroy(ctx->worker);
-    /* abandoned operations that never ended: a peer may still pull (or
-     * push) their memory from the rendezvous request it holds, with cma as
-     * long as this process lives, so it is kept, never freed */
-    while (ctx->abandoned.next != &ctx->abandoned) {
-        gcx_tl_ucx_abandoned_keep(ctx->abandoned.next);
-    }
     ucp_cleanup(ctx->context);
     free(ctx);
 }

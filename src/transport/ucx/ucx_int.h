@@ -94,6 +94,11 @@ struct gcx_tl_ctx {
     int                    leftover;   /* a close or flush UCX did not
                                            finish: the worker is left to
                                            the exit */
+    int                    orphans;    /* UCP requests orphaned or
+                                           abandoned that UCX has not ended
+                                           yet: while any is left, the
+                                           worker is left to the exit (its
+                                           pool would report them) */
     ucp_address_t         *address;
     size_t                 address_len;
     void                  *blob;     /* host identity + address (OOB) */
@@ -124,7 +129,10 @@ struct gcx_tl_ctx {
 typedef struct gcx_tl_ucx_priv {
     gcx_tl_req_t *owner;    /* NULL until attached, and once orphaned */
     int           early;    /* completed before it was attached */
-    int           orphaned; /* abandoned by abort(): just free it */
+    gcx_tl_ctx_t *orphaned; /* set once nobody waits for it any more
+                               (abort, a failed peer, abandon()): the
+                               context that counts it in orphans; the
+                               callback just frees it */
     gcx_tl_ucx_abandoned_t *abandoned; /* abandon(): release at the end */
     ucs_status_t  status;
     size_t        length;

@@ -73,6 +73,22 @@ static void gcx_tl_ucx_untrack(gcx_tl_req_t *req)
     req->prev = req->next = NULL;
 }
 
+/* Hands the UCP request of @p req to its callback, which frees it (and
+ * runs or keeps @p node's release) when UCX ends it; until then @p ctx
+ * counts it, so that its worker is not destroyed under it (the pool's leak
+ * report: a send a dead peer never took ends only with the process). */
+static void gcx_tl_ucx_orphan_impl(gcx_tl_ctx_t *ctx, gcx_tl_req_t *req,
+                                   gcx_tl_ucx_abandoned_t *node)
+{
+    gcx_tl_ucx_priv_t *priv = req->impl;
+
+    priv->owner     = NULL;
+    priv->orphaned  = ctx;
+    priv->abandoned = node;
+    ++ctx->orphans;
+    req->impl = NULL;
+}
+
 static void gcx_tl_ucx_release(gcx_tl_ucx_priv_t *priv)
 {
     gcx_tl_ucx_request_init(priv); /* the pool reuses it as it is */
@@ -95,7 +111,8 @@ static void gcx_tl_ucx_done(void *request, ucs_status_t status, size_t length,
         req->impl   = NULL;
         gcx_tl_ucx_untrack(req);
         gcx_tl_ucx_release(priv);
-    } else if (priv->orphaned) {
+    } else if (priv->orphaned != NULL) {
+        --priv->orphaned->orphans;
         if (priv->abandoned != NULL && status == UCS_OK) {
             gcx_tl_ucx_abandoned_run(priv->abandoned);
         } else if (priv->abandoned != NULL) {
@@ -510,10 +527,9 @@ static void gcx_tl_ucx_abandon(gcx_tl_t *tl, gcx_tl_req_t *req,
                                void (*release)(void *arg), void *arg)
 {
     gcx_tl_ctx_t           *ctx  = tl->ctx;
-    gcx_tl_ucx_priv_t      *priv = req->impl;
     gcx_tl_ucx_abandoned_t *node;
 
-    if (req->status != GCX_INPROGRESS || priv == NULL) {
+    if (req->status != GCX_INPROGRESS || req->impl == NULL) {
         if (release != NULL) {
             release(arg);
         }
@@ -525,21 +541,15 @@ static void gcx_tl_ucx_abandon(gcx_tl_t *tl, gcx_tl_req_t *req,
     if (node == NULL) { /* keep the memory alive for good rather than risk it */
         gcx_warn("out of memory abandoning a request; its buffer is kept");
     }
-    /* UCX calls no callback for a request freed before it ends, and puts
-     * its private area back in the pool as it is when the operation ends:
-     * so it is cleaned first (owner, orphaned, abandoned), else the next
-     * operation that gets it would have its completion swallowed (a hang:
-     * seen as a lost message after a shrink, whose control sends are
-     * abandoned). Its release callback never runs then: the node stays on
-     * the context's abandoned list, its memory kept, and
-     * gcx_tl_ucx_ctx_destroy leaves the worker to the process exit rather
-     * than print UCX's leak report for a request a dead or gone peer never
-     * took. */
-    gcx_tl_ucx_request_init(priv);
-    req->impl   = NULL;
+    /* not ucp_request_free'd here: UCX calls no callback for a request
+     * freed before it ends, so node's release could never run (its memory,
+     * e.g. a control message or a coded block, would grow with the run).
+     * The callback frees it when it ends (release() on success; closing
+     * the endpoint ends it too); one that never ends is counted in the
+     * context's orphans, which leave the worker to the process exit */
+    gcx_tl_ucx_orphan_impl(ctx, req, node);
     req->status = GCX_ERR_CANCELED;
     gcx_tl_ucx_untrack(req);
-    ucp_request_free(priv);
 }
 
 /* ---- progress, failure, release ------------------------------------------- */
@@ -565,14 +575,11 @@ static int gcx_tl_ucx_peer_lost(gcx_tl_t *tl, int peer)
 
 /* Completes one tracked request with @p status now; its UCP request is
  * orphaned (freed by its callback, nothing else touched). */
-static void gcx_tl_ucx_orphan(gcx_tl_req_t *req, gcx_status_t status)
+static void gcx_tl_ucx_orphan(gcx_tl_ctx_t *ctx, gcx_tl_req_t *req,
+                              gcx_status_t status)
 {
-    gcx_tl_ucx_priv_t *priv = req->impl;
-
-    priv->owner    = NULL;
-    priv->orphaned = 1;
-    req->impl      = NULL;
-    req->status    = status;
+    gcx_tl_ucx_orphan_impl(ctx, req, NULL);
+    req->status = status;
     gcx_tl_ucx_untrack(req);
 }
 
@@ -608,7 +615,7 @@ void gcx_tl_ucx_fail_ep(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep)
              req = next) {
             next = req->next;
             if (req->peer >= 0 && ucx->peers[req->peer] == ep) {
-                gcx_tl_ucx_orphan(req, GCX_ERR_PEER);
+                gcx_tl_ucx_orphan(ctx, req, GCX_ERR_PEER);
             }
         }
     }
@@ -735,7 +742,7 @@ static int gcx_tl_ucx_orphan_all(gcx_tl_ucx_t *ucx, gcx_status_t status)
 
     for (req = ucx->outstanding.next; req != &ucx->outstanding; req = next) {
         next = req->next;
-        gcx_tl_ucx_orphan(req, status);
+        gcx_tl_ucx_orphan(ucx->super.ctx, req, status);
         ++n;
     }
     return n;
