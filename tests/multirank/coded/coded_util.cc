@@ -4,6 +4,7 @@
 // the same way everywhere, and marker files through which the ranks of one
 // job meet in a chosen order. Cost: nothing beyond the tests that call them.
 #include "coded_util.h"
+#include <algorithm>
 
 #include <chrono>
 #include <cmath>
@@ -114,6 +115,9 @@ void run_rounds(gcx_comm_t *comm, gcx_code_kind_t kind, int s, int root, int roo
            rank, run.rounds, (unsigned long long)st.late_dropped,
            (unsigned long long)st.unneeded, (unsigned long long)st.early,
            (unsigned long long)st.skipped, (unsigned long long)st.gone, run.wrong);
+    if (die_rank >= 0) {
+        root_waits_for_survivors(comm, root, {die_rank}, "rounds-done");
+    }
     gcx_coded_destroy(coded);
     gcx_code_destroy(code);
 }
@@ -198,6 +202,27 @@ bool wait_for_marker(const std::string &path, gcx_comm_t *comm)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return false;
+}
+
+void root_waits_for_survivors(gcx_comm_t *comm, int root, const std::vector<int> &dead,
+                              const char *name)
+{
+    int rank = gcx_comm_rank(comm), size = gcx_comm_size(comm);
+    auto marker = [name](int r) { return job_marker((std::string(name) + "-" +
+                                                     std::to_string(r)).c_str()); };
+    auto is_dead = [&dead](int r) { return std::find(dead.begin(), dead.end(), r) != dead.end(); };
+    if (rank != root) {
+        FILE *f = fopen(marker(rank).c_str(), "w");
+        ASSERT_NE(nullptr, f);
+        fclose(f);
+        return;
+    }
+    for (int r = 0; r < size; ++r) {
+        if (r != root && !is_dead(r)) {
+            EXPECT_TRUE(wait_for_marker(marker(r), comm)) << "rank " << r << " never finished";
+            unlink(marker(r).c_str());
+        }
+    }
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0)

@@ -47,6 +47,14 @@ void     make_coded(gcx_comm_t *comm, gcx_code_kind_t kind, size_t count,
                     int lost_rounds = 0);
 std::string job_marker(const char *name);
 bool     wait_for_marker(const std::string &path, gcx_comm_t *comm);
+// The end of a run in which ranks died: the survivors other than the root
+// leave a marker once their rounds are done, and the root waits for all of
+// them (progressing comm) before it goes on to destroy and exit. A rank
+// that lags behind the root still pulls the decoded sums of finished rounds
+// from the root's process (gcx_coded_destroy), so an exiting root would
+// fail that rank's last rounds: a test's race, not the behaviour tested.
+void     root_waits_for_survivors(gcx_comm_t *comm, int root, const std::vector<int> &dead,
+                                  const char *name);
 double   seconds_since(std::chrono::steady_clock::time_point t0);
 
 } // namespace coded_test

@@ -255,6 +255,7 @@ void taken_worker_dies(gcx_code_kind_t kind, bool mate_abstains = false)
         EXPECT_EQ(1u, st.transfers_lost) << "the root never took rank 3's contribution";
         EXPECT_EQ(1u << 3, st.gone);
     }
+    root_waits_for_survivors(comm, 0, {3}, "taken-done");
     gcx_coded_destroy(coded);
     gcx_code_destroy(code);
     gcx_comm_destroy(comm);
@@ -336,6 +337,7 @@ TEST(CodedFailure, LostRoundGoesOn)
         EXPECT_EQ(1u << 3, st.gone);
         unlink(gone.c_str());
     }
+    root_waits_for_survivors(comm, 0, {3}, "lost-done");
     gcx_coded_destroy(coded);
     gcx_code_destroy(code);
     gcx_comm_destroy(comm);
