@@ -23,6 +23,14 @@
 // loss, coded and decoded with it, so a step's global loss needs no
 // collective that would wait for a straggler (gcx-train does the same).
 //
+// Ignoring stragglers (code "ignore", the baseline the papers compare
+// with): no code; a worker computes its own partition and sends it as it
+// is. It runs on a CR code with weighted decoding, whose root folds the
+// first n-s arrivals with weight n/((n-s)(s+1)) whatever they hold, so the
+// decoded vector times s+1 is the sum of those n-s partitions scaled by
+// n/(n-s): an estimate of the full sum, at uncoded compute (gcx-train's
+// `ignore` does the same).
+//
 // Compression (FR only): the members of one FR group compute the same
 // message (same partitions, coefficient 1), so when each adds it to its
 // residual and sends top-k of it, their residuals and sent vectors stay
@@ -191,8 +199,9 @@ class CodedGather {
     CodedGather(const c10::intrusive_ptr<c10d::Backend> &pg,
                 const std::string &kind, bool pipelined, int s, bool master,
                 int root, int64_t nfloats, bool weighted, double cf,
-                uint64_t seed)
-        : pg_(pg), backend_(&as_gcx(pg)), nfloats_(static_cast<size_t>(nfloats))
+                uint64_t seed, bool ignore)
+        : pg_(pg), backend_(&as_gcx(pg)), nfloats_(static_cast<size_t>(nfloats)),
+          ignore_(ignore)
     {
         int size = group_size(*backend_);
         int n    = size - (master ? 1 : 0);
@@ -203,9 +212,14 @@ class CodedGather {
         TORCH_CHECK(nfloats >= 0 && nfloats < (int64_t{1} << 32),
                     "torch_gcx.coded: ", nfloats,
                     " gradient entries (0..2^32)");
+        TORCH_CHECK(!ignore || (parse_code(kind) == GCX_CODE_CR &&
+                                !pipelined && weighted && cf == 0),
+                    "torch_gcx.coded: ignore runs on a CR code with weighted "
+                    "decoding, not pipelined, not compressed");
         code_  = std::make_unique<Code>(kind, pipelined, n, s, weighted);
         count_ = nfloats_ + 1; // + the partition's loss
-        for (int k = 0; k < code_->load; ++k) {
+        // ignore: one buffer, the worker's own partition
+        for (int k = 0; k < (ignore_ ? 1 : code_->load); ++k) {
             bufs_.push_back(
                 at::zeros({static_cast<int64_t>(count_)}, at::kFloat));
         }
@@ -240,7 +254,10 @@ class CodedGather {
             throw;
         }
         worker_ = gcx_coded_worker(coded_, pg->getRank());
-        if (worker_ >= 0 && !code_->pgc) {
+        if (worker_ >= 0 && ignore_) {
+            parts_  = {worker_};
+            coeffs_ = {1.0};
+        } else if (worker_ >= 0 && !code_->pgc) {
             auto a   = code_->assignment(worker_);
             parts_   = a.first;
             coeffs_  = a.second;
@@ -274,10 +291,10 @@ class CodedGather {
 
     int worker() const { return worker_; }
     int workers() const { return code_->n; }
-    int load() const { return code_->load; }
+    int load() const { return static_cast<int>(bufs_.size()); }
     at::Tensor buffer(int k) const
     {
-        TORCH_CHECK(k >= 0 && k < code_->load, "torch_gcx.coded: buffer ", k,
+        TORCH_CHECK(k >= 0 && k < load(), "torch_gcx.coded: buffer ", k,
                     " out of range");
         return bufs_[static_cast<size_t>(k)];
     }
@@ -350,7 +367,11 @@ class CodedGather {
         gcx_coded_result_t *res = &res_;
         double *loss = &loss_;
         size_t nf = nfloats_;
-        double inv = 1.0 / static_cast<double>(code_->n);
+        // the decoded sum over partitions / n; ignore: the root's weighted
+        // fold is n/((n-s)(s+1)) x the first n-s own partitions, so x (s+1)
+        // makes it the rescaled sum of the partitions that came
+        double inv = (ignore_ ? code_->s + 1.0 : 1.0) /
+                     static_cast<double>(code_->n);
         StartFn start = [cd, send, msg, sum, res](gcx_comm_t *, auto &reqs) {
             if (send) {
                 GCX_ISSUE(gcx_coded_gather(cd, msg, sum, res, &r_));
@@ -564,6 +585,7 @@ class CodedGather {
     c10::intrusive_ptr<c10d::Backend> pg_; // keeps the group's backend alive
     GcxBackend *backend_;
     size_t nfloats_;
+    bool ignore_; // the ignore-stragglers baseline: own partition, no code
     size_t count_ = 0;
     std::unique_ptr<Code> code_;
     gcx_coded_t *coded_ = nullptr;
@@ -608,11 +630,11 @@ void bind_coded(py::module_ &m)
     py::class_<CodedGather>(m, "CodedGather")
         .def(py::init<const c10::intrusive_ptr<c10d::Backend> &,
                       const std::string &, bool, int, bool, int, int64_t, bool,
-                      double, uint64_t>(),
+                      double, uint64_t, bool>(),
              py::arg("backend"), py::arg("kind"), py::arg("pipelined"),
              py::arg("s"), py::arg("master"), py::arg("root"),
              py::arg("nfloats"), py::arg("weighted"), py::arg("cf"),
-             py::arg("seed"), Rel())
+             py::arg("seed"), py::arg("ignore") = false, Rel())
         .def("worker", &CodedGather::worker)
         .def("workers", &CodedGather::workers)
         .def("load", &CodedGather::load)

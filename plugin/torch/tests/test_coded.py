@@ -1,5 +1,5 @@
 """pytest suite of torch_gcx.coded: coded data-parallel training (gc-fr,
-gc-cr, pgc-fr, pgc-cr) on 3-4 ranks of coded_worker.py (fresh processes,
+gc-cr, pgc-fr, pgc-cr, and the ignore-stragglers baseline) on 3-4 ranks of coded_worker.py (fresh processes,
 killed if one hangs). Each scenario checks every round's decoded gradient
 against a serial reference (the full-batch mean for gc, the pipeline's
 composition for pgc) and the parameters across ranks bit for bit; with a
@@ -25,6 +25,12 @@ def test_decoded_gradient_is_the_reference_and_ranks_agree():
     outs = run("exact:" + ",".join(CODES), 4, timeout=300)
     for code in CODES:
         assert all(f"exact {code} ok" in o for o in outs), (code, outs[0])
+
+
+def test_ignore_averages_the_partitions_the_root_used():
+    outs = run("ignore:0,1", 4, timeout=240)
+    for s in (0, 1):
+        assert all(f"ignore s={s} ok" in o for o in outs), (s, outs[0])
 
 
 def test_master_is_not_a_worker():

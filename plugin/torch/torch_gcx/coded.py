@@ -13,7 +13,11 @@
 The global batch of a step is cut into n partitions (n = workers); the code
 gives each worker the partitions it computes. gc-fr / gc-cr (gradient
 coding, Tandon et al.): every step a worker computes the s+1 partitions of
-its row, one backward each, and sends their coded combination. pgc-fr /
+its row, one backward each, and sends their coded combination. ignore (the
+baseline both papers compare with, no code): every step a worker computes
+its own partition and sends it; the root sums the first n-s to arrive and
+scales the sum by n/(n-s), an estimate that drops the stragglers' data.
+pgc-fr /
 pgc-cr (pipelined gradient coding, Su & Li): every step a worker computes
 ONE partition (slot t mod (s+1)) and sends the combination of its latest s+1
 partition gradients, one fresh and one of each staleness 1..s. The root
@@ -45,9 +49,12 @@ from . import _C
 __all__ = ["CodedDataParallel", "CodedSampler", "CodedStep",
            "CodedRoundError", "topk", "CODES"]
 
-# name -> (code family, pipelined)
+# name -> (code family, pipelined); "ignore" is the no-code baseline (each
+# worker sends its own partition, the root sums the first n-s to arrive,
+# scaled by n/(n-s)), run on a CR code's weighted decoding
 CODES = {"gc-fr": ("fr", False), "gc-cr": ("cr", False),
-         "pgc-fr": ("fr", True), "pgc-cr": ("cr", True)}
+         "pgc-fr": ("fr", True), "pgc-cr": ("cr", True),
+         "ignore": ("cr", False)}
 
 
 class topk:  # noqa: N801  (reads as compress=topk(100))
@@ -165,6 +172,8 @@ class CodedSampler:
         """The partitions the worker computes at a round (a list)."""
         if self.worker is None:
             return []
+        if self.code == "ignore":
+            return [self.worker]
         if self.steps_per_batch == 1:
             return list(self._info.assignment(self.worker)[0])
         part = self._info.compute(self.worker, round_)[1]
@@ -241,7 +250,9 @@ def _exp_draw(seed, round_, worker, part):
 class CodedDataParallel(torch.nn.Module):
     """Wrap a model for coded data-parallel training over a gcx group.
 
-    code: "gc-fr", "gc-cr", "pgc-fr" or "pgc-cr". s: stragglers (slow or dead
+    code: "gc-fr", "gc-cr", "pgc-fr", "pgc-cr", or "ignore" (no code: the
+    root averages the first n-s own-partition gradients to arrive; an
+    estimate, the baseline to compare with). s: stragglers (slow or dead
     workers) tolerated. n: the number of workers if given, which must be the
     group size (master_is_worker=True) or one less (False: the root, rank
     `root` of the group, decodes and computes nothing, as in the papers).
@@ -253,7 +264,8 @@ class CodedDataParallel(torch.nn.Module):
     round is already decoded when it gets there skips computing it; False,
     it always computes (with compress this keeps an FR group's residuals
     equal even when a member falls behind; see README.md). decoding:
-    "exact", or "weighted" for CR (Su & Li's approximate decoding). group:
+    "exact", or "weighted" for CR (Su & Li's approximate decoding; ignore
+    always folds with weights). group:
     the process group (backend gcx; default: the default group).
 
     Every rank must pass the same arguments: they are compared first, and a
@@ -351,7 +363,8 @@ class CodedDataParallel(torch.nn.Module):
         self._impl = _C.CodedGather(
             self.group._get_backend(torch.device("cpu")), CODES[code][0],
             self.pipelined, s, not master_is_worker, root, nfloats,
-            decoding == "weighted", compress.cf if compress else 0.0, seed)
+            decoding == "weighted" or code == "ignore",
+            compress.cf if compress else 0.0, seed, ignore=code == "ignore")
         w = self._impl.worker()
         self.worker = w if w >= 0 else None
         self._bufs = [self._impl.buffer(k) for k in range(self._impl.load())]
