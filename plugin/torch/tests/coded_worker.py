@@ -260,11 +260,47 @@ def sc_straggler(rank, size, gloo, code):
     print(f"straggler {code} ok", flush=True)
 
 
-def sc_kill(rank, size, store, code, kill):
+def train_on_after_shrink(cdp, X, Y, failed_round, epochs):
+    # after CodedRoundError in failed_round: shrink, then train to the end
+    # of `epochs` epochs from the failed step's global batch; gc: every
+    # round's gradient is the mean over the new n partitions of its global
+    # batch at the current weights (the reference)
+    failed_at = cdp._at
+    new = cdp.shrink()
+    assert new.resume_at == failed_at, (new.resume_at, failed_at)
+    ev = new.shrinks[-1]
+    print(f"shrunk after round {failed_round}: dead {ev['dead']}, world "
+          f"{ev['world']}, n {ev['n']}, s {ev['s']}, resume at "
+          f"{new.resume_at}", flush=True)
+    sampler = new.sampler(len(X), B)
+    opt = torch.optim.SGD(new.parameters(), lr=0.1)
+    ref = make_model()
+    first = True
+    while sampler.epoch < epochs:
+        for step in sampler:
+            if first:  # the failed step's samples come first
+                assert step.epoch == failed_at[0] and torch.equal(
+                    sampler.indices(step, 0),
+                    sampler._perm(step.epoch)[failed_at[1]:failed_at[1] + B])
+                first = False
+            load_params(ref, flat_params(new.module))
+            new.backward(step, lambda idx: F.cross_entropy(
+                new(X[idx]), Y[idx]))
+            if not new.pipelined:
+                want = sum(flat_grad(ref, X, Y, sampler.indices(step, j))
+                           for j in range(new.n)) / new.n
+                torch.testing.assert_close(got_grad(new), want, rtol=1e-4,
+                                           atol=2e-6)
+            opt.step()
+    return new
+
+
+def sc_kill(rank, size, store, code, kill, then_shrink=False):
     # the last `kill` ranks SIGKILL themselves after round 2; with kill <= s
     # the survivors finish 8 rounds with the reference gradient (gc) and
     # equal parameters (compared through the store: the gloo group has a
-    # dead member); with kill > s every survivor gets CodedRoundError
+    # dead member); with kill > s every survivor gets CodedRoundError, and
+    # with then_shrink they shrink and train on to the end of epoch 2
     init(rank, size, store, timeout=30)
     X, Y = make_data(size)
     cdp = coded.CodedDataParallel(make_model(), code=code, s=1)
@@ -279,9 +315,12 @@ def sc_kill(rank, size, store, code, kill):
         train(cdp, X, Y, 8, check=not cdp.pipelined, on_round=on_round)
     except coded.CodedRoundError as e:
         print("coded round error:", str(e).splitlines()[0], flush=True)
-        os._exit(0 if kill > cdp.s else 5)
-    assert kill <= cdp.s, "more than s dead and no error"
-    if not cdp.pipelined:
+        if not then_shrink:
+            os._exit(0 if kill > cdp.s else 5)
+        cdp = train_on_after_shrink(cdp, X, Y, cdp.round, epochs=2)
+    assert kill <= cdp.s or then_shrink, "more than s dead and no error"
+    assert cdp.shrinks or not then_shrink, "no failure to shrink after"
+    if not cdp.pipelined and not then_shrink:
         assert cdp.lost_rounds == 0
     st.set(f"params/{rank}", flat_params(cdp.module).numpy().tobytes())
     mine = st.get(f"params/{rank}")
@@ -398,8 +437,8 @@ def main():
         int(sys.argv[3]), sys.argv[4]
     name, _, arg = name.partition(":")
     if name == "kill":
-        code, kill = arg.split("/")
-        sc_kill(rank, size, store, code, int(kill))
+        code, kill, *then = arg.split("/")
+        sc_kill(rank, size, store, code, int(kill), then == ["shrink"])
         return
     gloo = init(rank, size, store)
     fn = {"exact": sc_exact, "master": sc_master, "straggler": sc_straggler,

@@ -61,6 +61,20 @@ def test_more_dead_than_s_is_an_error_on_every_survivor():
             in out, (rank, rc, out[-3000:])
 
 
+@pytest.mark.parametrize("code", ["gc-fr", "pgc-fr"])
+def test_more_dead_than_s_then_shrink_and_go_on(code):
+    # ranks 2 and 3 (one FR group) die: the survivors get CodedRoundError,
+    # shrink to n = 2, resume at the failed step's batch and finish epoch 2
+    # (gc: every round's gradient checked), parameters equal
+    res = launch(f"kill:{code}/2/shrink", 4, script="coded_worker.py",
+                 timeout=180)
+    assert res[2][0] == -9 and res[3][0] == -9, res
+    for rank, (rc, out) in enumerate(res[:2]):
+        assert rc == 0 and "coded round error" in out and \
+            "world 2, n 2, s 1" in out and f"kill {code} ok" in out, \
+            (rank, rc, out[-3000:])
+
+
 def test_bad_use_is_an_error_on_every_rank():
     outs = run("bad_use", 3)
     assert all("bad use ok" in o for o in outs), outs[0]

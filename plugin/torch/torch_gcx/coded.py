@@ -33,7 +33,20 @@ stale slot is recomputed. A step that abstentions leave undecodable
 (pgc: a dead worker's group-mate still has a skipped slot) is lost on every
 rank alike: a zero gradient, counted in `lost_rounds`. With more than s
 workers gone (or the root gone) the round fails on every rank and
-`backward()` raises CodedRoundError; the group's communicator is then failed.
+`backward()` raises CodedRoundError; the group's communicator is then failed,
+and `model = model.shrink()` goes on over the survivors (a new model over
+the shrunk group, from the last completed round's parameters; its samplers
+start at the failed step's batch):
+
+    while epoch < epochs:
+        try:
+            for step in sampler:
+                model.backward(step, loss_fn); opt.step()
+            epoch += 1
+        except coded.CodedRoundError:
+            model = model.shrink()
+            sampler = model.sampler(len(dataset), batch_size=32)
+            epoch = sampler.epoch
 
 See README.md, "Coded training".
 """
@@ -131,7 +144,7 @@ class CodedSampler:
     """
 
     def __init__(self, dataset_len, batch_size, code=None, s=None, n=None,
-                 worker=None, coded=None, seed=0, shuffle=True):
+                 worker=None, coded=None, seed=0, shuffle=True, start=None):
         if coded is not None:
             code = coded.code if code is None else code
             s = coded.s if s is None else s
@@ -159,11 +172,41 @@ class CodedSampler:
                 f"torch_gcx.coded.CodedSampler: {dataset_len} samples do not "
                 f"fill one global batch of n * batch_size = "
                 f"{n * self.batch_size}")
-        self.epoch = 0
+        if start is None and coded is not None:
+            start = coded.resume_at
+        start_epoch, start_pos = (0, 0) if start is None else start
+        if not (isinstance(start_epoch, int) and isinstance(start_pos, int)
+                and start_epoch >= 0 and 0 <= start_pos <= self.dataset_len):
+            raise ValueError(f"torch_gcx.coded.CodedSampler: start must be "
+                             f"(epoch >= 0, sample position in 0.."
+                             f"{self.dataset_len}), got {start!r}")
+        self.epoch = start_epoch
+        self.start = (start_epoch, start_pos)
+        # steps of the first epoch, the rest of it from start_pos
+        self._first_steps = ((self.dataset_len - start_pos) //
+                             (n * self.batch_size)) * self.steps_per_batch
 
     def __len__(self):
-        """Steps per epoch."""
+        """Steps per (whole) epoch."""
         return self.batches * self.steps_per_batch
+
+    def _round_of(self, epoch, t):
+        # rounds count from the start: the first epoch's steps, then whole
+        # epochs (without start: epoch * len(self) + t)
+        first = self.start[0]
+        if epoch == first:
+            return t
+        return self._first_steps + (epoch - first - 1) * len(self) + t
+
+    def _offset(self, epoch):
+        return self.start[1] if epoch == self.start[0] else 0
+
+    def indices(self, step, j):
+        """The dataset indices of partition j of the step's global batch
+        (any partition, not only this worker's: what a reference needs)."""
+        g, b = self.n * self.batch_size, self.batch_size
+        lo = self._offset(step.epoch) + step.batch * g + j * b
+        return self._perm(step.epoch)[lo:lo + b]
 
     def set_epoch(self, epoch):
         self.epoch = int(epoch)
@@ -187,10 +230,14 @@ class CodedSampler:
 
     def __iter__(self):
         epoch = self.epoch
-        perm = self._perm(epoch)
+        if epoch < self.start[0]:
+            raise ValueError(f"torch_gcx.coded.CodedSampler: epoch {epoch} "
+                             f"is before the sampler's start {self.start}")
+        perm = self._perm(epoch)[self._offset(epoch):]
         g, b = self.n * self.batch_size, self.batch_size
-        for t in range(len(self)):
-            round_ = epoch * len(self) + t
+        steps = self._first_steps if epoch == self.start[0] else len(self)
+        for t in range(steps):
+            round_ = self._round_of(epoch, t)
             u = t // self.steps_per_batch
             parts = {j: perm[u * g + j * b:u * g + (j + 1) * b]
                      for j in self.partitions(round_)}
@@ -199,10 +246,11 @@ class CodedSampler:
 
     def _fingerprint(self):
         # what every rank's sampler must agree on, and what its own model's
-        # code must match: [code, s, n, worker, len, batch, seed, shuffle]
+        # code must match: [code, s, n, worker, len, batch, seed, shuffle,
+        # start epoch, start position]
         return [list(CODES).index(self.code), self.s, self.n,
                 -1 if self.worker is None else self.worker, self.dataset_len,
-                self.batch_size, self.seed, int(self.shuffle)]
+                self.batch_size, self.seed, int(self.shuffle), *self.start]
 
 
 def _parse_straggler(straggler):
@@ -378,6 +426,10 @@ class CodedDataParallel(torch.nn.Module):
         self.compute_s = 0.0     # seconds in partition gradients
         self.delay_s = 0.0       # seconds of injected straggler delay
         self._checked = None     # the sampler fingerprint checked at round 0
+        self.resume_at = None    # (epoch, sample position) its samplers
+        #                          start at (set by shrink(); None: (0, 0))
+        self.shrinks = []        # one dict per shrink() so far (see there)
+        self._at = None          # (epoch, position) of the step in backward
 
     # ---- the model --------------------------------------------------------
 
@@ -385,9 +437,88 @@ class CodedDataParallel(torch.nn.Module):
         return self.module(*args, **kwargs)
 
     def sampler(self, dataset_len, batch_size, seed=0, shuffle=True):
-        """A CodedSampler for this model's code and worker."""
+        """A CodedSampler for this model's code and worker (after a
+        shrink(), it starts at the failed step's global batch)."""
         return CodedSampler(dataset_len, batch_size, coded=self, seed=seed,
                             shuffle=shuffle)
+
+    # ---- more than s gone: shrink and continue --------------------------
+
+    def shrink(self, s=None):
+        """Go on over the survivors after a CodedRoundError (more than s
+        workers gone, or the root): they agree on who is gone
+        (torch_gcx.elastic.agree_failed, ULFM's agreement, which holds when
+        more ranks die during it), shrink the group to themselves
+        (elastic.shrink_group: a shrink of the default group makes the new
+        group the default and destroys the other groups, torch's rule) and
+        get a new CodedDataParallel of the same module, code and options
+        over it, which this one's work is handed to; this one is closed.
+        Collective over the survivors.
+
+        The failed round changed no parameter (its gradient never came), so
+        the survivors go on from the last completed round's parameters,
+        equal on every rank; the new model's samplers (new.sampler(...))
+        start at the failed step's global batch, the rest of its epoch cut
+        into global batches for the new n (pgc: the steps of that batch
+        done before the failure are redone). s: the stragglers the new
+        code tolerates; default: this one's s, or the largest smaller one
+        the new worker count allows (FR: s+1 must divide n; s < n). The
+        root stays the same process unless it died (then the new group's
+        rank 0); straggler=(rank, ms) follows its process (dropped if it
+        died); a top-k residual starts empty. Returns the new model; its
+        `shrinks` lists every shrink so far: dead (global ranks), world,
+        n, s, t_failed, t_agreed, t_ready (time.time() stamps)."""
+        from . import elastic  # the agreement and torch's shrink_group
+
+        if s is not None and (not isinstance(s, int) or
+                              isinstance(s, bool) or s < 0):
+            raise ValueError(f"torch_gcx.coded.shrink: s must be an "
+                             f"integer >= 0, got {s!r}")
+        ev = {"t_failed": time.time()}
+        default = dist.distributed_c10d._get_default_group()
+        is_default = self.group is default
+        before = dist.get_process_group_ranks(self.group)
+        root_global = before[self.root]
+        self.close()
+        dead = elastic.agree_failed(None if is_default else self.group)
+        ev["t_agreed"] = time.time()
+        if dead:
+            group = elastic.shrink_group(dead, None if is_default
+                                         else self.group)
+        else:  # nobody gone (a timeout, a revoke): the agreed communicator
+            _C.adopt_agreed(self.group._get_backend(torch.device("cpu")))
+            group = self.group
+        after = [g for i, g in enumerate(before) if i not in dead]
+        size = len(after)
+        if size < 2:
+            raise CodedRoundError(f"torch_gcx.coded.shrink: {size} rank "
+                                  f"left of {len(before)}: coded training "
+                                  f"needs at least 2")
+        root = after.index(root_global) if root_global in after else 0
+        workers = size - (0 if self.master_is_worker else 1)
+        if s is None:
+            s = min(self.s, workers - 1)
+            while CODES[self.code][0] == "fr" and workers % (s + 1) != 0:
+                s -= 1
+        straggler = None
+        if self._exp_m > 0:
+            straggler = f"exp:{self._exp_m!r}"
+        elif self._slow_rank >= 0 and self._slow_rank < len(before) and \
+                before[self._slow_rank] in after:
+            straggler = (after.index(before[self._slow_rank]), self._slow_ms)
+        new = CodedDataParallel(
+            self.module, code=self.code, s=s,
+            master_is_worker=self.master_is_worker, root=root,
+            straggler=straggler, compress=self.compress,
+            group=None if is_default else group, decoding=self.decoding,
+            seed=self.seed, catch_up=self.catch_up)
+        new.resume_at = self._at if self._at is not None else \
+            self.resume_at
+        ev.update(dead=[before[r] for r in dead], world=size, n=new.n,
+                  s=new.s, t_ready=time.time())
+        new.shrinks = self.shrinks + [ev]
+        new.lost_rounds = self.lost_rounds
+        return new
 
     # ---- one step ---------------------------------------------------------
 
@@ -408,6 +539,9 @@ class CodedDataParallel(torch.nn.Module):
                              f"{step.round}, the model at round {self.round} "
                              f"(every round must go through backward(), in "
                              f"order)")
+        smp = step._sampler
+        self._at = (step.epoch, smp._offset(step.epoch) +
+                    step.batch * smp.n * smp.batch_size)
         computed = False
         if self.worker is not None:
             if self.catch_up and self._impl.ready():
@@ -492,7 +626,7 @@ class CodedDataParallel(torch.nn.Module):
         # round 0, on every rank: each rank's sampler must match its model
         # and the others' samplers; one all_gather, so every rank raises
         fp = step._sampler._fingerprint() if isinstance(step, CodedStep) \
-            else [-2.0] * 8
+            else [-2.0] * 10
         me = [list(CODES).index(self.code), self.s, self.n,
               -1 if self.worker is None else self.worker]
         table = self._all_gather([float(v) for v in fp + me])
@@ -503,14 +637,15 @@ class CodedDataParallel(torch.nn.Module):
                                  f"backward() a step that is not a "
                                  f"CodedStep of a CodedSampler")
             for i, name in enumerate(fields):
-                if row[i] != row[8 + i]:
+                if row[i] != row[10 + i]:
                     raise ValueError(
                         f"torch_gcx.coded: the sampler of rank {r} disagrees "
                         f"with its CodedDataParallel on {name}: sampler "
-                        f"{row[i]:g}, model {row[8 + i]:g} (code index "
+                        f"{row[i]:g}, model {row[10 + i]:g} (code index "
                         f"into {list(CODES)}; worker -1: the master)")
         for i, name in enumerate(["dataset_len", "batch_size", "seed",
-                                  "shuffle"], start=4):
+                                  "shuffle", "start epoch",
+                                  "start position"], start=4):
             col = [row[i] for row in table]
             if any(v != col[0] for v in col):
                 raise ValueError(f"torch_gcx.coded: the ranks' samplers "
