@@ -1302,13 +1302,15 @@ class GcxBackend : public c10d::Backend {
         }
     }
 
-    // Reductions gcx has no operation for (PRODUCT, BAND, BOR, BXOR):
-    // PRODUCT and the bitwise ops of a dtype libgcx does not reduce with
-    // them (uint8, int8, int16, bool; bitwise ops of floats, which raise)
+    // Reductions of dtypes libgcx does not reduce (uint8, int8, int16,
+    // bool: SUM, MIN, MAX, PRODUCT and the bitwise ops, as gloo does them;
+    // bitwise ops of floats, which raise): gathered and combined here
     static bool combined_locally(const c10d::ReduceOp &op, const at::Tensor &t)
     {
         bool ours = op.op_ == c10d::ReduceOp::PRODUCT ||
-                    bitwise_op(op.op_);
+                    op.op_ == c10d::ReduceOp::SUM ||
+                    op.op_ == c10d::ReduceOp::MIN ||
+                    op.op_ == c10d::ReduceOp::MAX || bitwise_op(op.op_);
         return ours && !reducible(t, op.op_);
     }
 
@@ -1319,6 +1321,9 @@ class GcxBackend : public c10d::Backend {
         at::Tensor acc = rows[0].clone();
         for (int64_t r = 1; r < rows.size(0); ++r) {
             switch (op) {
+            case c10d::ReduceOp::SUM: acc.add_(rows[r]); break;
+            case c10d::ReduceOp::MIN: acc = at::minimum(acc, rows[r]); break;
+            case c10d::ReduceOp::MAX: acc = at::maximum(acc, rows[r]); break;
             case c10d::ReduceOp::PRODUCT: acc.mul_(rows[r]); break;
             case c10d::ReduceOp::BAND: acc.bitwise_and_(rows[r]); break;
             case c10d::ReduceOp::BOR: acc.bitwise_or_(rows[r]); break;
@@ -1335,8 +1340,7 @@ class GcxBackend : public c10d::Backend {
         const char *opname = reduce_op_name(op);
         TORCH_CHECK(!t.is_complex(), "gcx ", name, ": ReduceOp.", opname,
                     " of a complex tensor");
-        TORCH_CHECK(op == c10d::ReduceOp::PRODUCT ||
-                        !at::isFloatingType(t.scalar_type()),
+        TORCH_CHECK(!bitwise_op(op) || !at::isFloatingType(t.scalar_type()),
                     "gcx ", name, ": ReduceOp.", opname,
                     " needs an integer or bool dtype, got ", t.scalar_type());
     }

@@ -130,6 +130,27 @@ def sc_reductions(rank, size, gloo):
         dist.reduce(b, dst=1, op=rop if op == "PRODUCT" else
                     dist.ReduceOp.PRODUCT, group=gloo)
         same(a, b if rank == 1 else keep, "reduce PRODUCT")
+    # dtypes libgcx does not reduce (gathered and combined): what gloo does
+    for dtype in [torch.uint8, torch.int8, torch.bool]:
+        for op in ["SUM", "MIN", "MAX"]:
+            rop = getattr(dist.ReduceOp, op)
+            g = torch.Generator().manual_seed(100 + rank)
+            a = torch.randint(0, 200, (29,), generator=g).to(dtype)
+            b = a.clone()
+            dist.all_reduce(a, op=rop)
+            dist.all_reduce(b, op=rop, group=gloo)
+            same(a, b, f"all_reduce {op} {dtype}")
+            a = torch.randint(0, 200, (13,), generator=g).to(dtype)
+            b, keep = a.clone(), a.clone()
+            dist.reduce(a, dst=n - 1, op=rop)
+            dist.reduce(b, dst=n - 1, op=rop, group=gloo)
+            same(a, b if rank == n - 1 else keep, f"reduce {op} {dtype}")
+        ts = [torch.randint(0, 9, (k,)).to(dtype) for k in (3, 5)]
+        refs = [t.clone() for t in ts]
+        dist.all_reduce_coalesced(ts)
+        dist.all_reduce_coalesced(refs, group=gloo)
+        for t, r in zip(ts, refs):
+            same(t, r, f"all_reduce_coalesced SUM {dtype}")
     # PRODUCT and the bitwise ops in reduce_scatter (gcx's own ops)
     for op in ["PRODUCT", "BOR"]:
         x = data(rank, 4 * n, torch.int64, salt=8) % 5
