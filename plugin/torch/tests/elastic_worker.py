@@ -75,8 +75,9 @@ def flat(module):
 
 def replay(k, size):
     """The run in one process: world `size` up to global step k, size - 1
-    after, each step's gradient the sum over its samples / n_step / world
-    (what DDP's average of the ranks' step_fn gradients is)."""
+    after, each step's gradient the sum over its samples / n_step (the mean
+    over the step's samples, what ElasticDDP's sum of the ranks' step_fn
+    gradients is, whatever the world size)."""
     model = make_model()
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9)
     x, y = make_data()
@@ -89,7 +90,7 @@ def replay(k, size):
             block = perm[pos:pos + world * BATCH]
             opt.zero_grad()
             loss = ((model(x[block]) - y[block]) ** 2).sum() / len(block)
-            (loss / world).backward()
+            loss.backward()
             opt.step()
             pos += len(block)
             step += 1

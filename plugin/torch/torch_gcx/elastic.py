@@ -27,7 +27,9 @@ takes the next world_size * batch_size of them and rank r the r-th of
 world_size near-equal slices; after a shrink the remaining ones are shared
 among the survivors in the same way. step_fn must call backward() on a loss
 that sums the per-sample losses of its slice and divides by n_step, the
-step's sample count on all ranks together, so that every sample weighs the
+step's sample count on all ranks together; ElasticDDP's DDP sums the ranks'
+gradients (a comm hook: DDP's own average would divide by the world size
+once more), so the gradient is the step's mean and every sample weighs the
 same whatever the world size.
 
 The same by hand (the recipe in plugin/torch/README.md):
@@ -132,13 +134,22 @@ def epoch_order(num_samples, seed, epoch):
     return torch.randperm(num_samples, generator=g)
 
 
+def _sum_hook(state, bucket):
+    # the ranks' gradients summed: step_fn's losses are divided by the
+    # step's sample count on all ranks already (DDP's default hook would
+    # divide by the world size too)
+    return dist.all_reduce(bucket.buffer(), async_op=True).get_future() \
+        .then(lambda fut: fut.value()[0])
+
+
 class ElasticDDP:
     """DDP over the default (gcx) group with shrink-and-continue.
 
     module and optimizer: the model (on CPU) and its optimizer; the module
     is wrapped in DistributedDataParallel(module, **ddp_kwargs) again after
-    each shrink. num_samples, batch_size (per rank), seed: the epoch's
-    sample order (module docstring). on_shrink(event): called on each
+    each shrink, with a comm hook that sums the ranks' gradients (module
+    docstring; so no other hook). num_samples, batch_size (per rank), seed:
+    the epoch's sample order (module docstring). on_shrink(event): called on each
     survivor after a recovery, before the failed step is redone.
     on_step(epoch, idx): called after each committed step with this rank's
     sample indices.
@@ -173,8 +184,10 @@ class ElasticDDP:
         self.ddp = self._wrap()
 
     def _wrap(self):
-        return torch.nn.parallel.DistributedDataParallel(self.module,
-                                                         **self.ddp_kwargs)
+        ddp = torch.nn.parallel.DistributedDataParallel(self.module,
+                                                        **self.ddp_kwargs)
+        ddp.register_comm_hook(None, _sum_hook)
+        return ddp
 
     def order(self, epoch):
         """The epoch's sample order (the same on every rank)."""
