@@ -75,9 +75,8 @@ def flat(module):
 
 def replay(k, size):
     """The run in one process: world `size` up to global step k, size - 1
-    after, each step's gradient the sum over its samples / n_step (the mean
-    over the step's samples, what ElasticDDP's sum of the ranks' step_fn
-    gradients is, whatever the world size)."""
+    after, each step's gradient the mean over its samples (what DDP's
+    average of the ranks' step_fn gradients is, whatever the world size)."""
     model = make_model()
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9)
     x, y = make_data()
@@ -114,7 +113,7 @@ def sc_kill(rank, size):
     job = elastic.ElasticDDP(model, opt, num_samples=N, batch_size=BATCH,
                              seed=0, on_step=log_step)
 
-    def step_fn(ddp, idx, n_step):
+    def step_fn(ddp, idx, denom):
         if rank == victim and job.step == k:
             stamp = os.environ.get("ELASTIC_KILL_STAMP")
             if stamp:
@@ -126,7 +125,7 @@ def sc_kill(rank, size):
             # perf/torch/elastic_resume.py --hang kills it at the end)
             os.kill(os.getpid(), signal.SIGSTOP
                     if os.environ.get("ELASTIC_HANG") else signal.SIGKILL)
-        loss = ((ddp(x[idx]) - y[idx]) ** 2).sum() / n_step
+        loss = ((ddp(x[idx]) - y[idx]) ** 2).sum() / denom
         loss.backward()
 
     for epoch in range(EPOCHS):
@@ -207,8 +206,8 @@ def sc_adopt(rank, size):
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9)
     job = elastic.ElasticDDP(model, opt, num_samples=N, batch_size=BATCH)
 
-    def step_fn(ddp, idx, n_step):
-        ((ddp(x[idx]) - y[idx]) ** 2).sum().div(n_step).backward()
+    def step_fn(ddp, idx, denom):
+        ((ddp(x[idx]) - y[idx]) ** 2).sum().div(denom).backward()
 
     job.epoch = 0
     if rank == 0:

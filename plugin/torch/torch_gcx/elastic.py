@@ -20,17 +20,17 @@ rank's gradient).
     job = elastic.ElasticDDP(model, optimizer, num_samples=len(ds),
                              batch_size=32, seed=0)
     for epoch in range(epochs):
-        job.train_epoch(epoch, step_fn)    # step_fn(ddp_model, idx, n_step)
+        job.train_epoch(epoch, step_fn)    # step_fn(ddp_model, idx, denom)
 
 Data: each epoch is one seeded permutation of the sample indices; a step
 takes the next world_size * batch_size of them and rank r the r-th of
 world_size near-equal slices; after a shrink the remaining ones are shared
-among the survivors in the same way. step_fn must call backward() on a loss
-that sums the per-sample losses of its slice and divides by n_step, the
-step's sample count on all ranks together; ElasticDDP's DDP sums the ranks'
-gradients (a comm hook: DDP's own average would divide by the world size
-once more), so the gradient is the step's mean and every sample weighs the
-same whatever the world size.
+among the survivors in the same way. step_fn(ddp, idx, denom) must call
+backward() on a loss that sums the per-sample losses of its slice and
+divides by denom, the step's sample count on all ranks together over the
+world size: DDP averages the ranks' gradients, so the gradient is the mean
+over the step's samples, every sample weighs the same whatever the world
+size, and the learning rate means the same after a shrink.
 
 The same by hand (the recipe in plugin/torch/README.md):
     dead = elastic.agree_failed()          # the agreed dead ranks
@@ -134,22 +134,13 @@ def epoch_order(num_samples, seed, epoch):
     return torch.randperm(num_samples, generator=g)
 
 
-def _sum_hook(state, bucket):
-    # the ranks' gradients summed: step_fn's losses are divided by the
-    # step's sample count on all ranks already (DDP's default hook would
-    # divide by the world size too)
-    return dist.all_reduce(bucket.buffer(), async_op=True).get_future() \
-        .then(lambda fut: fut.value()[0])
-
-
 class ElasticDDP:
     """DDP over the default (gcx) group with shrink-and-continue.
 
     module and optimizer: the model (on CPU) and its optimizer; the module
     is wrapped in DistributedDataParallel(module, **ddp_kwargs) again after
-    each shrink, with a comm hook that sums the ranks' gradients (module
-    docstring; so no other hook). num_samples, batch_size (per rank), seed:
-    the epoch's sample order (module docstring). on_shrink(event): called on each
+    each shrink. num_samples, batch_size (per rank), seed: the epoch's
+    sample order (module docstring). on_shrink(event): called on each
     survivor after a recovery, before the failed step is redone.
     on_step(epoch, idx): called after each committed step with this rank's
     sample indices.
@@ -184,10 +175,8 @@ class ElasticDDP:
         self.ddp = self._wrap()
 
     def _wrap(self):
-        ddp = torch.nn.parallel.DistributedDataParallel(self.module,
-                                                        **self.ddp_kwargs)
-        ddp.register_comm_hook(None, _sum_hook)
-        return ddp
+        return torch.nn.parallel.DistributedDataParallel(self.module,
+                                                         **self.ddp_kwargs)
 
     def order(self, epoch):
         """The epoch's sample order (the same on every rank)."""
@@ -195,8 +184,9 @@ class ElasticDDP:
 
     def train_epoch(self, epoch, step_fn):
         """Run the rest of `epoch`: for each step, zero the gradients,
-        step_fn(ddp, idx, n_step) (forward and backward of this rank's
-        sample indices idx, n_step samples in the step on all ranks), then
+        step_fn(ddp, idx, denom) (forward and backward of this rank's
+        sample indices idx; denom: the step's sample count on all ranks
+        over the world size, the divisor of the summed loss), then
         optimizer.step(). A step that fails because the group lost a rank
         is redone after the recovery; any other error is raised."""
         if epoch < self.epoch:
@@ -211,7 +201,7 @@ class ElasticDDP:
             failed = False
             try:
                 self.optimizer.zero_grad(set_to_none=True)
-                step_fn(self.ddp, idx, len(block))
+                step_fn(self.ddp, idx, len(block) / world)
                 self.optimizer.step()
             except Exception:
                 if not is_comm_failure():
