@@ -306,9 +306,11 @@ def write_csv(path, rows):
         w.writerows(rows)
 
 
-def train(args):
-    backend = args.config.split("-")[0]
-    hook_kind = args.config.split("-", 1)[1]
+def start_run(args, backend):
+    """What a launch does first (coded_tta.py too): the backend (gcx: import
+    torch_gcx), gloo on the emulated node's eth0, --threads, the data
+    (--subset, --test-subset), the default group with --timeout. Returns
+    (xtr, ytr, xte, yte, rank, world size)."""
     if backend == "gcx":
         import torch_gcx  # noqa: F401  registers the backend "gcx"
     if "GCX_EMU_NETNS" in os.environ:
@@ -316,9 +318,14 @@ def train(args):
     torch.set_num_threads(args.threads)
     xtr, ytr = load_split(args.data_dir, "train", args.subset)
     xte, yte = load_split(args.data_dir, "t10k", args.test_subset)
-
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=args.timeout))
-    rank, p = dist.get_rank(), dist.get_world_size()
+    return xtr, ytr, xte, yte, dist.get_rank(), dist.get_world_size()
+
+
+def train(args):
+    backend = args.config.split("-")[0]
+    hook_kind = args.config.split("-", 1)[1]
+    xtr, ytr, xte, yte, rank, p = start_run(args, backend)
     model = make_mlp(args.seed)
     nparams = sum(x.numel() for x in model.parameters())
     if args.bucket_cap_mb > 0:

@@ -6,11 +6,13 @@ rendezvous reads (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
 MASTER_ADDR=127.0.0.1, a free MASTER_PORT), so bench_ops.py and ddp_tta.py
 run the same way on loopback as under perf/cluster/emulate.sh. No elastic
 agent, no restarts: when one rank fails or the --timeout passes, the others
-are killed and the first failing status is returned. Each rank's output
+are killed and the first failing status is returned (with --keep-going
+the others run on: a rank that kills itself on purpose, coded_tta.py's
+--kill-rank). Each rank's output
 lines are prefixed with [rank] (as emulate.sh does; not with --no-prefix); with -q only rank 0's
 stdout is shown (stderr of every rank always is).
 
-    perf/torch/launch_local.py -n 2 [--timeout SEC] [-q] [--no-prefix] -- PROGRAM ARGS...
+    perf/torch/launch_local.py -n 2 [--timeout SEC] [-q] [--no-prefix] [--keep-going] -- PROGRAM ARGS...
 
 Cost: one process per rank plus a reader thread per stream; nothing polls.
 """
@@ -44,6 +46,9 @@ def main():
     ap.add_argument("--timeout", type=float, default=0, help="kill all ranks after SEC (0: never)")
     ap.add_argument("-q", action="store_true", help="show only rank 0's stdout")
     ap.add_argument("--no-prefix", action="store_true", help="no [rank] before each line")
+    ap.add_argument("--keep-going", action="store_true",
+                    help="do not stop the other ranks when one fails (the status is still "
+                         "the first failing one's)")
     ap.add_argument("program", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     prog = args.program[1:] if args.program[:1] == ["--"] else args.program
@@ -70,7 +75,7 @@ def main():
     try:
         while any(p.poll() is None for p in procs):
             bad = [p for p in procs if p.poll() not in (None, 0)]
-            if bad and why is None:
+            if bad and why is None and not args.keep_going:
                 rc, why = bad[0].returncode, f"rank {procs.index(bad[0])} exited with {bad[0].returncode}"
             if deadline is not None and time.monotonic() > deadline and why is None:
                 rc, why = 124, f"timeout after {args.timeout:g} s"
