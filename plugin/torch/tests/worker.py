@@ -322,7 +322,8 @@ def sc_unsupported(rank, size, gloo):
             raise AssertionError(f"ReduceOp.{op} on float32 did not raise")
     bad = [
         ("non-contiguous", lambda: dist.all_reduce(torch.ones(4, 4).t())),
-        ("dtype", lambda: dist.all_reduce(torch.ones(3, dtype=torch.uint8))),
+        ("dtype", lambda: dist.all_reduce(torch.ones(3, dtype=torch.uint8),
+                                          op=dist.ReduceOp.AVG)),
         ("output tensors", lambda: dist.all_gather([torch.empty(4)], t)),
     ]
     for what, fn in bad:
