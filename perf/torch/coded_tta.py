@@ -646,8 +646,15 @@ def fmt(v, spec, none="-"):
     return none if v is None else format(v, spec)
 
 
-def label(s):
-    return s["config"] + (f" (s={s['s']})" if s.get("s") is not None and s["s"] != 1 else "")
+def label(s, base_lr=None):
+    lr = s["options"]["lr"]
+    return s["config"] + (f" (s={s['s']})" if s.get("s") is not None and s["s"] != 1 else "") + \
+        (f" lr {lr:g}" if base_lr is not None and lr != base_lr else "")
+
+
+def median_of(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
 
 
 def table(folder):
@@ -660,38 +667,70 @@ def table(folder):
              f"test samples; times are rank 0's training time (evaluations excluded).", ""]
     main = [s for s in runs if s["straggler"] != "none" and "kill" not in s]
     if main:
-        lines += [f"### Time to {one['target_acc']:.0%} under stragglers", "",
-                  f"| config | ranks | straggler | time to {one['target_acc']:.0%} (s) | final acc "
-                  f"| steps | mean step (ms) | epoch time (s) | steps/epoch | lost rounds | "
-                  f"params equal |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-        for s in main:
-            lines.append(f"| {label(s)} | {s['ranks']} | {s['straggler']} | "
-                         f"{fmt(s['time_to_target_s'], '.1f')} | {s['final_acc']:.4f} | "
-                         f"{s['steps']} | {s['mean_step_ms']:.1f} | {s['epoch_time_s']:.1f} | "
-                         f"{s['steps_per_epoch']} | {fmt(s.get('lost_rounds'), 'd')} | "
-                         f"{'yes' if s['weights_equal'] else 'NO'} |")
+        # the lr of the DDP runs is the recipe's; a run with another says so
+        base_lr = statistics.mode(s["options"]["lr"] for s in main)
+        groups = {}
+        for s in main:  # the seeds of one configuration together
+            groups.setdefault((s["ranks"], label(s, base_lr), s["straggler"]), []).append(s)
+        target = f"{one['target_acc']:.0%}"
+        lines += [f"### Time to {target} under stragglers", "",
+                  f"Median over the seeds (each seed: its own initialisation and data order; "
+                  f"every configuration runs every seed); time to {target}: rank 0's training "
+                  f"seconds at the first evaluation at or above it.", "",
+                  f"| config | ranks | straggler | seeds | time to {target} (s), median | per seed "
+                  f"| final acc, median | mean step (ms), median | steps/epoch | epoch time (s) "
+                  f"| lost rounds | params equal |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for (ranks, name, strag), g in groups.items():
+            g.sort(key=lambda s: s["options"]["seed"])
+            ttas = [s["time_to_target_s"] for s in g]
+            lost = sum(s.get("lost_rounds") or 0 for s in g)
+            lines.append(
+                f"| {name} | {ranks} | {strag} | {len(g)} | {fmt(median_of(ttas), '.1f')} | "
+                f"{' / '.join(fmt(t, '.1f') for t in ttas)} | "
+                f"{median_of([s['final_acc'] for s in g]):.4f} | "
+                f"{median_of([s['mean_step_ms'] for s in g]):.1f} | {g[0]['steps_per_epoch']} | "
+                f"{median_of([s['epoch_time_s'] for s in g]):.1f} | "
+                f"{lost if g[0].get('lost_rounds') is not None else '-'} | "
+                f"{'yes' if all(s['weights_equal'] for s in g) else 'NO'} |")
         lines.append("")
     plain = [s for s in runs if s["straggler"] == "none" and "kill" not in s]
     if plain:
+        # per round (seed) the ratio to that round's uncoded references, then
+        # the median over the rounds: paired, as the machine's load drifts
+        base_lr = statistics.mode(s["options"]["lr"] for s in plain)
+        refs = {}
+        for o in plain:
+            key = (o["ranks"], o["options"]["seed"])
+            if o["config"] == "ddp-gcx":
+                refs.setdefault(key, {})["ddp"] = o["median_step_ms"]
+            if o["config"] == "ignore" and o.get("s") == 0:
+                refs.setdefault(key, {})["ign"] = o["median_step_ms"]
+        groups = {}
+        for s in plain:
+            groups.setdefault((s["ranks"], label(s, base_lr)), []).append(s)
+
+        def ratios(g, which):
+            return [s["median_step_ms"] / refs[k][which] for s in g
+                    for k in [(s["ranks"], s["options"]["seed"])]
+                    if refs.get(k, {}).get(which)]
+
+        def span(r):
+            return "-" if not r else (f"{statistics.median(r):.2f}" + (
+                f" ({min(r):.2f}-{max(r):.2f})" if len(r) > 1 else ""))
         lines += ["### Step cost without stragglers", "",
                   "Uncoded references: ddp-gcx (DDP's allreduce on gcx) and ignore with s=0 "
-                  "(the coded gather with no code); ratios of median steps.", "",
-                  "| config | ranks | steps | mean step (ms) | median step (ms) | "
+                  "(the coded gather with no code). Each round (seed) runs every configuration; "
+                  "a ratio is of median steps within a round, then the median over the rounds "
+                  "(min-max).", "",
+                  "| config | ranks | rounds | steps | median step (ms), median | "
                   "step / ddp-gcx step | step / ignore s=0 step | epoch time (s) |",
                   "|---|---|---|---|---|---|---|---|"]
-        for s in plain:
-            ref = {}
-            for o in plain:
-                if o["ranks"] == s["ranks"]:
-                    if o["config"] == "ddp-gcx":
-                        ref["ddp"] = o["median_step_ms"]
-                    if o["config"] == "ignore" and o.get("s") == 0:
-                        ref["ign"] = o["median_step_ms"]
-            m = s["median_step_ms"]
-            lines.append(f"| {label(s)} | {s['ranks']} | {s['steps']} | {s['mean_step_ms']:.1f} | "
-                         f"{m:.1f} | {fmt(m / ref['ddp'] if ref.get('ddp') else None, '.2f')} | "
-                         f"{fmt(m / ref['ign'] if ref.get('ign') else None, '.2f')} | "
-                         f"{s['epoch_time_s']:.1f} |")
+        for (ranks, name), g in groups.items():
+            lines.append(f"| {name} | {ranks} | {len(g)} | {g[0]['steps']} | "
+                         f"{median_of([s['median_step_ms'] for s in g]):.1f} | "
+                         f"{span(ratios(g, 'ddp'))} | {span(ratios(g, 'ign'))} | "
+                         f"{median_of([s['epoch_time_s'] for s in g]):.1f} |")
         lines.append("")
     killed = [s for s in runs if "kill" in s]
     if killed:

@@ -15,11 +15,15 @@
 #   tta    every configuration of CONFIGS (default ddp-gloo ddp-gcx ignore gc-fr
 #          gc-cr pgc-fr pgc-cr pgc-fr-topk) for EPOCHS epochs under STRAGGLER
 #          (default exp:1: after each partition gradient a worker sleeps its
-#          compute time x Exp(1)), evaluations every EVAL_EVERY steps
+#          compute time x Exp(1)), evaluations every EVAL_EVERY steps, once per
+#          seed of SEEDS (default: SEED): a round of every configuration per
+#          seed, so the table's medians are over the same seeds and a slow
+#          spell of the machine falls on one round, not on one configuration
 #   steps  the per-step cost without stragglers: STEP_CONFIGS (default ddp-gloo
 #          ddp-gcx ignore:0 ignore gc-fr gc-cr pgc-fr pgc-cr; NAME:S sets s,
-#          ignore:0 is the coded path's uncoded gather) for STEP_STEPS (200)
-#          steps each, evaluated once at the end
+#          ignore:0 is the coded path's uncoded gather; NAME@LR a base lr of its
+#          own, in every set) for STEP_STEPS (200) steps each, evaluated once
+#          at the end, a round of every configuration per seed of SEEDS
 #   kill   KILL_CONFIGS (default pgc-fr gc-fr ddp-elastic) under STRAGGLER with
 #          one rank SIGKILLed: the rank and the step are drawn from (KILL_SEED, N)
 #          (rank in 1..N-1, step in [10%, 40%) of the dense first epoch, before the
@@ -36,7 +40,7 @@
 # writes results.md and plot_coded_tta.py one accuracy-vs-time PNG per rank
 # count.
 #
-# Environment: RANKS ("4 8"), SETS, CONFIGS, STEP_CONFIGS, KILL_CONFIGS,
+# Environment: RANKS ("4 8"), SETS, CONFIGS, STEP_CONFIGS, KILL_CONFIGS, SEEDS,
 # STRAGGLER (exp:1), S (1), EPOCHS (2), SUBSET (0 = all 60000), TEST_SUBSET
 # (0 = all 10000), EVAL_EVERY (50 steps), TARGET (0.85), STEP_STEPS (200),
 # KILL_SEED (SEED), KILL_TIMEOUT (60 s: the kill runs' group timeout =
@@ -73,6 +77,7 @@ straggler=${STRAGGLER:-exp:1}
 s_default=${S:-1}
 step_steps=${STEP_STEPS:-200}
 seed=${SEED:-1}
+read -r -a seeds <<< "${SEEDS:-$seed}"
 kill_seed=${KILL_SEED:-$seed}
 kill_timeout=${KILL_TIMEOUT:-60}
 run_timeout=${RUN_TIMEOUT:-3600}
@@ -118,11 +123,23 @@ run_ranks() {
   fi
 }
 
-# name_of SPEC N SUFFIX: coded_tta.py's default name of a run (CONFIG[-sS]-rN-SUFFIX)
+# spec_parts SPEC: "CONFIG S LR" of CONFIG[:S][@LR] (LR empty: the default)
+spec_parts() {
+  local spec=$1 lr= s=$s_default
+  [[ $spec != *@* ]] || { lr=${spec#*@}; spec=${spec%%@*}; }
+  [[ $spec != *:* ]] || s=${spec#*:}
+  echo "${spec%%:*} $s $lr"
+}
+
+# name_of SPEC N SUFFIX: a run's name, CONFIG[-sS][-lrLR]-rN-SUFFIX (coded_tta.py's
+# default for the first two parts)
 name_of() {
-  local c=${1%%:*} s=$s_default
-  [[ $1 != *:* ]] || s=${1#*:}
-  case $c in ddp-*) echo "$c-r$2-$3" ;; *) [[ $s == 1 ]] && echo "$c-r$2-$3" || echo "$c-s$s-r$2-$3" ;; esac
+  local c s lr name
+  read -r c s lr <<< "$(spec_parts "$1")"
+  name=$c
+  [[ $c == ddp-* || $s == 1 ]] || name+="-s$s"
+  [[ -z $lr ]] || name+="-lr$lr"
+  echo "$name-r$2-$3"
 }
 
 status=()
@@ -130,18 +147,21 @@ status=()
 one() {
   local set_=$1 n=$2 spec=$3 krank=$4 kstep=$5
   shift 5
-  local c=${spec%%:*} s=$s_default name rc
-  [[ $spec != *:* ]] || s=${spec#*:}
+  local c s lr name rc lr_args=()
+  read -r c s lr <<< "$(spec_parts "$spec")"
+  [[ -z $lr ]] || lr_args=(--lr "$lr")
   case $set_ in
-    tta) name=$(name_of "$spec" "$n" "$tag") ;;
-    steps) name=$(name_of "$spec" "$n" "none-steps$step_steps") ;;
+    tta) name=$(name_of "$spec" "$n" "$tag")
+         [[ ${#seeds[@]} == 1 ]] || name+="-seed$SEED_NOW" ;;
+    steps) name=$(name_of "$spec" "$n" "none-steps$step_steps")
+           [[ ${#seeds[@]} == 1 ]] || name+="-seed$SEED_NOW" ;;
     kill) name=$(name_of "$spec" "$n" "$tag-kill") ;;
   esac
   rm -f "$out/$name.csv" "$out/$name.json" "$out/$name.steps.csv"
   echo "== $set_ $name: $n ranks, $([[ -n $local_ ]] && echo local || echo "emulated $link links")$([[ $set_ == kill ]] && echo ", rank $krank killed at step $kstep") ($(date +%T))" | tee -a "$log"
   set +e
   run_ranks "$n" "$([[ $set_ == kill ]] && echo 1)" "$python" "$here/coded_tta.py" --config "$c" \
-    --s "$s" --name "$name" --out "$out" "$@" 2>&1 | tee -a "$log"
+    --s "$s" --name "$name" --out "$out" "${lr_args[@]}" "$@" 2>&1 | tee -a "$log"
   rc=${PIPESTATUS[0]}
   set -e
   if [[ $set_ == kill && ( $rc == 0 || $rc == 137 ) && -f $out/$name.json ]]; then
@@ -159,12 +179,17 @@ for n in "${rank_list[@]}"; do
   for set_ in "${sets[@]}"; do
     case $set_ in
       tta)
-        for c in "${configs[@]}"; do
-          one tta "$n" "$c" "" "" --straggler "$straggler"
+        for SEED_NOW in "${seeds[@]}"; do
+          for c in "${configs[@]}"; do
+            one tta "$n" "$c" "" "" --straggler "$straggler" --seed "$SEED_NOW"
+          done
         done ;;
       steps)
-        for c in "${step_configs[@]}"; do
-          one steps "$n" "$c" "" "" --no-straggler --max-steps "$step_steps" --eval-every 0
+        for SEED_NOW in "${seeds[@]}"; do
+          for c in "${step_configs[@]}"; do
+            one steps "$n" "$c" "" "" --no-straggler --max-steps "$step_steps" \
+              --eval-every 0 --seed "$SEED_NOW"
+          done
         done ;;
       kill)
         # the victim and the dense step, drawn from (KILL_SEED, N)
@@ -175,10 +200,9 @@ r = random.Random(f'coded-tta-kill:$kill_seed:{n}')
 spe = subset // (batch * n)
 print(r.randrange(1, n), max(1, int(spe * r.uniform(0.1, 0.4))))")"
         for c in "${kill_configs[@]}"; do
-          s=$s_default
-          [[ $c != *:* ]] || s=${c#*:}
+          read -r cname s _ <<< "$(spec_parts "$c")"
           step=$kstep
-          [[ ${c%%:*} != pgc-* ]] || step=$(( kstep * (s + 1) ))
+          [[ $cname != pgc-* ]] || step=$(( kstep * (s + 1) ))
           one kill "$n" "$c" "$krank" "$step" --straggler "$straggler" --kill-rank "$krank" \
             --kill-step "$step" --timeout "$kill_timeout"
         done ;;
