@@ -678,9 +678,9 @@ def table(folder):
                   f"every configuration runs every seed); time to {target}: rank 0's training "
                   f"seconds at the first evaluation at or above it.", "",
                   f"| config | ranks | straggler | seeds | time to {target} (s), median | per seed "
-                  f"| final acc, median | mean step (ms), median | steps/epoch | epoch time (s) "
-                  f"| lost rounds | params equal |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  f"| steps to {target}, median | final acc, median | mean step (ms), median "
+                  f"| steps/epoch | epoch time (s) | lost rounds | params equal |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for (ranks, name, strag), g in groups.items():
             g.sort(key=lambda s: s["options"]["seed"])
             ttas = [s["time_to_target_s"] for s in g]
@@ -688,6 +688,7 @@ def table(folder):
             lines.append(
                 f"| {name} | {ranks} | {strag} | {len(g)} | {fmt(median_of(ttas), '.1f')} | "
                 f"{' / '.join(fmt(t, '.1f') for t in ttas)} | "
+                f"{fmt(median_of([s['step_to_target'] for s in g]), '.0f')} | "
                 f"{median_of([s['final_acc'] for s in g]):.4f} | "
                 f"{median_of([s['mean_step_ms'] for s in g]):.1f} | {g[0]['steps_per_epoch']} | "
                 f"{median_of([s['epoch_time_s'] for s in g]):.1f} | "
@@ -748,9 +749,11 @@ def table(folder):
         for s in killed:
             k = s["kill"]
             ref_cfg = "ddp-gcx" if s["config"] == "ddp-elastic" else s["config"]
+            same = ("lr", "seed", "epochs", "subset")  # the same recipe and seed
             ref = next((o for o in runs if "kill" not in o and o["config"] == ref_cfg and
                         o["ranks"] == s["ranks"] and o["straggler"] == s["straggler"] and
-                        o.get("s") == s.get("s") and not o.get("max_steps")), None)
+                        o.get("s") == s.get("s") and not o.get("max_steps") and
+                        all(o["options"][k] == s["options"][k] for k in same)), None)
             if "resume_s" in k:
                 res = max(k["resume_s"].values()) if k["resume_s"] else None
                 lost, done, rounds = k.get("seconds_lost"), "yes" if s.get("kill_ok") else "NO", "-"
