@@ -10,10 +10,12 @@ stragglers as solid lines (DDP dashed), the kill runs dotted in their
 configuration's colour with a cross where the rank died, a marker at each
 epoch end and a dotted line at the target (--target, default 0.85).
 Runs of a few steps without stragglers (the step-cost set: one evaluation)
-are left out. Writes DIR/accuracy_vs_time_rN.png. matplotlib with the Agg
+are left out, and of the seeds' rounds one seed is drawn (--seed, default
+the smallest present; the kill runs whatever their seed): the table has the
+medians over the seeds, a figure of every seed has too many lines to read. Writes DIR/accuracy_vs_time_rN.png. matplotlib with the Agg
 backend: no display needed. Cost: reads a few small files; a second or two.
 
-    python perf/torch/plot_coded_tta.py DIR [--target 0.85]
+    python perf/torch/plot_coded_tta.py DIR [--target 0.85] [--seed N]
 """
 import argparse
 import csv
@@ -48,8 +50,18 @@ def read_runs(folder):
     return runs
 
 
-def label(s):
+def seed_of(s):
+    return s.get("options", {}).get("seed")
+
+
+def lr_of(s):
+    return s.get("options", {}).get("lr")
+
+
+def label(s, default_lr):
     text = s["config"]
+    if lr_of(s) is not None and lr_of(s) != default_lr:
+        text += f" lr {lr_of(s):g}"
     if s.get("s") is not None and s["s"] != 1:
         text += f" s={s['s']}"
     if "kill" in s:
@@ -57,7 +69,7 @@ def label(s):
     return text
 
 
-def plot(ranks, runs, path, target):
+def plot(ranks, runs, path, target, default_lr):
     fig, ax = plt.subplots(figsize=(8, 5))
     colours = {}
     runs = sorted(runs, key=lambda r: ("kill" in r[0], ORDER.index(r[0]["config"])
@@ -65,9 +77,9 @@ def plot(ranks, runs, path, target):
     for s, rows in runs:
         xs = [float(r["train_time_s"]) for r in rows]
         ys = [float(r["test_acc"]) for r in rows]
-        key = (s["config"], s.get("s"))
+        key = (s["config"], s.get("s"), lr_of(s))
         style = ":" if "kill" in s else "--" if s["config"].startswith("ddp") else "-"
-        (line,) = ax.plot(xs, ys, style, label=label(s), linewidth=1.5, color=colours.get(key))
+        (line,) = ax.plot(xs, ys, style, label=label(s, default_lr), linewidth=1.5, color=colours.get(key))
         colours.setdefault(key, line.get_color())
         ends = [(x, y) for x, y, r in zip(xs, ys, rows) if r.get("epoch_end") == "1"]
         if ends:
@@ -86,8 +98,10 @@ def plot(ranks, runs, path, target):
     ax.legend(loc="lower right", fontsize=7, ncol=2)
     strag = sorted({s["straggler"] for s, _ in runs})
     link = next((s["link"] for s, _ in runs if s.get("link")), "local")
+    seeds = sorted({seed_of(s) for s, _ in runs if "kill" not in s and seed_of(s) is not None})
     ax.set_title(f"Coded vs DDP training, CNN on Fashion-MNIST, {ranks} ranks, link {link}, "
-                 f"stragglers {', '.join(strag)}; dots: epoch ends, x: a rank killed", fontsize=8)
+                 f"stragglers {', '.join(strag)}, seed {', '.join(map(str, seeds))},\n"
+                 f"lr {default_lr:g} unless named; dots: epoch ends, x: a rank killed", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -97,6 +111,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir", help="folder with coded_tta.py's NAME.json and NAME.csv files")
     ap.add_argument("--target", type=float, default=0.85, help="target accuracy line")
+    ap.add_argument("--seed", type=int, help="the seed whose runs are drawn (default: the smallest)")
     args = ap.parse_args()
     if not os.path.isdir(args.dir):
         ap.error(f"{args.dir}: not a folder")
@@ -105,10 +120,17 @@ def main():
         print(f"plot_coded_tta.py: no coded_tta run with two or more evaluations in {args.dir}",
               file=sys.stderr)
         return 1
+    seeds = {seed_of(s) for s, _ in runs if seed_of(s) is not None}
+    seed = args.seed if args.seed is not None else min(seeds, default=None)
+    if seeds and seed not in seeds:
+        ap.error(f"--seed {seed}: the runs in {args.dir} have seeds {sorted(seeds)}")
+    runs = [r for r in runs if "kill" in r[0] or seed_of(r[0]) in (seed, None)]
+    lrs = [lr_of(s) for s, _ in runs if lr_of(s) is not None]
+    default_lr = max(set(lrs), key=lrs.count) if lrs else 0.0
     for ranks in sorted({s["ranks"] for s, _ in runs}):
         mine = [r for r in runs if r[0]["ranks"] == ranks]
         out = os.path.join(args.dir, f"accuracy_vs_time_r{ranks}.png")
-        plot(ranks, mine, out, args.target)
+        plot(ranks, mine, out, args.target, default_lr)
         print(f"wrote {out} ({', '.join(s['name'] for s, _ in mine)})")
     return 0
 
