@@ -123,7 +123,8 @@ import torch.distributed as dist  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from ddp_tta import DATA_DIR, SKIP_STATUS, batch_of, cosine_lr, env_num, start_run, write_csv  # noqa: E402
+from ddp_tta import (DATA_DIR, SKIP_STATUS, add_recipe_args, batch_of, cosine_lr, env_num,  # noqa: E402
+                     start_run, write_csv)
 
 DDP_CONFIGS = ("ddp-gloo", "ddp-gcx")
 CODED_CONFIGS = ("ignore", "gc-fr", "gc-cr", "pgc-fr", "pgc-cr", "pgc-fr-topk")
@@ -783,18 +784,9 @@ def main():
                     help="exp:M (M x compute x Exp(1) after each partition gradient) or none "
                          "(env STRAGGLER, default exp:1)")
     ap.add_argument("--no-straggler", action="store_true", help="no injected delay")
-    ap.add_argument("--epochs", type=int, default=env_num("EPOCHS", "2", int),
-                    help="epochs (env EPOCHS, default 2)")
+    add_recipe_args(ap, "samples per rank (DDP) / per partition (coded)")
     ap.add_argument("--max-steps", type=int, default=env_num("MAX_STEPS", "0", int),
                     help="stop after N steps (env MAX_STEPS; 0: all epochs); for step costs")
-    ap.add_argument("--subset", type=int, default=env_num("SUBSET", "0", int),
-                    help="first N training samples only (env SUBSET; 0: all 60000)")
-    ap.add_argument("--test-subset", type=int, default=env_num("TEST_SUBSET", "0", int),
-                    help="first N test samples only (env TEST_SUBSET; 0: all 10000)")
-    ap.add_argument("--batch", type=int, default=env_num("BATCH", "16", int),
-                    help="samples per rank (DDP) / per partition (coded) (env BATCH, default 16)")
-    ap.add_argument("--lr", type=float, default=env_num("LR", "0.05"), help="base lr (env LR, 0.05)")
-    ap.add_argument("--seed", type=int, default=env_num("SEED", "1", int), help="seed (env SEED, 1)")
     ap.add_argument("--ksize", type=int, default=env_num("KSIZE", "5", int),
                     help="CNN kernel size (env KSIZE, default 5 as gcx-train)")
     ap.add_argument("--topk-cf", type=float, default=env_num("TOPK_CF", "100"),

@@ -296,6 +296,21 @@ def weights_equal(model):
     return bool(t[0] == -t[1] and t[2] == -t[3])
 
 
+def add_recipe_args(ap, batch_meaning):
+    """The options of the training recipe both drivers share (epochs, data, batch, lr, seed),
+    each with its environment variable; batch_meaning says what BATCH counts."""
+    ap.add_argument("--epochs", type=int, default=env_num("EPOCHS", "2", int),
+                    help="epochs (env EPOCHS, default 2: gcx-train's compress set)")
+    ap.add_argument("--subset", type=int, default=env_num("SUBSET", "0", int),
+                    help="first N training samples only (env SUBSET; 0: all 60000)")
+    ap.add_argument("--test-subset", type=int, default=env_num("TEST_SUBSET", "0", int),
+                    help="first N test samples only (env TEST_SUBSET; 0: all 10000)")
+    ap.add_argument("--batch", type=int, default=env_num("BATCH", "16", int),
+                    help=f"{batch_meaning} (env BATCH, default 16)")
+    ap.add_argument("--lr", type=float, default=env_num("LR", "0.05"), help="base lr (env LR, 0.05)")
+    ap.add_argument("--seed", type=int, default=env_num("SEED", "1", int), help="seed (env SEED, 1)")
+
+
 def write_csv(path, rows):
     keys = []
     for r in rows:
@@ -503,16 +518,7 @@ def main():
     ap.add_argument("--config", choices=CONFIGS + EXTRA, help="what to run")
     ap.add_argument("--table", metavar="DIR", help="print the table of the runs in DIR (no training)")
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="output folder (rank 0)")
-    ap.add_argument("--epochs", type=int, default=env_num("EPOCHS", "2", int),
-                    help="epochs (env EPOCHS, default 2: gcx-train's compress set)")
-    ap.add_argument("--subset", type=int, default=env_num("SUBSET", "0", int),
-                    help="first N training samples only (env SUBSET; 0: all 60000)")
-    ap.add_argument("--test-subset", type=int, default=env_num("TEST_SUBSET", "0", int),
-                    help="first N test samples only (env TEST_SUBSET; 0: all 10000)")
-    ap.add_argument("--batch", type=int, default=env_num("BATCH", "16", int),
-                    help="samples per rank per step (env BATCH, default 16)")
-    ap.add_argument("--lr", type=float, default=env_num("LR", "0.05"), help="base lr (env LR, 0.05)")
-    ap.add_argument("--seed", type=int, default=env_num("SEED", "1", int), help="seed (env SEED, 1)")
+    add_recipe_args(ap, "samples per rank per step")
     ap.add_argument("--eval-every", type=int, default=env_num("EVAL_EVERY", "50", int),
                     help="evaluate every N steps too (env EVAL_EVERY, default 50 as gcx-train's "
                          "compress set; 0: epoch ends only)")
