@@ -124,7 +124,7 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from ddp_tta import (DATA_DIR, SKIP_STATUS, add_recipe_args, batch_of, cosine_lr, env_num,  # noqa: E402
-                     start_run, write_csv)
+                     start_run, write_csv, write_table)
 
 DDP_CONFIGS = ("ddp-gloo", "ddp-gcx")
 CODED_CONFIGS = ("ignore", "gc-fr", "gc-cr", "pgc-fr", "pgc-cr", "pgc-fr-topk")
@@ -808,13 +808,7 @@ def main():
     ap.add_argument("-v", "--verbose", action="store_true", help="print every evaluation")
     args = ap.parse_args()
     if args.table:
-        if not os.path.isdir(args.table):
-            ap.error(f"--table {args.table}: not a folder")
-        text = table(args.table)
-        with open(os.path.join(args.table, "results.md"), "w") as f:
-            f.write(text)
-        print(text, end="")
-        return 0
+        return write_table(args.table, table)
     if not args.config:
         ap.error("--config or --table is needed")
     missing = [v for v in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT") if v not in os.environ]

@@ -296,6 +296,18 @@ def weights_equal(model):
     return bool(t[0] == -t[1] and t[2] == -t[3])
 
 
+def write_table(folder, make_table):
+    """The --table of both drivers: make_table(folder)'s markdown to folder/results.md and
+    stdout; 0 (the exit status), or exit with a message when folder is not one."""
+    if not os.path.isdir(folder):
+        sys.exit(f"--table {folder}: not a folder")
+    text = make_table(folder)
+    with open(os.path.join(folder, "results.md"), "w") as f:
+        f.write(text)
+    print(text, end="")
+    return 0
+
+
 def add_recipe_args(ap, batch_meaning):
     """The options of the training recipe both drivers share (epochs, data, batch, lr, seed),
     each with its environment variable; batch_meaning says what BATCH counts."""
@@ -536,11 +548,7 @@ def main():
     ap.add_argument("-v", "--verbose", action="store_true", help="print every evaluation")
     args = ap.parse_args()
     if args.table:
-        text = table(args.table)
-        with open(os.path.join(args.table, "results.md"), "w") as f:
-            f.write(text)
-        print(text, end="")
-        return 0
+        return write_table(args.table, table)
     if not args.config:
         ap.error("--config or --table is needed")
     if args.epochs < 1 or args.batch < 1:
