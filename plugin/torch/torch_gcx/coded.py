@@ -27,6 +27,12 @@ dead workers never hold a step up. Encoding, the coded gather and decoding
 are libgcx's (gcx/coding.h, gcx/coded.h), run by the C++ half (csrc/coded.cc)
 as one composite job on the engine, with the GIL released.
 
+Learning rate: a pgc partition gradient is the latest of its slot for s+1
+steps, so it enters s+1 decoded sums, and at DDP's learning rate every
+sample moves the weights s+1 times; divide the lr by s+1 (measured in
+perf/torch/README.md: at DDP's lr pgc stalled near 80-84% accuracy until the
+schedule brought the lr down, at lr/(s+1) it ended within 0.1 point of DDP).
+
 A worker whose step is already decoded when it gets there computes nothing
 and catches up. A pipelined worker that skipped a step abstains until its
 stale slot is recomputed. A step that abstentions leave undecodable
