@@ -12,8 +12,9 @@ epoch end and a dotted line at the target (--target, default 0.85).
 Runs of a few steps without stragglers (the step-cost set: one evaluation)
 are left out, and of the seeds' rounds one seed is drawn (--seed, default
 the smallest present; the kill runs whatever their seed): the table has the
-medians over the seeds, a figure of every seed has too many lines to read. Writes DIR/accuracy_vs_time_rN.png. matplotlib with the Agg
-backend: no display needed. Cost: reads a few small files; a second or two.
+medians over the seeds, a figure of every seed has too many lines to read.
+Writes DIR/accuracy_vs_time_rN.png. matplotlib with the Agg backend: no
+display needed. Cost: reads a few small files; a second or two.
 
     python perf/torch/plot_coded_tta.py DIR [--target 0.85] [--seed N]
 """
