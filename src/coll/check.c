@@ -26,7 +26,7 @@ typedef struct gcx_check_task {
 
 static const char *const gcx_check_item_names[GCX_CHECK_ITEMS] = {
     "collective", "count", "count", "type", "operation", "root",
-    "per-rank counts", "per-rank counts"};
+    "per-rank counts or options", "per-rank counts or options"};
 
 static void gcx_check_items(const gcx_coll_signature_t *s, int64_t *a)
 {
