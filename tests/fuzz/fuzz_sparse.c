@@ -1,12 +1,13 @@
 /*
  * fuzz_sparse.c - libFuzzer target of what the sparse allreduce reads from
  * other ranks (src/coll/sparse_allreduce): the info records of a call
- * (nnz, capacity, index quantiles, union sketch, feedback record per rank)
- * and the [indices | values] message split.
+ * (nnz, capacity, index quantiles, union sketch, feedback record, model
+ * record per rank) and the [indices | values] message split.
  *
  * Input: byte 0 picks P (1..8), bytes 1-4 the dense length N, the rest
  * fills the P records (zero-padded). What gcx_sparse_info_parse() accepts
- * goes on as in a call: auto's model and choice over a feedback table, the
+ * goes on as in a call: the agreed inputs (in range), auto's model and
+ * choice over a feedback table, the
  * balanced ranges (checked to be non-decreasing and within N), the union
  * sketch, the feedback fold; the message split runs on the raw input.
  * Cost per input: O(P^2) model work, no allocation beyond the records.
@@ -31,6 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     float                 *val;
     gcx_sparse_model_t     m;
     gcx_sparse_choice_t    choice;
+    gcx_sparse_agreed_t    agreed;
     gcx_task_t             task;
     int                    P, q, differ;
 
@@ -46,6 +48,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(info, data + 5, bytes);
 
     if (gcx_sparse_info_parse(info, P, L, N, nnz, &sum, &max) < 0) {
+        gcx_sparse_info_agree(info, P, L, data[0] & 1, &agreed);
+        if (!(agreed.union_ratio >= 0 && agreed.union_ratio <= 1) ||
+            !(agreed.alpha >= 0 && agreed.beta >= 0 && agreed.gamma >= 0)) {
+            abort(); /* parse accepted a record the model cannot use */
+        }
         memset(&m, 0, sizeof(m));
         m.alpha        = 10e-6;
         m.beta         = 1e-9;

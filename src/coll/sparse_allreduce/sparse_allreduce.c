@@ -6,16 +6,20 @@
  * N) -> argument check of gcx_coll_submit_checked (N and topk must agree;
  * a rank's local error fails every rank with GCX_ERR_MISMATCH) -> info
  * exchange (ring allgather of [nnz, capacity, P-1 index quantiles, a 32-hash
- * union sketch on every 16th auto call, the feedback record] per
- * rank: (P-1)·α, ~300 bytes) -> selection from that info, so every rank
- * picks the same algorithm -> the algorithm -> epilogue: top-k (if the
+ * union sketch on every 16th auto call, the feedback record, the model
+ * record] per rank: (P-1)·α, ~340 bytes) -> selection from that info alone,
+ * so every rank picks the same algorithm -> the algorithm -> epilogue: top-k (if the
  * algorithm did not select it already), capacity check against every
  * rank's capacity (all ranks fail together), outputs, in_result.
  *
  * Selection (auto): the algorithm with the lowest modelled time (select.c),
  * with α, β and γ from GCX_NET_* or measured once per communicator at its
  * first auto call (calibrate.c), corrected by the measured ratios of
- * earlier calls (feedback.c). GCX_SPARSE_ALGO or opts.algo forces one;
+ * earlier calls (feedback.c). What a rank keeps between calls (the union
+ * ratio, the sketch schedule, α, β, γ) reaches a call only through its
+ * info record, and every rank decides from rank 0's (gcx_sparse_agreed_t):
+ * a call that failed on some ranks, or a variable set on one rank, can
+ * make the ranks' own state differ, never their choice. GCX_SPARSE_ALGO or opts.algo forces one;
  * GCX_LOG_LEVEL=info prints the choice and every modelled time. A new
  * algorithm = one file + one row (select.c).
  *
@@ -199,6 +203,74 @@ static void gcx_sparse_finish(gcx_sparse_task_t *t)
 
 /* ---- the info records ----------------------------------------------------- */
 
+static int64_t gcx_sparse_bits(double x)
+{
+    int64_t bits;
+
+    memcpy(&bits, &x, sizeof(bits));
+    return bits;
+}
+
+static double gcx_sparse_double(int64_t bits)
+{
+    double x;
+
+    memcpy(&x, &bits, sizeof(x));
+    return x;
+}
+
+void gcx_sparse_model_pack(int64_t *rec, uint64_t calls, double union_ratio,
+                           double alpha, double beta, double gamma)
+{
+    rec[0] = (int64_t)(calls & INT64_MAX);
+    rec[1] = gcx_sparse_bits(union_ratio);
+    rec[2] = gcx_sparse_bits(alpha);
+    rec[3] = gcx_sparse_bits(beta);
+    rec[4] = gcx_sparse_bits(gamma);
+}
+
+/* A model record as gcx_sparse_model_pack() writes it: a count >= 0, a
+ * union ratio in [0, 1], α, β, γ finite and >= 0 (NaN fails every test). */
+static int gcx_sparse_model_rec_ok(const int64_t *rec)
+{
+    double ratio = gcx_sparse_double(rec[1]);
+    int    i;
+
+    if (rec[0] < 0 || !(ratio >= 0 && ratio <= 1)) {
+        return 0;
+    }
+    for (i = 2; i < GCX_SPARSE_MODEL_LEN; ++i) {
+        double x = gcx_sparse_double(rec[i]);
+
+        if (!(x >= 0 && x < 1e6)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+void gcx_sparse_info_agree(const int64_t *info, int P, size_t stride,
+                           int is_auto, gcx_sparse_agreed_t *agreed)
+{
+    const int64_t *rank0 = info + GCX_SPARSE_INFO_MODEL(P);
+    uint64_t       calls = 0;
+    int            r, all_sketched = 1;
+
+    for (r = 0; r < P; ++r) {
+        uint64_t c = (uint64_t)info[(size_t)r * stride +
+                                    GCX_SPARSE_INFO_MODEL(P)];
+
+        all_sketched &= c % GCX_SPARSE_SKETCH_EVERY == 0;
+        calls = c > calls ? c : calls;
+    }
+    agreed->sketched    = is_auto && all_sketched;
+    agreed->calls       = calls + (is_auto ? 1 : 0);
+    agreed->union_ratio = gcx_sparse_double(rank0[1]);
+    agreed->alpha       = gcx_sparse_double(rank0[2]);
+    agreed->beta        = gcx_sparse_double(rank0[3]);
+    agreed->gamma       = gcx_sparse_double(rank0[4]);
+}
+
 int gcx_sparse_info_parse(const int64_t *info, int P, size_t stride, size_t N,
                           size_t *nnz, size_t *sum_p, size_t *max_p)
 {
@@ -215,6 +287,9 @@ int gcx_sparse_info_parse(const int64_t *info, int P, size_t stride, size_t N,
             if (rec[1 + q] < 0 || (uint64_t)rec[1 + q] > N) {
                 return r;
             }
+        }
+        if (!gcx_sparse_model_rec_ok(rec + GCX_SPARSE_INFO_MODEL(P))) {
+            return r;
         }
         nnz[r] = (size_t)rec[0];
         sum += nnz[r];
@@ -246,6 +321,38 @@ static void gcx_sparse_start_algo(gcx_sparse_task_t *t)
     t->algo->start(t);
 }
 
+/* After the info exchange: the model's inputs and the communicator's
+ * sketch schedule and union ratio, from the records every rank received
+ * (gcx_sparse_agreed_t), so every rank decides alike whatever it held. */
+static void gcx_sparse_take_agreed(gcx_sparse_task_t *t)
+{
+    gcx_sparse_comm_state_t *e = gcx_sparse_state(t->super.comm);
+    gcx_sparse_agreed_t      agreed;
+    int                      P = t->super.comm->size;
+
+    gcx_sparse_info_agree(t->info, P, t->info_len,
+                          t->algo_id == GCX_SPARSE_ALGO_AUTO, &agreed);
+    e->calls    = agreed.calls;
+    t->sketched = agreed.sketched;
+    t->alpha    = agreed.alpha;
+    t->beta     = agreed.beta;
+    t->gamma    = agreed.gamma;
+    t->union_est = 0; /* sketches are only sent for auto */
+    if (t->sketched) {
+        t->union_est = gcx_sparse_sketch_union(
+            t->info + GCX_SPARSE_INFO_SKETCH(P), P, t->info_len);
+        e->union_ratio = t->nnz_sum > 0 ?
+                             t->union_est / (double)t->nnz_sum : 0;
+        if (e->union_ratio > 1) {
+            e->union_ratio = 1; /* the estimate's error; a ratio is <= 1 */
+        }
+    } else if (t->algo_id == GCX_SPARSE_ALGO_AUTO) {
+        /* the last sketch's overlap, as rank 0 holds it */
+        e->union_ratio = agreed.union_ratio;
+        t->union_est   = agreed.union_ratio * (double)t->nnz_sum;
+    }
+}
+
 static void gcx_sparse_progress(gcx_task_t *task)
 {
     gcx_sparse_task_t *t = (gcx_sparse_task_t *)task;
@@ -269,19 +376,7 @@ static void gcx_sparse_progress(gcx_task_t *task)
                 return;
             }
             gcx_sparse_fb_fold_info(t);
-            t->union_est = 0; /* sketches are only sent for auto */
-            if (t->sketched) {
-                gcx_sparse_comm_state_t *e = gcx_sparse_state(task->comm);
-
-                t->union_est = gcx_sparse_sketch_union(
-                    t->info + GCX_SPARSE_INFO_SKETCH(P), P, t->info_len);
-                e->union_ratio = t->nnz_sum > 0 ?
-                                     t->union_est / (double)t->nnz_sum : 0;
-            } else if (t->algo_id == GCX_SPARSE_ALGO_AUTO) {
-                /* the last sketch's overlap */
-                t->union_est = gcx_sparse_state(task->comm)->union_ratio *
-                               (double)t->nnz_sum;
-            }
+            gcx_sparse_take_agreed(t);
             if (t->union_est > 0 && t->union_est < (double)t->nnz_max) {
                 t->union_est = (double)t->nnz_max;
             }
@@ -289,13 +384,10 @@ static void gcx_sparse_progress(gcx_task_t *task)
                 t->union_est = (double)t->nnz_sum;
             }
             if (t->algo_id == GCX_SPARSE_ALGO_AUTO && P > 1 &&
-                !gcx_sparse_model_params(t)) {
+                !(t->alpha > 0 && t->beta > 0 && t->gamma > 0)) {
                 t->phase = GCX_SPARSE_PHASE_CALIBRATE;
                 gcx_sparse_cal_start(t);
                 break;
-            }
-            if (t->alpha == 0) {
-                gcx_sparse_model_params(t);
             }
             gcx_sparse_start_algo(t);
             break;
@@ -346,10 +438,24 @@ static void gcx_sparse_post(gcx_task_t *task)
     int                P = task->comm->size, r;
     size_t             L = t->info_len;
 
+    gcx_sparse_comm_state_t *e = gcx_sparse_state(task->comm);
+
     t->bytes_sent = 0;
     /* packed now, not at submission: the previous call on this
-     * communicator has finished and recorded its time on every rank */
+     * communicator has finished and recorded its time on every rank, and
+     * a call that failed its argument check never got here (it changes
+     * nothing that the next call reads) */
     gcx_sparse_fb_pack(t, t->info_send + GCX_SPARSE_INFO_FB(P));
+    if (t->algo_id == GCX_SPARSE_ALGO_AUTO &&
+        e->calls % GCX_SPARSE_SKETCH_EVERY == 0) {
+        gcx_sparse_sketch(t->in_idx, t->in_nnz,
+                          t->info_send + GCX_SPARSE_INFO_SKETCH(P));
+    } else {
+        gcx_sparse_sketch(NULL, 0, t->info_send + GCX_SPARSE_INFO_SKETCH(P));
+    }
+    gcx_sparse_model_params(t); /* this rank's; rank 0's are taken */
+    gcx_sparse_model_pack(t->info_send + GCX_SPARSE_INFO_MODEL(P), e->calls,
+                          e->union_ratio, t->alpha, t->beta, t->gamma);
     t->sub = gcx_sparse_ring(task->comm, t->info, t->info_send,
                              t->nnz /* counts: reused below */, t->nnz + P,
                              GCX_DT_I64);
@@ -519,14 +625,6 @@ gcx_status_t gcx_sparse_allreduce(gcx_comm_t *comm,
         t->info_send[1 + q] =
             t->in_nnz > 0 ? (int64_t)t->in_idx[q * t->in_nnz / (size_t)P] :
                             (int64_t)(q * t->N / (size_t)P);
-    }
-    if (t->algo_id == GCX_SPARSE_ALGO_AUTO &&
-        gcx_sparse_state(comm)->calls++ % GCX_SPARSE_SKETCH_EVERY == 0) {
-        t->sketched = 1; /* for the model; every rank counts alike */
-        gcx_sparse_sketch(t->in_idx, t->in_nnz,
-                          t->info_send + GCX_SPARSE_INFO_SKETCH(P));
-    } else {
-        gcx_sparse_sketch(NULL, 0, t->info_send + GCX_SPARSE_INFO_SKETCH(P));
     }
     for (q = 0; q < (size_t)P; ++q) { /* ring counts/displs for the info */
         t->nnz[q]                 = L;

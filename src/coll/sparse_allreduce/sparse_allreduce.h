@@ -93,7 +93,7 @@ struct gcx_sparse_task {
     size_t          topk;
     int             dense_only; /* result may be delivered dense */
     /* info exchange: per rank [nnz, capacity, P-1 quantiles, sketch,
-     * feedback record] (GCX_SPARSE_INFO_* offsets) */
+     * feedback record, model record] (GCX_SPARSE_INFO_* offsets) */
     size_t          info_len;
     int64_t        *info_send;
     int64_t        *info;
@@ -196,10 +196,39 @@ void gcx_sparse_sketch(const uint32_t *idx, size_t n, int64_t *sketch);
 double gcx_sparse_sketch_union(const int64_t *sketches, int P, size_t stride);
 
 /* Feedback record after the sketch in each info record (feedback.h:
- * GCX_SPARSE_FB_LEN int64). */
+ * GCX_SPARSE_FB_LEN int64), then the model record: the sender's count of
+ * auto calls before this one, its union ratio and its α, β, γ (doubles as
+ * their bits; 0: not measured). */
 #define GCX_SPARSE_INFO_SKETCH(_P) (1 + (size_t)(_P))
 #define GCX_SPARSE_INFO_FB(_P)     (1 + (size_t)(_P) + GCX_SPARSE_SKETCH)
-#define GCX_SPARSE_INFO_LEN(_P)    (GCX_SPARSE_INFO_FB(_P) + GCX_SPARSE_FB_LEN)
+#define GCX_SPARSE_INFO_MODEL(_P)  (GCX_SPARSE_INFO_FB(_P) + GCX_SPARSE_FB_LEN)
+#define GCX_SPARSE_MODEL_LEN       5
+#define GCX_SPARSE_INFO_LEN(_P)    (GCX_SPARSE_INFO_MODEL(_P) + GCX_SPARSE_MODEL_LEN)
+
+/*
+ * What every rank takes from the exchanged info records, whatever it holds
+ * itself: a call's choice rests on these and the records alone, never on
+ * one rank's own state, which a call that failed on some ranks (or a
+ * GCX_NET_* variable set on one rank) can leave different. A sketch is used
+ * when every rank sent one; the auto-call count goes on from the largest
+ * (so the ranks' sketch schedules meet again after any divergence); the
+ * union ratio and α, β, γ are rank 0's.
+ */
+typedef struct gcx_sparse_agreed {
+    int      sketched;           /* every rank sent its union sketch */
+    uint64_t calls;              /* auto calls counted after this one */
+    double   union_ratio;        /* rank 0's: union / nnz sum, in [0, 1] */
+    double   alpha, beta, gamma; /* rank 0's; 0: to be measured */
+} gcx_sparse_agreed_t;
+
+/* Pack this rank's model record (GCX_SPARSE_MODEL_LEN int64) at @p rec. */
+void gcx_sparse_model_pack(int64_t *rec, uint64_t calls, double union_ratio,
+                           double alpha, double beta, double gamma);
+
+/* The agreed inputs of a call from P valid records (gcx_sparse_info_parse
+ * accepted them); @p is_auto: the call's algorithm is auto. Pure. */
+void gcx_sparse_info_agree(const int64_t *info, int P, size_t stride,
+                           int is_auto, gcx_sparse_agreed_t *agreed);
 
 /*
  * Seconds per output pair of gcx_sparse_merge2() into freshly allocated
@@ -253,7 +282,9 @@ typedef struct gcx_sparse_comm_state {
     int64_t                      last[GCX_SPARSE_FB_LEN - 1];
     /* union sketches: every GCX_SPARSE_SKETCH_EVERY-th auto call (a sketch
      * hashes every index: ~10% of a call); in between the last one's
-     * union / nnz sum stands in */
+     * union / nnz sum stands in. Both change only once the info records
+     * were exchanged, from what every rank received (gcx_sparse_agreed_t):
+     * a call that failed before that leaves them as they were. */
     uint64_t                     calls;
     double                       union_ratio;
 } gcx_sparse_comm_state_t;
