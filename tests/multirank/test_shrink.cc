@@ -250,6 +250,108 @@ TEST(Shrink, KillTwoOfMixedCollectives)
     kill_and_shrink(2);
 }
 
+// A rank dies with many operations in flight (issue 31: ElasticDDP's
+// buckets inside backward()): every rank posts allreduces of eager, chunked
+// and rendezvous sizes on the communicator and on two duplicates of it
+// (several transfers with each peer at once, on several views of the
+// same endpoints), the victim vanishes after a seeded number of progress
+// calls, and the survivors wait for them all (each fails or is right),
+// shrink, and must get exactly the survivors. Before the fix an abort
+// whose transfers with live peers outlasted its 0.4 s stopped the process's
+// UCX worker: every communicator failed, the shrink with
+// GCX_ERR_TRANSPORT, and the others counted that rank as dead (with a busy
+// loop beside 4 ranks on 2 cores; GCX_TEST_SEED varies the moment).
+TEST(Shrink, KillWithManyOperationsInFlight)
+{
+    ASSERT_GE(world_size(), 3);
+    std::mt19937 rng(seed());
+    const int    victim = 1 + static_cast<int>(rng() % (world_size() - 1));
+    const int    polls  = static_cast<int>(rng() % 3000);
+    const size_t counts[] = {3, 1000, 9000, 70000, 300000, 1u << 20};
+    gcx_comm_t  *comms[3] = {nullptr, nullptr, nullptr};
+
+    ASSERT_EQ(GCX_OK, gcx_comm_dup(g_world, &comms[0]));
+    ASSERT_EQ(GCX_OK, gcx_comm_dup(g_world, &comms[1]));
+    ASSERT_EQ(GCX_OK, gcx_comm_dup(g_world, &comms[2]));
+    if (world_rank() == 0) {
+        printf("seed %u: rank %d vanishes after %d progress calls\n", seed(),
+               victim, polls);
+    }
+    // warm the connections, so the death lands inside data transfers
+    for (gcx_comm_t *c : comms) {
+        ASSERT_EQ(GCX_OK, gcx_barrier(c, nullptr));
+    }
+    std::vector<std::vector<float>> bufs;
+    std::vector<gcx_request_t *>    reqs;
+    std::vector<gcx_status_t>       posted;
+    for (int round = 0; round < 2; ++round) {
+        for (size_t n : counts) {
+            for (int c = 0; c < 3; ++c) {
+                bufs.emplace_back(n, static_cast<float>(world_rank() + 1));
+            }
+        }
+    }
+    size_t b = 0;
+    for (int round = 0; round < 2; ++round) {
+        for (size_t n : counts) {
+            for (gcx_comm_t *c : comms) {
+                // a post fails once the communicator has (the victim may
+                // die while this rank is still posting)
+                gcx_request_t *req = nullptr;
+                gcx_status_t   st  = gcx_allreduce(c, GCX_IN_PLACE, bufs[b].data(),
+                                                   n, GCX_DT_F32, GCX_OP_SUM, &req);
+                ASSERT_TRUE(st == GCX_OK || world_rank() != victim) << gcx_strerror(st);
+                posted.push_back(st);
+                reqs.push_back(st == GCX_OK ? req : nullptr);
+                ++b;
+            }
+        }
+    }
+    if (world_rank() == victim) {
+        for (int i = 0; i < polls; ++i) {
+            (void)gcx_test(reqs[static_cast<size_t>(i) % reqs.size()]);
+        }
+        vanish("with its operations in flight");
+    }
+    // a survivor that has no transfer with the victim learns of the failure
+    // from the revoke of one that has (ULFM: failures are local, revokes
+    // propagate)
+    const float want = static_cast<float>(world_size() * (world_size() + 1) / 2);
+    int         failed = 0;
+    bool        revoked[3] = {false, false, false};
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        gcx_status_t st = posted[i];
+        if (reqs[i] != nullptr) {
+            st = gcx_wait(reqs[i]);
+            gcx_request_free(reqs[i]);
+        }
+        if (st != GCX_OK && !revoked[i % 3]) {
+            EXPECT_EQ(GCX_OK, gcx_comm_revoke(comms[i % 3]));
+            revoked[i % 3] = true;
+        }
+        if (st == GCX_OK) {
+            for (float x : bufs[i]) {
+                ASSERT_EQ(want, x) << "operation " << i << " returned GCX_OK";
+            }
+        } else {
+            EXPECT_TRUE(st == GCX_ERR_PEER || st == GCX_ERR_CANCELED ||
+                        st == GCX_ERR_REVOKED) << gcx_strerror(st);
+            ++failed;
+        }
+    }
+    EXPECT_GT(failed, 0) << "nothing failed although a rank died";
+    std::vector<int32_t> want_members;
+    for (int r = 0; r < world_size(); ++r) {
+        if (r != victim) {
+            want_members.push_back(r);
+        }
+    }
+    EXPECT_EQ(want_members, shrink_until_healthy(comms[0]));
+    for (gcx_comm_t *c : comms) {
+        gcx_comm_destroy(c);
+    }
+}
+
 // One rank dies in collectives; a second one enters the shrink and dies
 // while it runs (at a seeded delay); after its shrink returns it takes no
 // part in anything, so whether the others counted it or not, they find out

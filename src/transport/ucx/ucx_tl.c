@@ -53,8 +53,15 @@
 /* most unmatched messages a released view drains (bounded teardown) */
 #define GCX_TL_UCX_DRAIN_MAX 4096
 
-/* seconds an abort lets transfers with live peers end before closing */
-#define GCX_TL_UCX_ABORT_GRACE 0.1
+/* seconds an abort lets transfers with live peers end before closing
+ * endpoints: they end as soon as those peers progress, which on a loaded
+ * host (ranks outnumbering cores) can take several scheduling periods;
+ * the wait ends early once nothing is left, and goes on only while
+ * something still completes (GCX_TL_UCX_ABORT_QUIET) */
+#define GCX_TL_UCX_ABORT_GRACE 1.0
+/* seconds without a completion after which the rest is taken as stuck (a
+ * rendezvous the peer will not fetch, a hung peer) */
+#define GCX_TL_UCX_ABORT_QUIET 0.2
 
 static void gcx_tl_ucx_track(gcx_tl_ucx_t *ucx, gcx_tl_req_t *req)
 {
@@ -749,22 +756,23 @@ static int gcx_tl_ucx_orphan_all(gcx_tl_ucx_t *ucx, gcx_status_t status)
 }
 
 /*
- * UCX could not finish or cancel some transfer of an aborted view: a
- * receive matched to an eager message whose remaining fragments a live
- * peer may still send (ucp_request_cancel cannot stop it, and closing our
- * endpoint does not close the peer's connection to us), or a zero-copy
- * send. Progressing the worker again could write into (read from) memory
- * the caller frees once the collective has failed. So the worker is never
- * progressed again: every communicator of the process fails now, and the
- * context is released (without progress) with the last of them.
+ * UCX could not finish or cancel a receive of an aborted view from a peer
+ * that is alive: a receive matched to an eager message whose remaining
+ * fragments that peer may still send (ucp_request_cancel cannot stop it,
+ * and closing our endpoint does not close the peer's connection to us).
+ * Progressing the worker again could write into memory the caller frees
+ * once the collective has failed. So the worker is never progressed again:
+ * every communicator of the process fails now, and the context is released
+ * (without progress) with the last of them. What else an abort can leave
+ * does not stop it (gcx_tl_ucx_leftover_safe).
  */
 static void gcx_tl_ucx_ctx_stop(gcx_tl_ctx_t *ctx)
 {
     uint32_t id;
 
-    gcx_warn("an aborted transfer could not be cancelled: the process's UCX "
-             "worker stops; every communicator fails (destroy them all, then "
-             "create new ones)");
+    gcx_warn("an aborted receive from a live peer could not be cancelled: "
+             "the process's UCX worker stops; every communicator fails "
+             "(destroy them all, then create new ones)");
     ctx->stopped = 1;
     for (id = 0; id < GCX_TL_MAX_COMM_IDS; ++id) {
         if (ctx->views[id] != NULL) {
@@ -774,12 +782,74 @@ static void gcx_tl_ucx_ctx_stop(gcx_tl_ctx_t *ctx)
     }
 }
 
+/*
+ * Whether a request an abort could not end may be left to UCX (orphaned:
+ * its callback frees it whenever UCX ends it) while the worker goes on
+ * serving the process's other communicators:
+ * - a send: UCX only reads the caller's buffer, and its endpoint is
+ *   closed, so nothing more goes out from it (a peer that already matched
+ *   a rendezvous reads it itself, stopped worker or not);
+ * - a receive from a peer that is gone (its process ended, or UCX lost the
+ *   connection): what that peer had sent was taken by the progress calls
+ *   of the abort, and nothing more can come.
+ * What is left is a receive from a live peer that UCX matched and cannot
+ * cancel: that one may still be written into.
+ */
+static int gcx_tl_ucx_leftover_safe(const gcx_tl_ucx_t *ucx,
+                                    const gcx_tl_req_t *req)
+{
+    const gcx_tl_ucx_ep_t *ep;
+
+    if (!req->is_recv) {
+        return 1;
+    }
+    if (req->peer < 0) {
+        return 0; /* any source: matched to whom is not known */
+    }
+    ep = ucx->peers[req->peer];
+    return ep == NULL || ep->lost;
+}
+
+/* Progresses @p ucx's worker until no request is outstanding, or until
+ * @p deadline, or (with @p quiet > 0) until none completed for @p quiet
+ * seconds. */
+static void gcx_tl_ucx_abort_wait(gcx_tl_ucx_t *ucx, double deadline,
+                                  double quiet)
+{
+    gcx_tl_ctx_t *ctx  = ucx->super.ctx;
+    double        last = gcx_time_now();
+    size_t        n    = 0, before;
+    gcx_tl_req_t *req;
+
+    for (req = ucx->outstanding.next; req != &ucx->outstanding;
+         req = req->next) {
+        ++n;
+    }
+    while (n > 0) {
+        double now = gcx_time_now();
+
+        if (now >= deadline || (quiet > 0 && now - last >= quiet)) {
+            return;
+        }
+        ucp_worker_progress(ctx->worker);
+        before = n;
+        n      = 0;
+        for (req = ucx->outstanding.next; req != &ucx->outstanding;
+             req = req->next) {
+            ++n;
+        }
+        if (n < before) {
+            last = gcx_time_now();
+        }
+    }
+}
+
 static void gcx_tl_ucx_abort(gcx_tl_t *tl)
 {
-    gcx_tl_ucx_t *ucx      = (gcx_tl_ucx_t *)tl;
-    double        grace    = gcx_time_now() + GCX_TL_UCX_ABORT_GRACE;
-    double        deadline = grace + 0.3;
+    gcx_tl_ucx_t *ucx   = (gcx_tl_ucx_t *)tl;
+    double        start = gcx_time_now();
     gcx_tl_req_t *req, *next;
+    int           unsafe = 0;
 
     ucx->aborted        = 1;
     tl->ctx->abort_seen = 1;
@@ -797,15 +867,14 @@ static void gcx_tl_ucx_abort(gcx_tl_t *tl)
             ucp_request_cancel(tl->ctx->worker, req->impl);
         }
     }
-    /* transfers with live peers usually end by themselves within a few
-     * milliseconds (sends the peer matched, receives matched to a message
-     * the peer is still sending): give them GCX_TL_UCX_ABORT_GRACE before
-     * closing endpoints, which the peers would see as a failure (and which
-     * UCX 1.13's TCP transport does not always survive mid-transfer) */
-    while (ucx->outstanding.next != &ucx->outstanding &&
-           gcx_time_now() < grace) {
-        ucp_worker_progress(tl->ctx->worker);
-    }
+    /* transfers with live peers usually end by themselves (sends the peer
+     * matched, receives matched to a message the peer is still sending),
+     * once those peers run: give them GCX_TL_UCX_ABORT_GRACE, as long as
+     * they keep completing, before closing endpoints, which the peers would
+     * see as a failure (a peer whose eager send to this rank is cut short
+     * is left with a receive it cannot cancel) */
+    gcx_tl_ucx_abort_wait(ucx, start + GCX_TL_UCX_ABORT_GRACE,
+                          GCX_TL_UCX_ABORT_QUIET);
     /* what is left is a send, or a receive already matched: closing its
      * endpoint stops the peer from reading the buffer of a rendezvous (and
      * UCX then purges the requests of that endpoint). The other views
@@ -813,12 +882,20 @@ static void gcx_tl_ucx_abort(gcx_tl_t *tl)
     while ((req = gcx_tl_ucx_open_req(ucx)) != NULL) {
         gcx_tl_ucx_kill_peer(ucx, req->peer); /* may unlink any request */
     }
-    while (ucx->outstanding.next != &ucx->outstanding &&
-           gcx_time_now() < deadline) {
-        ucp_worker_progress(tl->ctx->worker);
+    gcx_tl_ucx_abort_wait(ucx, gcx_time_now() + 0.3, 0);
+    /* what UCX did not end: left to it when it cannot write into the
+     * caller's memory, else the worker stops */
+    for (req = ucx->outstanding.next; req != &ucx->outstanding; req = next) {
+        next = req->next;
+        if (!gcx_tl_ucx_leftover_safe(ucx, req)) {
+            gcx_warn("aborted receive from rank %d of communicator %u "
+                     "still matched to a message of that live peer after "
+                     "%.2f s", req->peer, tl->comm_id,
+                     gcx_time_now() - start);
+            unsafe = 1;
+        }
     }
-    /* what UCX did not end may still touch the caller's memory */
-    if (gcx_tl_ucx_orphan_all(ucx, GCX_ERR_CANCELED) > 0) {
+    if (gcx_tl_ucx_orphan_all(ucx, GCX_ERR_CANCELED) > 0 && unsafe) {
         gcx_tl_ucx_ctx_stop(tl->ctx);
     }
 }
