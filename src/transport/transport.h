@@ -69,6 +69,8 @@ typedef struct gcx_tl_req {
     gcx_iov_t          eager_iov;    /* recv_eager: the one buffer, or
                                         (eager_iovcnt > 1) a copy of the list */
     int                eager_iovcnt;
+    unsigned           peer_purges;  /* recv: its source's purge notices
+                                        when it was posted */
 } gcx_tl_req_t;
 
 /** Largest active-message id + 1 (ids are per transport object). */

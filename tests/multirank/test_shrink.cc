@@ -352,6 +352,67 @@ TEST(Shrink, KillWithManyOperationsInFlight)
     }
 }
 
+// A rank dies while a live peer is half way through an eager message to a
+// survivor (run with UCX_RNDV_THRESH=inf: an 8 MB message goes as eager
+// fragments) and that peer does not run for a while (it sleeps 1 s). The
+// survivor's abort finds its receive matched and unfinished: UCX cannot
+// cancel it, and the peer may still write into it. Before the fix the
+// survivor stopped its UCX worker 0.4 s into the abort (every communicator
+// failed, its shrink with GCX_ERR_TRANSPORT, and the others counted it
+// dead); now it waits until the peer's message ends or its purge notice
+// comes, and all three survivors shrink to exactly themselves. Ranks: the
+// receiver 0, the sender 1, the victim 2, any others idle.
+TEST(Shrink, DeathWhileALivePeerIsMidMessage)
+{
+    ASSERT_GE(world_size(), 3);
+    const int    me = world_rank(), victim = 2;
+    const size_t n  = (size_t)2 << 20; // floats: 8 MB
+    gcx_comm_t  *comm = nullptr;
+
+    ASSERT_EQ(GCX_OK, gcx_comm_dup(g_world, &comm));
+    ASSERT_EQ(GCX_OK, gcx_barrier(comm, nullptr));
+    std::vector<float> buf(n, static_cast<float>(me + 1));
+    gcx_request_t     *req = nullptr;
+    gcx_status_t       st  = GCX_OK;
+    if (me == 0) {
+        // the receive, and a barrier that the victim's death fails, which
+        // aborts the communicator with the receive half done
+        gcx_request_t *barrier = nullptr;
+        ASSERT_EQ(GCX_OK, gcx_recv(comm, buf.data(), n, GCX_DT_F32, 1, 5, &req));
+        ASSERT_EQ(GCX_OK, gcx_barrier(comm, &barrier));
+        EXPECT_NE(GCX_OK, gcx_wait(barrier));
+        gcx_request_free(barrier);
+    } else if (me == 1) {
+        ASSERT_EQ(GCX_OK, gcx_send(comm, buf.data(), n, GCX_DT_F32, 0, 5, &req));
+        for (int i = 0; i < 50; ++i) {
+            (void)gcx_test(req); // some fragments out, then stop running
+        }
+        usleep(1000 * 1000);
+    } else if (me == victim) {
+        usleep(300 * 1000);
+        vanish("while rank 1 is half way through its message to rank 0");
+    }
+    if (req != nullptr) {
+        st = gcx_wait(req);
+        gcx_request_free(req);
+    } else {
+        st = gcx_barrier(comm, nullptr); // fails: the victim is gone
+    }
+    if (st == GCX_OK && me == 1) {
+        st = gcx_barrier(comm, nullptr);
+    }
+    EXPECT_TRUE(me == 0 || st != GCX_OK) << "rank " << me;
+    EXPECT_EQ(GCX_OK, gcx_comm_revoke(comm));
+    std::vector<int32_t> want;
+    for (int r = 0; r < world_size(); ++r) {
+        if (r != victim) {
+            want.push_back(r);
+        }
+    }
+    EXPECT_EQ(want, shrink_until_healthy(comm));
+    gcx_comm_destroy(comm);
+}
+
 // One rank dies in collectives; a second one enters the shrink and dies
 // while it runs (at a seeded delay); after its shrink returns it takes no
 // part in anything, so whether the others counted it or not, they find out

@@ -179,7 +179,7 @@ gcx_status_t gcx_tl_ucx_ep_get(gcx_tl_ctx_t *ctx, const void *address,
                                gcx_tl_ucx_ep_t **ep_p)
 {
     ucp_ep_params_t  params = {0};
-    gcx_tl_ucx_ep_t *ep;
+    gcx_tl_ucx_ep_t *ep, *other;
     ucs_status_t     st;
 
     for (ep = ctx->eps; ep != NULL; ep = ep->next) {
@@ -214,6 +214,15 @@ gcx_status_t gcx_tl_ucx_ep_get(gcx_tl_ctx_t *ctx, const void *address,
         free(ep->address);
         free(ep);
         return GCX_ERR_TRANSPORT;
+    }
+    /* purge notices count per peer worker (ucx_ctl.c): a new endpoint to
+     * a worker that sent some goes on from their count */
+    for (other = ctx->eps; other != NULL; other = other->next) {
+        if (other->address_len == address_len &&
+            memcmp(other->address, address, address_len) == 0 &&
+            other->peer_purges > ep->peer_purges) {
+            ep->peer_purges = other->peer_purges;
+        }
     }
     ep->refcount = 1;
     ep->next     = ctx->eps;

@@ -2,6 +2,12 @@
  * ucx_ctl.c - what the UCX transport keeps working through a failure:
  * control messages, and knowing at once that a peer on this host died.
  *
+ * Purge notices (gcx_tl_ucx_purge_notify in ucx_tl.c, counted here): a
+ * rank whose abort closed its endpoint to this one says so, and every
+ * endpoint to its worker counts it; an abort here then knows that a
+ * receive matched to what that rank was sending will never be written to
+ * again, and leaves it to UCX instead of stopping the worker.
+ *
  * Control messages (ctl_send in ucx_tl.c, the receive side here) carry a
  * revoke notice or a shrink agreement's rounds (src/core/shrink.c). They go
  * as eager active messages on GCX_TL_UCX_CTL_AM_ID, outside the views' ids,
@@ -71,6 +77,46 @@ static ucs_status_t gcx_tl_ucx_ctl_cb(void *arg, const void *header,
     return UCS_OK;
 }
 
+/* A purge notice (ucx_tl.c, gcx_tl_ucx_purge_notify): every endpoint to
+ * that peer's worker counts it, so an abort of any view here knows that
+ * what the peer was sending before it will not go on. */
+static ucs_status_t gcx_tl_ucx_purge_cb(void *arg, const void *header,
+                                        size_t header_length, void *data,
+                                        size_t length,
+                                        const ucp_am_recv_param_t *param)
+{
+    gcx_tl_ctx_t          *ctx = arg;
+    gcx_tl_ucx_purge_t     notice;
+    const gcx_tl_ucx_t    *view;
+    const gcx_tl_ucx_ep_t *from;
+    gcx_tl_ucx_ep_t       *ep;
+
+    (void)data;
+    (void)length;
+    if (header_length != sizeof(notice) ||
+        (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+        gcx_warn("dropped a purge notice that is not one (header %zu "
+                 "bytes)", header_length);
+        return UCS_OK;
+    }
+    memcpy(&notice, header, sizeof(notice)); /* may be unaligned */
+    view = ctx->views[notice.comm_id % GCX_TL_MAX_COMM_IDS];
+    if (view == NULL || view->super.comm_id != notice.comm_id ||
+        notice.rank < 0 || notice.rank >= view->super.size ||
+        (from = view->peers[notice.rank]) == NULL) {
+        return UCS_OK; /* the communicator is gone here: nothing waits */
+    }
+    for (ep = ctx->eps; ep != NULL; ep = ep->next) {
+        if (ep->address_len == from->address_len &&
+            memcmp(ep->address, from->address, from->address_len) == 0) {
+            ++ep->peer_purges;
+        }
+    }
+    gcx_debug("rank %d of communicator %u closed its endpoint to this rank "
+              "in an abort", notice.rank, notice.comm_id);
+    return UCS_OK;
+}
+
 gcx_status_t gcx_tl_ucx_ctl_init(gcx_tl_ctx_t *ctx)
 {
     ucp_am_handler_param_t params = {0};
@@ -87,6 +133,14 @@ gcx_status_t gcx_tl_ucx_ctl_init(gcx_tl_ctx_t *ctx)
     st = ucp_worker_set_am_recv_handler(ctx->worker, &params);
     if (st != UCS_OK) {
         gcx_error("ucp_worker_set_am_recv_handler(control) failed: %s",
+                  ucs_status_string(st));
+        return GCX_ERR_TRANSPORT;
+    }
+    params.id = GCX_TL_UCX_PURGE_AM_ID;
+    params.cb = gcx_tl_ucx_purge_cb;
+    st        = ucp_worker_set_am_recv_handler(ctx->worker, &params);
+    if (st != UCS_OK) {
+        gcx_error("ucp_worker_set_am_recv_handler(purge) failed: %s",
                   ucs_status_string(st));
         return GCX_ERR_TRANSPORT;
     }

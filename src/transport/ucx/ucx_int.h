@@ -48,6 +48,11 @@ typedef struct gcx_tl_ucx_ep {
                                      (pidfd_open), or -1 */
     int                   closing; /* no view uses it: a peer's disconnect
                                       is the normal end, not news */
+    unsigned              peer_purges; /* purge notices from the peer: it
+                                          closed its endpoint to this rank
+                                          in an abort, so nothing it was
+                                          sending over it goes on
+                                          (ucx_ctl.c) */
     struct gcx_tl_ucx_ep *next;   /* the context's list */
 } gcx_tl_ucx_ep_t;
 
@@ -70,6 +75,17 @@ typedef struct gcx_tl_ucx_am_route {
 /* Control messages (ctl_send, ucx_ctl.c) travel as eager active messages
  * on this id; the header is the sending communicator's id. */
 #define GCX_TL_UCX_CTL_AM_ID (GCX_TL_AM_MAX_ID + 1)
+
+/* Purge notices (ucx_ctl.c) travel as eager active messages on this id;
+ * the header is gcx_tl_ucx_purge_t. */
+#define GCX_TL_UCX_PURGE_AM_ID (GCX_TL_AM_MAX_ID + 2)
+
+/* A purge notice: rank @c rank of communicator @c comm_id closed its
+ * endpoint to the receiver in an abort. */
+typedef struct gcx_tl_ucx_purge {
+    uint32_t comm_id;
+    int32_t  rank;
+} gcx_tl_ucx_purge_t;
 
 /* An eager message that arrived before its receive: UCX's persistent copy
  * of the payload, released with ucp_am_data_release once taken. */
@@ -238,7 +254,8 @@ void gcx_tl_ucx_eager_purge(gcx_tl_ctx_t *ctx, uint32_t comm_id);
 
 /* ---- control messages and liveness (ucx_ctl.c) ---- */
 
-/** Route GCX_TL_UCX_CTL_AM_ID to the context's control handler. */
+/** Route GCX_TL_UCX_CTL_AM_ID to the context's control handler and
+ *  GCX_TL_UCX_PURGE_AM_ID to the purge notices' counter. */
 gcx_status_t gcx_tl_ucx_ctl_init(gcx_tl_ctx_t *ctx);
 
 /** The ctx_ctl_handler op. */

@@ -20,9 +20,12 @@
  * GCX_TIMEOUT deadline that the task queue enforces. `peer` asks it of
  * every endpoint, `none` of none. Every
  * posted request is on the view's outstanding list so abort() can cancel
- * receives, let live peers' transfers end for a moment, close the endpoints
- * the rest wait on (which completes them) and wait until nothing can write
- * into a user buffer any more. After an abort the process never
+ * receives, let live peers' transfers end while they still complete, close
+ * the endpoints the rest wait on (which completes them), tell those peers
+ * (a purge notice: their receives matched to what this rank was sending
+ * will not go on, ucx_ctl.c) and wait until nothing can write into a user
+ * buffer any more; only a receive a live peer may still be sending into
+ * stops the process's worker. After an abort the process never
  * progresses UCX from a teardown again (FORCE closes, no drain, the worker
  * left to the exit): UCX 1.13's TCP transport crashes there otherwise
  * (docs/decisions.md).
@@ -62,6 +65,12 @@
 /* seconds without a completion after which the rest is taken as stuck (a
  * rendezvous the peer will not fetch, a hung peer) */
 #define GCX_TL_UCX_ABORT_QUIET 0.2
+/* seconds an abort waits, once its endpoints are closed, for the receives
+ * UCX cannot cancel to end or become safe (their peer gone, or its purge
+ * notice come); a live peer that sends neither is hung */
+#define GCX_TL_UCX_ABORT_PURGE_WAIT 2.0
+/* progress calls that take what peers sent before their purge notices */
+#define GCX_TL_UCX_ABORT_DRAIN 256
 
 static void gcx_tl_ucx_track(gcx_tl_ucx_t *ucx, gcx_tl_req_t *req)
 {
@@ -396,6 +405,8 @@ static gcx_status_t gcx_tl_ucx_recv(gcx_tl_t *tl, int peer, uint64_t tag,
     req->impl    = NULL;
     req->length  = 0;
     req->peer    = peer; /* the source is part of the tag; abort needs it */
+    req->peer_purges = peer >= 0 && ucx->peers[peer] != NULL ?
+                           ucx->peers[peer]->peer_purges : 0;
     if (ucx->aborted || tl->ctx->stopped) {
         req->status = GCX_ERR_CANCELED;
         return GCX_ERR_CANCELED;
@@ -628,13 +639,14 @@ void gcx_tl_ucx_fail_ep(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep)
     }
 }
 
-/* A control message in flight: the header and payload UCX reads until the
- * send completes. */
-typedef struct gcx_tl_ucx_ctl_msg {
-    gcx_tl_req_t       req;
-    gcx_tl_am_prefix_t prefix;
-    char               data[];
-} gcx_tl_ucx_ctl_msg_t;
+/* A message of the transport's own in flight (a control message, a purge
+ * notice): the header, then the payload, which UCX reads until the send
+ * completes. */
+typedef struct gcx_tl_ucx_own_msg {
+    gcx_tl_req_t req;
+    size_t       header_len;
+    char         bytes[];
+} gcx_tl_ucx_own_msg_t;
 
 static gcx_status_t gcx_tl_ucx_revive(gcx_tl_t *tl, int peer)
 {
@@ -669,23 +681,31 @@ static gcx_status_t gcx_tl_ucx_revive(gcx_tl_t *tl, int peer)
     return GCX_OK;
 }
 
-static gcx_status_t gcx_tl_ucx_ctl_send(gcx_tl_t *tl, int peer,
-                                        const void *data, size_t length)
+/* Sends header + payload as an eager active message @p am_id to @p peer,
+ * over an endpoint opened again if an abort closed it; fire and forget
+ * (the copy is freed once sent, kept if it never is). */
+static gcx_status_t gcx_tl_ucx_own_send(gcx_tl_t *tl, int peer,
+                                        unsigned am_id, const void *header,
+                                        size_t header_len, const void *data,
+                                        size_t length)
 {
     gcx_tl_ucx_t         *ucx   = (gcx_tl_ucx_t *)tl;
     ucp_request_param_t   param = {0};
-    gcx_tl_ucx_ctl_msg_t *msg;
+    gcx_tl_ucx_own_msg_t *msg;
     gcx_status_t          status = gcx_tl_ucx_revive(tl, peer);
 
     if (status != GCX_OK) {
         return status;
     }
-    msg = malloc(sizeof(*msg) + length);
+    msg = malloc(sizeof(*msg) + header_len + length);
     if (msg == NULL) {
         return GCX_ERR_NOMEM;
     }
-    memcpy(msg->data, data, length);
-    msg->prefix.comm_id = tl->comm_id;
+    memcpy(msg->bytes, header, header_len);
+    if (length > 0) {
+        memcpy(msg->bytes + header_len, data, length);
+    }
+    msg->header_len     = header_len;
     msg->req.status     = GCX_INPROGRESS;
     msg->req.is_recv    = 0;
     msg->req.impl       = NULL;
@@ -695,17 +715,43 @@ static gcx_status_t gcx_tl_ucx_ctl_send(gcx_tl_t *tl, int peer,
     param.flags         = UCP_AM_SEND_FLAG_EAGER;
     (void)gcx_tl_ucx_attach(
         ucx, &msg->req,
-        ucp_am_send_nbx(ucx->peers[peer]->ep, GCX_TL_UCX_CTL_AM_ID,
-                        &msg->prefix, sizeof(msg->prefix), msg->data, length,
-                        &param));
+        ucp_am_send_nbx(ucx->peers[peer]->ep, am_id, msg->bytes, header_len,
+                        msg->bytes + header_len, length, &param));
     if (msg->req.status != GCX_INPROGRESS) {
         status = msg->req.status;
         free(msg);
         return status;
     }
-    /* fire and forget: freed once sent (kept if it never is) */
     tl->ops->abandon(tl, &msg->req, free, msg);
     return GCX_OK;
+}
+
+static gcx_status_t gcx_tl_ucx_ctl_send(gcx_tl_t *tl, int peer,
+                                        const void *data, size_t length)
+{
+    gcx_tl_am_prefix_t prefix = {tl->comm_id};
+
+    return gcx_tl_ucx_own_send(tl, peer, GCX_TL_UCX_CTL_AM_ID, &prefix,
+                               sizeof(prefix), data, length);
+}
+
+/* Tells @p peer (-1: every rank but this one) that this rank closed its
+ * endpoint to it in an abort (ucx_ctl.c: the peer's receives from this
+ * rank that UCX matched can then be left to UCX). Best effort: a peer that
+ * is gone or unreachable is skipped. */
+static void gcx_tl_ucx_purge_notify(gcx_tl_ucx_t *ucx, int peer)
+{
+    gcx_tl_t          *tl     = &ucx->super;
+    gcx_tl_ucx_purge_t notice = {tl->comm_id, (int32_t)tl->rank};
+    int                i;
+
+    for (i = 0; i < tl->size; ++i) {
+        if ((peer < 0 || i == peer) && i != tl->rank &&
+            ucx->peers[i] != NULL && !ucx->peers[i]->lost) {
+            (void)gcx_tl_ucx_own_send(tl, i, GCX_TL_UCX_PURGE_AM_ID, &notice,
+                                      sizeof(notice), NULL, 0);
+        }
+    }
 }
 
 /* Closes the endpoint to @p peer (-1: to every rank) if still open. */
@@ -791,9 +837,14 @@ static void gcx_tl_ucx_ctx_stop(gcx_tl_ctx_t *ctx)
  *   a rendezvous reads it itself, stopped worker or not);
  * - a receive from a peer that is gone (its process ended, or UCX lost the
  *   connection): what that peer had sent was taken by the progress calls
- *   of the abort, and nothing more can come.
+ *   of the abort, and nothing more can come;
+ * - a receive from a live peer that has since closed its endpoint to this
+ *   rank in an abort of its own (its purge notice came: UCX purged what it
+ *   was sending, and what it had sent before is taken by the progress
+ *   calls that follow).
  * What is left is a receive from a live peer that UCX matched and cannot
- * cancel: that one may still be written into.
+ * cancel, and which that peer may still be sending: it may still be
+ * written into.
  */
 static int gcx_tl_ucx_leftover_safe(const gcx_tl_ucx_t *ucx,
                                     const gcx_tl_req_t *req)
@@ -807,7 +858,21 @@ static int gcx_tl_ucx_leftover_safe(const gcx_tl_ucx_t *ucx,
         return 0; /* any source: matched to whom is not known */
     }
     ep = ucx->peers[req->peer];
-    return ep == NULL || ep->lost;
+    return ep == NULL || ep->lost || ep->peer_purges != req->peer_purges;
+}
+
+/* Whether every outstanding request of @p ucx may be left to UCX. */
+static int gcx_tl_ucx_leftovers_safe(const gcx_tl_ucx_t *ucx)
+{
+    const gcx_tl_req_t *req;
+
+    for (req = ucx->outstanding.next; req != &ucx->outstanding;
+         req = req->next) {
+        if (!gcx_tl_ucx_leftover_safe(ucx, req)) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /* Progresses @p ucx's worker until no request is outstanding, or until
@@ -847,9 +912,10 @@ static void gcx_tl_ucx_abort_wait(gcx_tl_ucx_t *ucx, double deadline,
 static void gcx_tl_ucx_abort(gcx_tl_t *tl)
 {
     gcx_tl_ucx_t *ucx   = (gcx_tl_ucx_t *)tl;
-    double        start = gcx_time_now();
+    double        start = gcx_time_now(), deadline;
     gcx_tl_req_t *req, *next;
-    int           unsafe = 0;
+    int           unsafe = 0, i;
+    char         *notify;
 
     ucx->aborted        = 1;
     tl->ctx->abort_seen = 1;
@@ -878,11 +944,36 @@ static void gcx_tl_ucx_abort(gcx_tl_t *tl)
     /* what is left is a send, or a receive already matched: closing its
      * endpoint stops the peer from reading the buffer of a rendezvous (and
      * UCX then purges the requests of that endpoint). The other views
-     * sharing those endpoints then see the peers failed. */
+     * sharing those endpoints then see the peers failed. Each peer whose
+     * endpoint closed is told (a purge notice), since a receive of its own
+     * may be matched to what this rank was sending. */
+    notify = calloc((size_t)tl->size, sizeof(*notify));
     while ((req = gcx_tl_ucx_open_req(ucx)) != NULL) {
+        for (i = 0; notify != NULL && i < tl->size; ++i) {
+            notify[i] |= req->peer < 0 || req->peer == i;
+        }
         gcx_tl_ucx_kill_peer(ucx, req->peer); /* may unlink any request */
     }
-    gcx_tl_ucx_abort_wait(ucx, gcx_time_now() + 0.3, 0);
+    for (i = 0; notify != NULL && i < tl->size; ++i) {
+        if (notify[i]) {
+            gcx_tl_ucx_purge_notify(ucx, i);
+        }
+    }
+    free(notify);
+    /* what UCX still holds ends, or becomes safe to leave (its peer is
+     * gone, or sent its purge notice: a peer runs its own abort when its
+     * collective fails, within the moment it takes to see the failure) */
+    deadline = gcx_time_now() + GCX_TL_UCX_ABORT_PURGE_WAIT;
+    while (ucx->outstanding.next != &ucx->outstanding &&
+           !gcx_tl_ucx_leftovers_safe(ucx) && gcx_time_now() < deadline) {
+        ucp_worker_progress(tl->ctx->worker);
+    }
+    /* and takes what those peers had sent before (shared memory keeps
+     * their order; a TCP socket's last bytes are read within a few calls) */
+    for (i = 0; i < GCX_TL_UCX_ABORT_DRAIN; ++i) {
+        ucp_worker_progress(tl->ctx->worker);
+    }
+    gcx_tl_ucx_abort_wait(ucx, gcx_time_now() + 0.05, 0);
     /* what UCX did not end: left to it when it cannot write into the
      * caller's memory, else the worker stops */
     for (req = ucx->outstanding.next; req != &ucx->outstanding; req = next) {
