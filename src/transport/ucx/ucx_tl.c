@@ -839,9 +839,13 @@ static void gcx_tl_ucx_ctx_stop(gcx_tl_ctx_t *ctx)
  *   connection): what that peer had sent was taken by the progress calls
  *   of the abort, and nothing more can come;
  * - a receive from a live peer that has since closed its endpoint to this
- *   rank in an abort of its own (its purge notice came: UCX purged what it
- *   was sending, and what it had sent before is taken by the progress
- *   calls that follow).
+ *   rank in an abort of its own (its purge notice came after the receive
+ *   was posted: UCX purged what it was sending, and what it had sent
+ *   before is taken by the progress calls that follow). That peer sends
+ *   nothing more on any view that existed then (its closed endpoint fails
+ *   them all there), and a later view's messages carry another
+ *   communicator id, so no message the receive could match is still on
+ *   its way.
  * What is left is a receive from a live peer that UCX matched and cannot
  * cancel, and which that peer may still be sending: it may still be
  * written into.
