@@ -33,6 +33,15 @@
  * one allreduce; run in the ASan build, LeakSanitizer reports what they
  * leak at exit.
  *
+ * The randomized differential run (issue 31, item 2; off unless asked,
+ * then the plain sequence is unchanged): --inject PCT (mismatches and bad
+ * arguments on random ranks, each followed by a checked collective on the
+ * same communicator), --delays PCT (seeded sleeps), --more (coded gather
+ * and create_group), --kills N / --kill-at (a rank _exits, the survivors
+ * shrink and go on); soak_random.c. Exit: 0 ok, 1 wrong, 2 setup failed,
+ * 3 unexpected error, 4 hang (GCX_ERR_TIMEOUT); every failure prints a
+ * replay command. random_runs.py runs many short sequences of it.
+ *
  * Cost: the reference of a reduction over n ranks of c elements is n*c
  * table lookups; a sparse step regenerates every member's input (O(sum of
  * nnz) plus O(N)). Buffers: about (4 + 4P) * --max-bytes per rank.
@@ -40,7 +49,9 @@
  * Files: soak.c (this: the tables, the state, memory and descriptors, the
  * run, main), soak_ops.c (generator, inputs, one collective step),
  * soak_sparse.c (the sparse allreduce step), soak_comm.c (communicator
- * families, events, churn); soak.h shares their types and state.
+ * families, events, churn), soak_random.c (injections, delays, kills, coded
+ * gather, create_group, replay lines); soak.h shares their types and
+ * state.
  */
 #include "soak.h"
 
@@ -54,8 +65,8 @@
 const char *const soak_kind_names[K_NKINDS] = {
     "allreduce", "broadcast", "allgather", "allgatherv", "alltoallv",
     "reduce_scatter", "reduce", "gather", "scatter", "barrier", "send_recv",
-    "sparse_allreduce", "create(oob)", "create(env)", "split", "dup",
-    "destroy",
+    "sparse_allreduce", "coded_gather", "create(oob)", "create(env)", "split",
+    "dup", "destroy", "create_group",
 };
 
 /* Configurations a created communicator may get: forced algorithms, small
@@ -158,6 +169,13 @@ static int soak_alloc(size_t max_bytes)
         if (S.slot[k].send == NULL || S.slot[k].recv == NULL) {
             return -1;
         }
+        if (S.opt.inject > 0) { /* only then: the plain soak's memory */
+            S.slot[k].snap = malloc(2 * b);
+            if (S.slot[k].snap == NULL) {
+                return -1;
+            }
+            memset(S.slot[k].snap, 0, 2 * b);
+        }
         memset(S.slot[k].send, 0, b); /* resident from the start */
         memset(S.slot[k].recv, 0, b);
     }
@@ -172,11 +190,29 @@ static int soak_alloc(size_t max_bytes)
     return 0;
 }
 
-/* Kind of a collective step: every kind, a little more allreduce. */
+/* Kind of a collective step: every kind, a little more allreduce (the
+ * coded gather comes from --more, drawn apart). */
 static int soak_draw_kind(uint64_t *rng)
 {
-    size_t k = soak_rng_below(rng, K_NCOLL + 2);
-    return k >= K_NCOLL ? K_ALLREDUCE : (int)k;
+    size_t k = soak_rng_below(rng, SOAK_NDRAWN + 2);
+    return k >= SOAK_NDRAWN ? K_ALLREDUCE : (int)k;
+}
+
+/* The family's communicator and this rank's place in it; the injection,
+ * liars and delays of the step (soak_random.c). */
+static int soak_setup_fam(soak_op_t *o, uint64_t *rng, uint64_t seq, int slot)
+{
+    o->seq   = seq;
+    o->rng   = soak_rng_next(rng);
+    o->slot  = &S.slot[slot];
+    o->comm  = S.fam[o->fam].comm;
+    o->force_algo = -1;
+    if (o->comm != NULL) {
+        o->n  = gcx_comm_size(o->comm);
+        o->me = gcx_comm_rank(o->comm);
+    }
+    soak_inject_setup(o);
+    return o->comm != NULL;
 }
 
 /* Picks the family (same on every rank) and this rank's place in it. */
@@ -185,18 +221,12 @@ static int soak_setup_op(soak_op_t *o, uint64_t *rng, uint64_t seq, int slot)
     int live[SOAK_MAX_FAM], nlive = soak_live_list(live, 1);
 
     memset(o, 0, sizeof(*o));
-    o->seq   = seq;
     o->kind  = soak_draw_kind(rng);
-    o->fam   = live[soak_rng_below(rng, (size_t)nlive)];
-    o->rng   = soak_rng_next(rng);
-    o->slot  = &S.slot[slot];
-    o->comm  = S.fam[o->fam].comm;
-    if (o->comm == NULL) {
-        return 0;
+    if (S.opt.only >= 0) {
+        o->kind = S.opt.only; /* --only: the draws stay as they were */
     }
-    o->n  = gcx_comm_size(o->comm);
-    o->me = gcx_comm_rank(o->comm);
-    return 1;
+    o->fam   = live[soak_rng_below(rng, (size_t)nlive)];
+    return soak_setup_fam(o, rng, seq, slot);
 }
 
 static void soak_count(const soak_op_t *o)
@@ -217,15 +247,24 @@ static void soak_count(const soak_op_t *o)
     }
 }
 
-static void soak_fail_op(soak_op_t *o, gcx_status_t st)
+/* A status other than GCX_OK: an injected mismatch (checked later), a
+ * failure a kill explains (recorded), else a hang or an unexpected error
+ * (exit 4 or 3, with the replay line). */
+static void soak_fail_op(soak_op_t *o, int q, gcx_status_t st)
 {
-    fprintf(stderr,
-            "[soak rank %d] step %llu %s on family %d (%d ranks, type %s, op "
-            "%s, count %zu, root %d) returned %s\n",
-            S.rank, (unsigned long long)o->seq, soak_kind_names[o->kind],
-            S.fam[o->fam].id, o->n, gcx_dtype_name(o->dt), gcx_op_name(o->op),
-            o->count, o->root, gcx_strerror(st));
-    exit(3);
+    if (q >= 0) {
+        o->rst[q] = st;
+    }
+    if (st == GCX_ERR_MISMATCH && o->inj != INJ_NONE && o->inj != INJ_INVALID) {
+        if (o->inj != INJ_P2P_SIZE) {
+            o->status = st;
+        }
+        return;
+    }
+    soak_bad_status(o, q < 0 ? "post" : "wait", st);
+    if (o->status == GCX_OK) {
+        o->status = st;
+    }
 }
 
 static void soak_wait_op(soak_op_t *o)
@@ -233,48 +272,132 @@ static void soak_wait_op(soak_op_t *o)
     for (int q = 0; q < o->nreq; ++q) {
         gcx_status_t st = gcx_wait(o->req[q]);
         gcx_request_free(o->req[q]);
+        o->rst[q] = GCX_OK;
         if (st != GCX_OK) {
-            soak_fail_op(o, st);
+            soak_fail_op(o, q, st);
         }
     }
     o->nreq = 0;
 }
 
-/* One step: a collective, a batch, or a communicator event. */
+/* Posts a single step (blocking or not), waits, checks, counts. */
+static void soak_run_single(soak_op_t *o, size_t max_bytes, int die_inside,
+                            double t0)
+{
+    gcx_status_t st;
+
+    if (die_inside) {
+        o->blocking = 0; /* the victim posts, then goes */
+    }
+    if (o->kind == K_CODED) {
+        (void)soak_coded_run(o, max_bytes, die_inside);
+        soak_count(o);
+        S.st.seconds[o->kind] += soak_now() - t0;
+        return;
+    }
+    st = soak_post(o, max_bytes);
+    if (st != GCX_OK) {
+        if (!o->blocking) {
+            o->nreq = o->kind == K_SENDRECV ? o->nreq : 0; /* none started */
+        }
+        soak_fail_op(o, -1, st);
+    }
+    if (die_inside) {
+        uint64_t t = soak_mix(o->rng, 0x74657374);
+        soak_vanish(o, 1, soak_rng_below(&t, 4));
+    }
+    if (!o->blocking) {
+        S.st.nonblocking++;
+    }
+    soak_wait_op(o);
+    soak_check(o);
+    soak_count(o);
+    S.st.seconds[o->kind] += soak_now() - t0;
+}
+
+/* After an injected step: the next collective on its communicator, of the
+ * same kind (a sparse one by auto, which an injected algorithm must not
+ * have put out of step), checked as every other. */
+static void soak_follow_up(const soak_op_t *inj, uint64_t *rng, uint64_t *seq,
+                           size_t max_bytes)
+{
+    soak_op_t o;
+
+    memset(&o, 0, sizeof(o));
+    o.kind   = inj->kind;
+    o.fam    = inj->fam;
+    o.follow = 1;
+    if (soak_setup_fam(&o, rng, (*seq)++, 0)) {
+        if (o.kind == K_SPARSE) {
+            o.force_algo = 1; /* "auto" */
+        }
+        o.blocking = soak_rng_below(rng, 2) == 0 && o.kind != K_SENDRECV;
+        soak_run_single(&o, max_bytes, 0, soak_now());
+        S.st.follow += o.me == 0;
+    }
+}
+
+/* One step: a collective, a batch, or a communicator event. With --more,
+ * create_group events and coded gather steps come from a draw of their own
+ * (the plain soak's sequence stays as it was); with --kills, a collective
+ * step may be a kill step (soak_random.c). */
 static void soak_step(uint64_t *rng, uint64_t *seq, size_t max_bytes,
                       uint64_t *done)
 {
     uint64_t  s = soak_rng_next(rng);
     size_t    what = soak_rng_below(&s, 1000);
+    uint64_t  x = soak_mix(s, 0x6d6f7265);
+    size_t    extra = S.opt.more ? soak_rng_below(&x, 1000) : 1000;
     soak_op_t ops[SOAK_MAX_BATCH];
     double    t0 = soak_now();
+    int       kill, victim = 0, inside = 0;
 
-    if (what < 12) { /* ~1.2%: a communicator event */
+    ++S.nstep;
+    if (what < 12 || extra < 10) { /* ~1.2%: a communicator event */
         static const int kinds[] = {K_CREATE, K_CREATE, K_SPLIT, K_SPLIT,
                                     K_DUP, K_DESTROY, K_DESTROY};
         int kind = what == 0 && soak_rng_below(&s, 8) == 0 ?
                        K_CREATE_ENV :
                        kinds[soak_rng_below(&s, sizeof(kinds) / sizeof(kinds[0]))];
+        if (extra < 10) { /* --more: ~1%, create_group */
+            soak_group_event(&x);
+            S.st.seconds[K_GROUP] += soak_now() - t0;
+            return;
+        }
         soak_event(kind, &s);
         S.st.seconds[kind] += soak_now() - t0;
         return;
     }
+    kill = soak_kill_now();
+    if (kill) {
+        victim = soak_kill_victim();
+        inside = soak_kill_inside();
+        if (victim && !inside) {
+            soak_vanish(NULL, 0, 0);
+        }
+    }
     if (what < 150) { /* a batch of non-blocking collectives */
         int nb = 2 + (int)soak_rng_below(&s, SOAK_MAX_BATCH - 1), order[SOAK_MAX_BATCH];
+        uint64_t t = soak_mix(s, 0x7669637469);
+        int      upto = victim ? 1 + (int)soak_rng_below(&t, (size_t)nb) : nb;
         for (int b = 0; b < nb; ++b) {
             order[b] = b;
-            if (soak_setup_op(&ops[b], &s, (*seq)++, b)) {
+            if (soak_setup_op(&ops[b], &s, (*seq)++, b) && b < upto) {
                 gcx_status_t st = soak_post(&ops[b], max_bytes / 16);
                 if (st != GCX_OK) {
-                    soak_fail_op(&ops[b], st);
+                    ops[b].nreq = ops[b].kind == K_SENDRECV ? ops[b].nreq : 0;
+                    soak_fail_op(&ops[b], -1, st);
                 }
                 S.st.nonblocking++;
             }
         }
+        if (victim) { /* after posting some of them */
+            soak_vanish(ops, upto, soak_rng_below(&t, 4));
+        }
         for (int b = nb - 1; b > 0; --b) { /* the same shuffle everywhere */
-            int j = (int)soak_rng_below(&s, (size_t)b + 1), t = order[b];
+            int j = (int)soak_rng_below(&s, (size_t)b + 1), tmp = order[b];
             order[b] = order[j];
-            order[j] = t;
+            order[j] = tmp;
         }
         for (int b = 0; b < nb; ++b) {
             soak_op_t *o = &ops[order[b]];
@@ -291,24 +414,69 @@ static void soak_step(uint64_t *rng, uint64_t *seq, size_t max_bytes,
         ++S.st.batches;
         *done += (uint64_t)nb;
         S.st.seconds[K_NKINDS] += soak_now() - t0;
+        if (kill) {
+            soak_kill_recover();
+        }
         return;
     }
-    if (soak_setup_op(&ops[0], &s, (*seq)++, 0)) {
-        gcx_status_t st;
-        ops[0].blocking = soak_rng_below(&s, 2) == 0 && ops[0].kind != K_SENDRECV;
-        st              = soak_post(&ops[0], max_bytes);
-        if (st != GCX_OK) {
-            soak_fail_op(&ops[0], st);
+    {
+        int      member = soak_setup_op(&ops[0], &s, (*seq)++, 0);
+        /* with --inject every rank keeps a number for a follow-up */
+        uint64_t fseq = S.opt.inject > 0 ? (*seq)++ : 0;
+        if (extra < 50) { /* --more: ~4%, a coded gather step */
+            ops[0].kind = K_CODED;
         }
-        if (!ops[0].blocking) {
-            S.st.nonblocking++;
+        if (member) {
+            ops[0].blocking = soak_rng_below(&s, 2) == 0 && ops[0].kind != K_SENDRECV;
+            soak_run_single(&ops[0], max_bytes, victim && inside, t0);
+            if (ops[0].inj != INJ_NONE && ops[0].inj != INJ_INVALID &&
+                ops[0].kind != K_CODED) {
+                soak_follow_up(&ops[0], &s, &fseq, max_bytes);
+            }
         }
-        soak_wait_op(&ops[0]);
-        soak_check(&ops[0]);
-        soak_count(&ops[0]);
-        S.st.seconds[ops[0].kind] += soak_now() - t0;
+    }
+    if (victim) {
+        soak_vanish(NULL, 0, 0); /* not in the step's communicator */
+    }
+    if (kill) {
+        soak_kill_recover();
     }
     *done += 1;
+}
+
+/* A rank that saw a kill's failure before the kill step (it lagged): the
+ * steps up to the kill step are drawn as soak_step draws them, not run
+ * (what they would make of the families is destroyed by the shrink), so
+ * it comes out of the shrink with the others' generator, numbers and
+ * step count. */
+static void soak_catch_up(uint64_t *rng, uint64_t *seq, uint64_t *done)
+{
+    long long kstep = S.opt.kill_step[S.kill_next];
+
+    for (;;) {
+        uint64_t s     = soak_rng_next(rng);
+        size_t   what  = soak_rng_below(&s, 1000);
+        uint64_t x     = soak_mix(s, 0x6d6f7265);
+        size_t   extra = S.opt.more ? soak_rng_below(&x, 1000) : 1000;
+
+        ++S.nstep;
+        if (what < 12 || extra < 10) {
+            continue; /* an event */
+        }
+        if (what < 150) {
+            uint64_t nb = 2 + soak_rng_below(&s, SOAK_MAX_BATCH - 1);
+            *seq  += nb;
+            *done += nb;
+        } else {
+            *seq  += 1 + (S.opt.inject > 0);
+            *done += 1;
+        }
+        if (S.nstep >= kstep) {
+            break; /* the kill step */
+        }
+    }
+    (void)soak_kill_now();
+    soak_kill_recover();
 }
 
 typedef struct {
@@ -317,7 +485,8 @@ typedef struct {
 
 static void soak_print_stats(double elapsed)
 {
-    int64_t v[K_NKINDS + SOAK_NCONFIGS + GCX_DT_LAST + GCX_OP_LAST + 6 + 6];
+    int64_t v[K_NKINDS + SOAK_NCONFIGS + GCX_DT_LAST + GCX_OP_LAST + 6 + 6 +
+              INJ_NKINDS + 6];
     size_t  m = 0;
 
     /* counts summed over ranks (a step on a split family counts once per
@@ -333,6 +502,12 @@ static void soak_print_stats(double elapsed)
     v[m++] = (int64_t)S.st.bytes;
     v[m++] = (int64_t)S.st.events;
     v[m++] = (int64_t)S.st.wrong;
+    for (int k = 0; k < INJ_NKINDS; ++k) v[m++] = (int64_t)S.st.per_inj[k];
+    v[m++] = (int64_t)S.st.colls;
+    v[m++] = (int64_t)S.st.injected;
+    v[m++] = (int64_t)S.st.invalid_calls;
+    v[m++] = (int64_t)S.st.delays;
+    v[m++] = (int64_t)S.st.follow;
     soak_sum(v, m);
     if (S.rank != 0) {
         return;
@@ -364,6 +539,26 @@ static void soak_print_stats(double elapsed)
            "events %lld, wrong %lld\n",
            (long long)v[m], (long long)v[m + 1], (long long)v[m + 2],
            (long long)v[m + 3], (long long)v[m + 4], (long long)v[m + 5]);
+    m += 6;
+    if (S.opt.inject > 0 || S.opt.delays > 0 || S.opt.nkills > 0 ||
+        S.opt.more) {
+        static const char *const inj[INJ_NKINDS] = {
+            "none", "count", "type", "op", "root", "vcounts", "sp_algo",
+            "sp_index", "sp_capacity", "sp_topk", "sp_dense_len", "p2p_size",
+            "coded", "group_order", "invalid"};
+        size_t m0 = m;
+        printf("# injected:");
+        for (int k = 1; k < INJ_NKINDS; ++k) printf(" %s=%lld", inj[k], (long long)v[m0 + (size_t)k]);
+        m += INJ_NKINDS;
+        /* one line for random_runs.py */
+        printf("\n# random: ranks %d, live %d, seed %llu, steps %lld, "
+               "collectives %lld, injected %lld, invalid_calls %lld, "
+               "kills %d, delays %lld, follow_ups %lld, wrong %lld\n",
+               S.size0, S.size, (unsigned long long)S.seed, S.nstep,
+               (long long)v[m], (long long)v[m + 1], (long long)v[m + 2],
+               S.killed, (long long)v[m + 3], (long long)v[m + 4],
+               (long long)v[m - INJ_NKINDS - 1]);
+    }
 }
 
 static void soak_checkpoint(uint64_t done, double t0, soak_mem_t *mem,
@@ -399,9 +594,17 @@ static int soak_run(uint64_t seed, uint64_t nops, size_t max_bytes,
     int64_t    verdict[6];
 
     mem.rss_start = soak_rss_kb();
-    soak_checkpoint(0, t0, &mem, 1);
-    while (done < nops) {
-        soak_step(&rng, &seq, max_bytes, &done);
+    if (S.opt.nkills == 0) { /* with kills: no world collective between
+                                  steps, which a kill could revoke */
+        soak_checkpoint(0, t0, &mem, 1);
+    }
+    while (done < nops || S.kill_next < S.opt.nkills) {
+        if (!S.early) {
+            soak_step(&rng, &seq, max_bytes, &done);
+        }
+        if (S.early) { /* a kill's failure came before its step */
+            soak_catch_up(&rng, &seq, &done);
+        }
         if (!based && done >= warmup) {
             soak_destroy_all();
             mem.rss0 = mem.rss_max = soak_rss_kb();
@@ -413,7 +616,7 @@ static int soak_run(uint64_t seed, uint64_t nops, size_t max_bytes,
                        "destroyed)\n", (unsigned long long)done);
             }
         }
-        if (done >= next || done >= nops) {
+        if ((done >= next || done >= nops) && S.opt.nkills == 0) {
             soak_checkpoint(done, t0, &mem, 0);
             next = done + every;
         }
@@ -429,12 +632,12 @@ static int soak_run(uint64_t seed, uint64_t nops, size_t max_bytes,
     {
         double after = (double)(done - (based ? warmup : 0));
         long   bound = (long)((double)rss_growth_kb * (after / 1e4 < 1 ? 1 : after / 1e4));
-        if (fd_exact && mem.fd1 != mem.fd0) {
+        if (fd_exact && mem.fd1 != mem.fd0 && S.killed == 0) {
             fprintf(stderr, "[soak rank %d] open descriptors %ld at the end, "
                     "%ld at the baseline\n", S.rank, mem.fd1, mem.fd0);
             fail = 1;
         }
-        if (rss_growth_kb > 0 && mem.rss1 - mem.rss0 > bound) {
+        if (rss_growth_kb > 0 && mem.rss1 - mem.rss0 > bound && S.killed == 0) {
             fprintf(stderr, "[soak rank %d] resident memory grew %ld kB "
                     "(%ld -> %ld) over %.0f steps, more than the %ld kB "
                     "allowed\n", S.rank, mem.rss1 - mem.rss0, mem.rss0,
@@ -511,8 +714,13 @@ static void soak_usage(void)
     fprintf(stderr,
             "usage: gcx_soak [--ops N] [--seed S] [--max-bytes B] [--every K]\n"
             "                [--warmup K] [--rss-growth-kb K] [--fd-exact]\n"
-            "                [--results FILE] | --churn N [--fd-exact]\n"
-            "Run under gcxrun (or any launcher gcx bootstraps from).\n");
+            "                [--results FILE]\n"
+            "                [--inject PCT] [--delays PCT] [--more] [--only KIND]\n"
+            "                [--kills N | --kill-at STEP:RANK[:inside|before]]\n"
+            "       gcx_soak --churn N [--fd-exact]\n"
+            "Run under gcxrun (or any launcher gcx bootstraps from); with kills\n"
+            "under gcxrun --keep-going. Exit: 0 ok, 1 wrong result, 2 setup\n"
+            "failed, 3 unexpected error, 4 hang (GCX_ERR_TIMEOUT).\n");
 }
 
 int main(int argc, char **argv)
@@ -520,14 +728,19 @@ int main(int argc, char **argv)
     uint64_t     seed = 1, nops = 100000, every = 0, warmup = 0;
     size_t       max_bytes = 4u << 20;
     long         rss_growth_kb = 0;
-    int          fd_exact = 0, churn = 0, rc;
+    int          fd_exact = 0, churn = 0, rc, kills = 0;
     const char  *results = NULL;
     gcx_status_t st;
 
+    S.opt.only = -1;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--fd-exact")) {
             fd_exact = 1;
+            continue;
+        }
+        if (!strcmp(a, "--more")) {
+            S.opt.more = 1;
             continue;
         }
         if (v == NULL) {
@@ -542,6 +755,27 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--rss-growth-kb")) rss_growth_kb = strtol(v, NULL, 0);
         else if (!strcmp(a, "--results")) results = v;
         else if (!strcmp(a, "--churn")) churn = atoi(v);
+        else if (!strcmp(a, "--inject")) S.opt.inject = atoi(v);
+        else if (!strcmp(a, "--only")) {
+            S.opt.only = -1;
+            for (int k = 0; k < K_CODED; ++k) {
+                if (!strcmp(v, soak_kind_names[k])) {
+                    S.opt.only = k;
+                }
+            }
+            if (S.opt.only < 0) {
+                soak_usage();
+                return 1;
+            }
+        }
+        else if (!strcmp(a, "--delays")) S.opt.delays = atoi(v);
+        else if (!strcmp(a, "--kills")) kills = atoi(v);
+        else if (!strcmp(a, "--kill-at")) {
+            if (soak_parse_kill(v) != 0) {
+                soak_usage();
+                return 1;
+            }
+        }
         else {
             soak_usage();
             return 1;
@@ -557,23 +791,49 @@ int main(int argc, char **argv)
     if (max_bytes < 1024) {
         max_bytes = 1024;
     }
+    S.opt.argc = argc;
+    S.opt.argv = argv;
+    if (kills < 0 || kills > 8 || (kills > 0 && S.opt.nkills > 0)) {
+        fprintf(stderr, "gcx_soak: --kills 0..8, or --kill-at\n");
+        return 1;
+    }
     soak_tables_init();
     st = gcx_comm_create(NULL, NULL, &S.world);
     if (st != GCX_OK) {
         soak_die("gcx_comm_create (world)", st);
     }
-    S.rank = gcx_comm_rank(S.world);
-    S.size = gcx_comm_size(S.world);
+    S.rank  = gcx_comm_rank(S.world);
+    S.size  = gcx_comm_size(S.world);
+    S.size0 = S.size;
     if (S.size > SOAK_MAX_RANKS) {
         fprintf(stderr, "gcx_soak: at most %d ranks\n", SOAK_MAX_RANKS);
         return 1;
     }
-    /* rank 0's seed for everyone */
-    st = gcx_broadcast(S.world, &seed, 1, GCX_DT_I64, 0, NULL);
-    if (st != GCX_OK) {
-        soak_die("seed broadcast", st);
+    /* rank 0's seed for everyone; with kills every rank takes its own
+     * (the same command line): a kill may revoke the world while a rank
+     * that lags is still in that broadcast */
+    if (kills == 0 && S.opt.nkills == 0) {
+        st = gcx_broadcast(S.world, &seed, 1, GCX_DT_I64, 0, NULL);
+        if (st != GCX_OK) {
+            soak_die("seed broadcast", st);
+        }
+    }
+    S.seed = seed;
+    if (kills > 0) {
+        S.opt.nkills = kills < S.size ? kills : S.size - 1;
+        soak_draw_kills(seed, nops);
+    }
+    if (S.opt.nkills > 0) {
+        /* a rank leaves this barrier only once every rank has entered it,
+         * so no rank is still creating the world when the first kill
+         * revokes it; one still in the barrier then catches up */
+        st = gcx_barrier(S.world, NULL);
+        if (st != GCX_OK) {
+            soak_bad_status(NULL, "barrier after creating the world", st);
+        }
     }
     S.fam[0].live = 1;
+    S.fam[0].single = 1;
     S.fam[0].comm = S.world;
     S.fam[0].n    = S.size;
     S.fam[0].how  = -1;
@@ -598,6 +858,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < SOAK_NSLOT; ++k) {
             free(S.slot[k].send);
             free(S.slot[k].recv);
+            free(S.slot[k].snap);
         }
         free(S.ref);
         free(S.aux);

@@ -8,6 +8,11 @@
  * has one communicator per color and ranks outside every color hold none.
  * The churn creates and destroys N communicators, at most 4 alive, each
  * checked with an allreduce, and compares descriptors with a baseline.
+ * A family is "single" when every rank holds its one communicator or none
+ * (not a split): create_group (soak_random.c) picks its parent among
+ * those. With kills, a failed creation or split on a rank that lags is
+ * the kill's (soak_die returns then) and creation from the environment
+ * becomes creation over the world.
  *
  * Cost: an event is one communicator creation (an allgather over the world
  * for the OOB); the churn is N of them plus N small allreduces.
@@ -20,8 +25,8 @@
 
 /* ---- communicators ------------------------------------------------------- */
 
-static gcx_status_t soak_world_allgather(const void *sendbuf, void *recvbuf,
-                                         size_t len, void *ctx)
+gcx_status_t soak_world_allgather(const void *sendbuf, void *recvbuf,
+                                  size_t len, void *ctx)
 {
     return gcx_allgather((gcx_comm_t *)ctx, sendbuf, recvbuf, len, GCX_DT_U8,
                          NULL);
@@ -29,9 +34,13 @@ static gcx_status_t soak_world_allgather(const void *sendbuf, void *recvbuf,
 
 void soak_die(const char *what, gcx_status_t st)
 {
+    if (soak_kill_explains(NULL, st)) {
+        return; /* a lagging rank after a kill: it skips to the kill step */
+    }
     fprintf(stderr, "[soak rank %d] %s failed: %s\n", S.rank, what,
             gcx_strerror(st));
-    exit(2);
+    soak_replay_line(st == GCX_ERR_TIMEOUT ? "hang" : "setup failed");
+    exit(st == GCX_ERR_TIMEOUT ? SOAK_EXIT_HANG : SOAK_EXIT_SETUP);
 }
 
 static int soak_free_fam(void)
@@ -143,7 +152,11 @@ void soak_event(int kind, uint64_t *rng)
     nlive = soak_live_list(live, 1);
     fam   = &S.fam[f];
     fam->id = ++S.next_fam_id;
+    if (kind == K_CREATE_ENV && S.opt.nkills > 0) {
+        kind = K_CREATE; /* the environment's world may have a dead rank */
+    }
     fam->how = kind;
+    fam->single = kind != K_SPLIT;
     switch (kind) {
     case K_CREATE:
     case K_CREATE_ENV:
@@ -168,6 +181,12 @@ void soak_event(int kind, uint64_t *rng)
             key[r]   = (int)soak_rng_below(rng, 4) - 2;
         }
         fam->config = par->config;
+        if (kind == K_DUP) { /* the parent's members, known everywhere
+                                when it is single */
+            fam->single = par->single;
+            fam->n      = par->n;
+            memcpy(fam->members, par->members, sizeof(fam->members));
+        }
         if (par->comm == NULL) {
             fam->comm = NULL; /* not in the parent: in none of its children */
             break;
@@ -177,8 +196,6 @@ void soak_event(int kind, uint64_t *rng)
             if (st != GCX_OK) {
                 soak_die("gcx_comm_dup", st);
             }
-            fam->n = par->n;
-            memcpy(fam->members, par->members, sizeof(fam->members));
             break;
         }
         mine = color[S.rank];

@@ -9,7 +9,10 @@
  * result of every peer locally and compares bits; outputs land at a random
  * offset in their area between 64 poisoned guard bytes, and the bytes a
  * collective must not write (gaps, non-roots' buffers) are poisoned and
- * checked too. The sparse allreduce is in soak_sparse.c.
+ * checked too. The sparse allreduce is in soak_sparse.c. With --inject,
+ * a call passes soak_arg_*()'s values (a liar's count, type, operation,
+ * root, per-rank counts, message size: soak_random.c), after its delay,
+ * the snapshot of its outputs and any local bad-argument calls.
  *
  * Cost: the reference of a reduction over n ranks of c elements is n*c
  * table lookups; a check compares the whole output area once.
@@ -148,20 +151,23 @@ void soak_report(const soak_op_t *o, const char *what, size_t index,
     ++S.st.wrong;
     if (S.reported++ < 20) {
         fprintf(stderr,
-                "[soak rank %d] WRONG step %llu %s on family %d (config %d, "
-                "%d ranks, rank %d): %s at %zu (%s; type %s, op %s, count "
-                "%zu, root %d, in place %d)\n",
-                S.rank, (unsigned long long)o->seq, soak_kind_names[o->kind],
-                S.fam[o->fam].id, S.fam[o->fam].config, o->n, o->me, what,
-                index, detail, gcx_dtype_name(o->dt), gcx_op_name(o->op),
-                o->count, o->root, o->inplace);
+                "[soak rank %d] WRONG step %lld (collective #%llu) %s on "
+                "family %d (config %d, %d ranks, rank %d): %s at %zu (%s; "
+                "type %s, op %s, count %zu, root %d, in place %d%s%s)\n",
+                S.rank, S.nstep, (unsigned long long)o->seq,
+                soak_kind_names[o->kind], S.fam[o->fam].id,
+                S.fam[o->fam].config, o->n, o->me, what, index, detail,
+                gcx_dtype_name(o->dt), gcx_op_name(o->op), o->count, o->root,
+                o->inplace, o->follow ? ", after an injected step" : "",
+                o->kind == K_SPARSE && o->algo != NULL ? o->algo : "");
+        soak_replay_line("wrong result");
     }
 }
 
 /* An output region with poisoned guards on both sides, at an element-aligned
  * offset inside the area. */
-static uint8_t *soak_place(uint64_t *rng, uint8_t *area, size_t area_bytes,
-                           size_t bytes, size_t esz, int poison_body)
+uint8_t *soak_place(uint64_t *rng, uint8_t *area, size_t area_bytes,
+                    size_t bytes, size_t esz, int poison_body)
 {
     size_t   room = area_bytes - 2 * SOAK_GUARD - bytes;
     size_t   off  = (soak_rng_below(rng, 64) * esz) % (room + 1);
@@ -228,6 +234,32 @@ static void soak_draw_common(soak_op_t *o, size_t max_bytes, int reduction)
     o->count = soak_rng_size(&o->rng, max_bytes) / o->esz;
     o->root  = (int)soak_rng_below(&o->rng, (size_t)o->n);
     o->inplace = soak_rng_below(&o->rng, 3) == 0;
+    soak_inject_pick(o); /* --inject: may lie about these */
+}
+
+/* Before a step's call: its delay, the snapshot of its outputs, the bad
+ * calls of an injected step (soak_random.c). */
+static void soak_pre_call(soak_op_t *o)
+{
+    soak_delay(o);
+    soak_snapshot(o);
+    soak_invalid_calls(o);
+}
+
+/* the per-rank counts a liar passes (INJ_VCOUNTS): one of them one more */
+static const size_t *soak_lie_counts(soak_op_t *o, const size_t *honest,
+                                     int which)
+{
+    int j;
+
+    if (o->inj != INJ_VCOUNTS || !o->liar || (o->inj_var & 1) != which) {
+        return honest;
+    }
+    memcpy(o->lie_counts, honest, (size_t)o->n * sizeof(size_t));
+    /* another rank's block (this rank's own is sendcount's business) */
+    j = (o->me + 1 + (o->inj_var >> 1) % (o->n - 1)) % o->n;
+    o->lie_counts[j]++;
+    return o->lie_counts;
 }
 
 /* (All)gather: c elements per rank into an n*c output, this rank's block
@@ -277,8 +309,10 @@ gcx_status_t soak_post(soak_op_t *o, size_t max_bytes)
             o->in = sl->send;
             soak_fill(o->dt, o->in, c, seq, (uint32_t)me, 0);
         }
+        soak_pre_call(o);
         st = gcx_allreduce(o->comm, o->inplace ? GCX_IN_PLACE : o->in, o->out,
-                           c, o->dt, o->op, rq);
+                           soak_arg_count(o, c), soak_arg_dt(o),
+                           soak_arg_op(o), rq);
         break;
     case K_BCAST:
         soak_draw_common(o, max_bytes, 0);
@@ -289,13 +323,16 @@ gcx_status_t soak_post(soak_op_t *o, size_t max_bytes)
         if (me == o->root) {
             soak_fill(o->dt, o->out, c, seq, (uint32_t)o->root, 0);
         }
-        st = gcx_broadcast(o->comm, o->out, c, o->dt, o->root, rq);
+        soak_pre_call(o);
+        st = gcx_broadcast(o->comm, o->out, soak_arg_count(o, c),
+                           soak_arg_dt(o), soak_arg_root(o), rq);
         break;
     case K_ALLGATHER:
         soak_gather_inputs(o, max_bytes, 0);
         c  = o->count;
+        soak_pre_call(o);
         st = gcx_allgather(o->comm, o->inplace ? GCX_IN_PLACE : o->in, o->out,
-                           c, o->dt, rq);
+                           soak_arg_count(o, c), soak_arg_dt(o), rq);
         break;
     case K_ALLGATHERV:
         soak_draw_common(o, max_bytes / (size_t)n, 0);
@@ -311,8 +348,13 @@ gcx_status_t soak_post(soak_op_t *o, size_t max_bytes)
                             1);
         o->in = sl->send;
         soak_fill(o->dt, o->in, o->counts[me], seq, (uint32_t)me, 0);
-        st = gcx_allgatherv(o->comm, o->in, o->counts[me], o->out, o->counts,
-                            o->displs, o->dt, rq);
+        soak_pre_call(o);
+        /* a liar passes one more for itself (sendcount) or for another */
+        st = gcx_allgatherv(o->comm, o->in,
+                            o->counts[me] + (o->inj == INJ_VCOUNTS && o->liar &&
+                                             (o->inj_var & 1) == 0),
+                            o->out, soak_lie_counts(o, o->counts, 1),
+                            o->displs, soak_arg_dt(o), rq);
         break;
     case K_ALLTOALLV: {
         /* counts[i][j] from the step's generator: the same matrix on every
@@ -349,8 +391,11 @@ gcx_status_t soak_post(soak_op_t *o, size_t max_bytes)
         o->out_bytes = rtotal * o->esz;
         o->out = soak_place(&o->rng, sl->recv, sl->bytes, o->out_bytes, o->esz,
                             1);
-        st = gcx_alltoallv(o->comm, o->in, o->scounts, o->sdispls, o->out,
-                           o->counts, o->displs, o->dt, rq);
+        soak_pre_call(o);
+        /* a liar sends one more to a peer, or expects one more from one */
+        st = gcx_alltoallv(o->comm, o->in, soak_lie_counts(o, o->scounts, 0),
+                           o->sdispls, o->out, soak_lie_counts(o, o->counts, 1),
+                           o->displs, soak_arg_dt(o), rq);
         break;
     }
     case K_REDUCE_SCATTER:
@@ -368,8 +413,10 @@ gcx_status_t soak_post(soak_op_t *o, size_t max_bytes)
             o->in = sl->send;
             soak_fill(o->dt, o->in, (size_t)n * c, seq, (uint32_t)me, 0);
         }
+        soak_pre_call(o);
         st = gcx_reduce_scatter(o->comm, o->inplace ? GCX_IN_PLACE : o->in,
-                                o->out, c, o->dt, o->op, rq);
+                                o->out, soak_arg_count(o, c), soak_arg_dt(o),
+                                soak_arg_op(o), rq);
         break;
     case K_REDUCE:
         soak_draw_common(o, max_bytes, 1);
@@ -387,15 +434,20 @@ gcx_status_t soak_post(soak_op_t *o, size_t max_bytes)
         /* a non-root's recvbuf is ignored: sometimes NULL, else it must
          * stay untouched */
         total = soak_rng_below(&o->rng, 2);
+        soak_pre_call(o);
         st = gcx_reduce(o->comm, o->inplace ? GCX_IN_PLACE : o->in,
-                        me == o->root || total ? o->out : NULL, c, o->dt,
-                        o->op, o->root, rq);
+                        me == o->root || total || soak_arg_root(o) == me ?
+                            o->out : NULL,
+                        soak_arg_count(o, c), soak_arg_dt(o), soak_arg_op(o),
+                        soak_arg_root(o), rq);
         break;
     case K_GATHER:
         soak_gather_inputs(o, max_bytes, 1);
         c  = o->count;
-        st = gcx_gather(o->comm, o->inplace ? GCX_IN_PLACE : o->in, c, o->out,
-                        o->dt, o->root, rq);
+        soak_pre_call(o);
+        st = gcx_gather(o->comm, o->inplace ? GCX_IN_PLACE : o->in,
+                        soak_arg_count(o, c), o->out, soak_arg_dt(o),
+                        soak_arg_root(o), rq);
         break;
     case K_SCATTER:
         soak_draw_common(o, max_bytes / (size_t)n, 0);
@@ -411,11 +463,15 @@ gcx_status_t soak_post(soak_op_t *o, size_t max_bytes)
         o->out_bytes = c * o->esz;
         o->out = soak_place(&o->rng, sl->recv, sl->bytes, o->out_bytes, o->esz,
                             1);
+        soak_pre_call(o);
         st = gcx_scatter(o->comm, o->in,
-                         o->inplace ? (void *)GCX_IN_PLACE : o->out, c, o->dt,
-                         o->root, rq);
+                         o->inplace ? (void *)GCX_IN_PLACE : o->out,
+                         soak_arg_count(o, c), soak_arg_dt(o),
+                         soak_arg_root(o), rq);
         break;
     case K_BARRIER:
+        soak_inject_pick(o);
+        soak_pre_call(o);
         st = gcx_barrier(o->comm, rq);
         break;
     case K_SENDRECV: {
@@ -432,21 +488,32 @@ gcx_status_t soak_post(soak_op_t *o, size_t max_bytes)
                             1);
         o->in = sl->send;
         o->nreq = 0;
+        for (int m = 0; m < o->nmsg; ++m) {
+            soak_fill(o->dt, o->in + (size_t)m * c * o->esz, c,
+                      seq * SOAK_MAX_MSGS + (uint64_t)m, (uint32_t)me, 0);
+        }
+        soak_pre_call(o);
         for (int m = 0; m < o->nmsg && st == GCX_OK; ++m) {
             st = gcx_recv(o->comm, o->out + (size_t)m * c * o->esz, c, o->dt,
-                          left, o->tag, &o->req[o->nreq++]);
+                          left, o->tag, &o->req[o->nreq]);
+            o->nreq += st == GCX_OK;
         }
         for (int m = 0; m < o->nmsg && st == GCX_OK; ++m) {
-            uint8_t *b = o->in + (size_t)m * c * o->esz;
-            soak_fill(o->dt, b, c, seq * SOAK_MAX_MSGS + (uint64_t)m,
-                      (uint32_t)me, 0);
-            st = gcx_send(o->comm, b, c, o->dt, right, o->tag,
-                          &o->req[o->nreq++]);
+            /* INJ_P2P_SIZE: a liar sends one message one element longer or
+             * shorter; its receiver gets GCX_ERR_MISMATCH for that one */
+            size_t cm = o->inj == INJ_P2P_SIZE && o->liar &&
+                                m == o->inj_var % o->nmsg ?
+                            (c == 0 || (o->inj_var & 64) ? c + 1 : c - 1) :
+                            c;
+            st = gcx_send(o->comm, o->in + (size_t)m * c * o->esz, cm, o->dt,
+                          right, o->tag, &o->req[o->nreq]);
+            o->nreq += st == GCX_OK;
         }
         break;
     }
     case K_SPARSE:
         soak_sparse_prepare(o, max_bytes);
+        soak_pre_call(o);
         st = gcx_sparse_allreduce(o->comm, &o->in_sp,
                                   o->want_dense ? (float *)o->out : NULL,
                                   o->want_sparse ? &o->out_sp : NULL,
@@ -465,6 +532,12 @@ void soak_check(soak_op_t *o)
     size_t   c = o->count, esz = o->esz;
     uint8_t *ref = S.ref;
 
+    if (o->status != GCX_OK && o->status != GCX_ERR_MISMATCH) {
+        return; /* a failure a kill explains (else the run ended) */
+    }
+    if (soak_inject_check(o) || o->status != GCX_OK) {
+        return; /* an injected mismatch */
+    }
     switch (o->kind) {
     case K_ALLREDUCE:
         for (size_t i = 0; i < c; ++i) {
@@ -537,13 +610,37 @@ void soak_check(soak_op_t *o)
         }
         break;
     case K_SENDRECV: {
-        int left = (me + n - 1) % n;
-        for (int m = 0; m < o->nmsg; ++m) {
-            soak_fill(o->dt, ref + (size_t)m * c * esz, c,
-                      seq * SOAK_MAX_MSGS + (uint64_t)m, (uint32_t)left, 0);
+        int left = (me + n - 1) % n, bad = -1;
+        if (o->inj == INJ_P2P_SIZE) {
+            /* the message the left neighbour sent with another size fails
+             * here with GCX_ERR_MISMATCH, the others arrive; this rank's
+             * own wrong send may end either way */
+            int lied = (int)((o->liars >> left) & 1), m0 = o->inj_var % o->nmsg;
+            for (int q = 0; q < o->nreq; ++q) {
+                int is_recv = q < o->nmsg, m = is_recv ? q : q - o->nmsg;
+                gcx_status_t want = is_recv && lied && m == m0 ?
+                                        GCX_ERR_MISMATCH : GCX_OK;
+                if (o->rst[q] != want &&
+                    !(!is_recv && o->liar && m == m0 &&
+                      o->rst[q] == GCX_ERR_MISMATCH)) {
+                    char d[128];
+                    snprintf(d, sizeof(d), "%s %d of %d returned %s, expected %s",
+                             is_recv ? "receive" : "send", m, o->nmsg,
+                             gcx_strerror(o->rst[q]), gcx_strerror(want));
+                    soak_report(o, "message size injection", (size_t)m, d);
+                }
+            }
+            bad = lied ? m0 : -1;
         }
-        soak_compare(o, "received messages", o->out, ref, (size_t)o->nmsg * c,
-                     esz);
+        for (int m = 0; m < o->nmsg; ++m) {
+            if (m == bad) {
+                continue; /* its content is undefined */
+            }
+            soak_fill(o->dt, ref, c, seq * SOAK_MAX_MSGS + (uint64_t)m,
+                      (uint32_t)left, 0);
+            soak_compare(o, "received message", o->out + (size_t)m * c * esz,
+                         ref, c, esz);
+        }
         break;
     }
     case K_SPARSE:

@@ -6,7 +6,9 @@
  * (indices with gaps of mean 1/density, values from the step's stream), so
  * each rank builds the dense sum and, with top-k, the selected indices
  * itself; the output is checked dense and/or sparse against it, with the
- * in_result flags and the guard bytes.
+ * in_result flags and the guard bytes. With --inject, the liars change
+ * their own call (algorithm, an index, capacity, top-k, dense length)
+ * after the reference is built, so the others' expectations stay.
  *
  * Cost: a sparse step regenerates every member's input twice (at the post,
  * which sizes the output, and at the check): O(sum of nnz) plus O(N), and
@@ -113,6 +115,65 @@ static size_t soak_sparse_reference(soak_op_t *o, uint32_t *own_idx,
     return K;
 }
 
+/* The liars' side of an injected sparse step: another algorithm, a bad
+ * index, too small an output, another top-k or dense length. Each must
+ * give GCX_ERR_MISMATCH on every rank (include/gcx/sparse.h). */
+static void soak_sparse_lie(soak_op_t *o)
+{
+    static const char *const names[] = {
+        "auto", "allgather", "recursive_doubling", "split", "balanced_split",
+    };
+    const char *honest = o->algo;
+    size_t      nnz = o->in_sp.nnz, j;
+    int         v = o->inj_var;
+
+    switch (o->inj) {
+    case INJ_SP_ALGO:
+        if (honest == NULL) { /* the communicator's GCX_SPARSE_ALGO */
+            const char *const *cfg = soak_configs[S.fam[o->fam].config];
+            honest = cfg[0] != NULL && !strcmp(cfg[0], "SPARSE_ALGO") ? cfg[1] :
+                                                                       "auto";
+        }
+        o->sp_opts.algo = !strcmp(honest, "auto") && (v & 1) ? "split" :
+                          names[(size_t)(v >> 1) % 5];
+        if (!strcmp(o->sp_opts.algo, honest)) {
+            o->sp_opts.algo = !strcmp(honest, "split") ? "auto" : "split";
+        }
+        break;
+    case INJ_SP_INDEX:
+        /* an index not below N, a duplicate, or two out of order */
+        if (nnz < 2 || v % 3 == 0) {
+            if (nnz == 0) {
+                o->in_sp.nnz = o->in_sp.capacity = nnz = 1;
+                o->in_sp.val[0] = 1.0f;
+            }
+            o->in_sp.idx[(size_t)(v >> 2) % nnz] = (uint32_t)o->count +
+                                                  (uint32_t)(v >> 8) % 3;
+        } else {
+            j = 1 + (size_t)(v >> 2) % (nnz - 1);
+            if (v % 3 == 1) {
+                o->in_sp.idx[j] = o->in_sp.idx[j - 1];
+            } else {
+                uint32_t t = o->in_sp.idx[j];
+                o->in_sp.idx[j]     = o->in_sp.idx[j - 1];
+                o->in_sp.idx[j - 1] = t;
+            }
+        }
+        break;
+    case INJ_SP_CAP:
+        o->out_sp.capacity = o->sp_K - 1; /* one short of the result */
+        break;
+    case INJ_SP_TOPK:
+        o->sp_opts.topk += 1;
+        break;
+    case INJ_SP_N:
+        o->in_sp.dense_len = o->count + 1;
+        break;
+    default:
+        break;
+    }
+}
+
 /* Layout in the slot: send = own idx | own val | flags; recv = dense out |
  * sparse out idx | sparse out val. */
 void soak_sparse_prepare(soak_op_t *o, size_t max_bytes)
@@ -127,6 +188,9 @@ void soak_sparse_prepare(soak_op_t *o, size_t max_bytes)
     N      = N == 0 ? 1 : N;
     o->sp_gap     = gaps[soak_rng_below(&o->rng, 5)];
     o->algo_index = (int)soak_rng_below(&o->rng, 6);
+    if (o->force_algo >= 0) {
+        o->algo_index = o->force_algo; /* a follow-up: auto */
+    }
     o->algo       = soak_sparse_algos[o->algo_index];
     o->want_dense = o->want_sparse = 1;
     switch (soak_rng_below(&o->rng, 3)) {
@@ -144,7 +208,7 @@ void soak_sparse_prepare(soak_op_t *o, size_t max_bytes)
     o->in_sp.val       = (float *)(sl->send + N * 4);
     o->in_sp.dense_len = N;
     o->in_sp.owned     = 0;
-    (void)soak_sparse_reference(o, o->in_sp.idx, o->in_sp.val, &sumnnz);
+    o->sp_K = soak_sparse_reference(o, o->in_sp.idx, o->in_sp.val, &sumnnz);
 
     /* flags after the input; outputs in the recv area */
     o->flags = sl->send + 2 * N * 4 + SOAK_GUARD;
@@ -162,6 +226,18 @@ void soak_sparse_prepare(soak_op_t *o, size_t max_bytes)
     o->out_sp.capacity  = cap;
     o->out_sp.dense_len = N;
     o->out_sp.owned     = 0;
+    /* --inject: what must stay untouched, then the lie */
+    o->snap_off   = 0;
+    o->snap_len   = (size_t)((uint8_t *)(o->out_sp.val + cap) - sl->recv) +
+                  SOAK_GUARD;
+    o->snap_flags = o->in_sp.nnz + SOAK_GUARD;
+    soak_inject_pick(o);
+    if (o->inj != INJ_NONE) {
+        o->out_sp.nnz = 0xdead; /* a failed call must not set it */
+    }
+    if (o->liar) {
+        soak_sparse_lie(o);
+    }
 }
 
 void soak_sparse_check(soak_op_t *o)
