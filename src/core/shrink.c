@@ -24,7 +24,16 @@
  * it does not know to be dead and waits for round r from each of them; a
  * rank is known dead when the transport says it is lost (UCX's error, or
  * on this host its ended process, which the transport sees within a
- * millisecond) or when its round r has not come within GCX_TIMEOUT. Once
+ * millisecond), when its round r has not come within the round's timeout,
+ * or when a message of the agreement says another caller took it for dead
+ * (the values carry the ranks their senders took for dead, so one
+ * caller's verdict frees the others from waiting for that rank too). The
+ * round's timeout is GCX_TIMEOUT, or, when this rank's communicator failed
+ * by GCX_TIMEOUT (a rank was silent for GCX_TIMEOUT already: a hung
+ * process, a vanished host), the grace min(GCX_TIMEOUT, max(1 s,
+ * GCX_TIMEOUT / 4)): the live ranks come at once, brought by the revoke,
+ * and waiting GCX_TIMEOUT again for the silent one made a hung rank cost
+ * two timeouts. Once
  * it heard from every rank it does not know to be dead: if those are the
  * ranks it heard from in round r - 1, nobody it relies on died in between
  * and it decides its value, else it goes to round r + 1. A rank that
@@ -35,9 +44,11 @@
  * detector is accurate (crash failures; a rank declared dead is dead):
  * every survivor then gets the same members. A rank that died in the
  * middle may be a member or not; the new communicator then fails on it,
- * as any communicator does, and may be shrunk again. Rounds: 2 with
+ * as any communicator does, and may be shrunk again. A rank some caller
+ * took for dead is never a member (it may have been only slow: it is left
+ * out, and told so if it comes). Rounds: 2 with
  * deaths known before the shrink, one more per death seen during it; each
- * round is n(n-1) messages of 24 + 260 + n/4 bytes (the offers travel as
+ * round is n(n-1) messages of 24 + 260 + 3n/8 bytes (the offers travel as
  * their union: the largest cursor and the OR of the used ids, which the
  * id agreement of context.c takes as one offer).
  *
@@ -84,8 +95,9 @@ typedef struct gcx_ctl_msg {
 
 /*
  * A value: | cursor 4 | used ids GCX_CONTEXT_ID_PAIRS/8 | members nb |
- * exclude nb | (bit r of members: rank r's proposal is in; of exclude:
- * some proposer asked rank r to be left out).
+ * exclude nb | dead nb | (bit r of members: rank r's proposal is in; of
+ * exclude: some proposer asked rank r to be left out; of dead: some caller
+ * took rank r for dead).
  */
 #define GCX_SHRINK_USED_OFF 4
 #define GCX_SHRINK_SETS_OFF (GCX_SHRINK_USED_OFF + GCX_CONTEXT_ID_PAIRS / 8)
@@ -102,6 +114,7 @@ typedef struct gcx_shrink {
     uint8_t  **val;      /* [r]: union of round r's values */
     uint8_t   *decision;
     double     deadline; /* of the current round */
+    double     round_timeout; /* seconds a round waits for a rank */
     uint8_t   *out;      /* a message being built: header + value */
 } gcx_shrink_t;
 
@@ -333,6 +346,14 @@ static int gcx_shrink_touch(gcx_shrink_t *sh, int r)
     return sh->from[r] != NULL && sh->val[r] != NULL;
 }
 
+/* Rank @p r is taken for dead: not waited for, and named in the value of
+ * the current round, so the next message tells the others. */
+static void gcx_shrink_dead(gcx_shrink_t *sh, int r)
+{
+    gcx_bit_clear(sh->correct, r);
+    gcx_bit_set(sh->val[sh->round] + GCX_SHRINK_SETS_OFF + 2 * sh->nb, r);
+}
+
 /* Sends @p type with @p value to every rank not known dead. */
 static void gcx_shrink_send(gcx_shrink_t *sh, uint32_t type, int round,
                             const uint8_t *value)
@@ -353,7 +374,7 @@ static void gcx_shrink_send(gcx_shrink_t *sh, uint32_t type, int round,
         st = comm->tl->ops->ctl_send(comm->tl, r, sh->out,
                                      sizeof(hdr) + sh->vlen);
         if (st == GCX_ERR_PEER) {
-            gcx_bit_clear(sh->correct, r);
+            gcx_shrink_dead(sh, r);
         } else if (st != GCX_OK) {
             gcx_error("gcx_comm_shrink: cannot send to rank %d: %s", r,
                       gcx_strerror(st));
@@ -378,7 +399,7 @@ static void gcx_shrink_start_round(gcx_shrink_t *sh, int round,
                                    const uint8_t *value)
 {
     sh->round    = round;
-    sh->deadline = gcx_time_now() + sh->super.comm->config.timeout;
+    sh->deadline = gcx_time_now() + sh->round_timeout;
     if (!gcx_shrink_touch(sh, round)) {
         sh->super.status = GCX_ERR_NOMEM;
         return;
@@ -403,7 +424,20 @@ static int gcx_shrink_consume(gcx_shrink_t *sh)
             keep = 1; /* a later shrink of the same parent */
         } else if (h->epoch == sh->epoch &&
                    msg->length == sizeof(*h) + sh->vlen) {
+            const uint8_t *dead =
+                msg->value + GCX_SHRINK_SETS_OFF + 2 * sh->nb;
+            int            r;
+
             ++taken;
+            /* the ranks the sender took for dead: not waited for here */
+            for (r = 0; r < sh->n; ++r) {
+                if (r != sh->me && gcx_bit(dead, r) &&
+                    gcx_bit(sh->correct, r)) {
+                    gcx_info("gcx_comm_shrink: rank %d taken for dead, as "
+                             "rank %d says", r, h->src);
+                    gcx_shrink_dead(sh, r);
+                }
+            }
             if (h->type == GCX_CTL_PROPOSAL && h->round >= 1 &&
                 (int)h->round <= sh->maxround) {
                 if (gcx_shrink_touch(sh, (int)h->round)) {
@@ -462,17 +496,25 @@ int gcx_shrink_progress(gcx_shrink_t *sh)
         if (r != sh->me && gcx_bit(sh->correct, r) &&
             comm->tl->ops->peer_lost(comm->tl, r)) {
             gcx_debug("gcx_comm_shrink: rank %d is gone", r);
-            gcx_bit_clear(sh->correct, r);
+            gcx_shrink_dead(sh, r);
             ++events;
         }
     }
     if (gcx_time_now() > sh->deadline) {
         for (r = 0; r < sh->n; ++r) {
             if (gcx_bit(sh->correct, r) && !gcx_bit(sh->from[sh->round], r)) {
-                gcx_warn("gcx_comm_shrink: rank %d not heard in round %d "
-                         "within GCX_TIMEOUT=%g s: taken for dead", r,
-                         sh->round, comm->config.timeout);
-                gcx_bit_clear(sh->correct, r);
+                if (sh->round_timeout < comm->config.timeout) {
+                    gcx_warn("gcx_comm_shrink: rank %d not heard in round "
+                             "%d within %g s after the communicator failed "
+                             "by GCX_TIMEOUT=%g s: taken for dead", r,
+                             sh->round, sh->round_timeout,
+                             comm->config.timeout);
+                } else {
+                    gcx_warn("gcx_comm_shrink: rank %d not heard in round "
+                             "%d within GCX_TIMEOUT=%g s: taken for dead", r,
+                             sh->round, comm->config.timeout);
+                }
+                gcx_shrink_dead(sh, r);
                 ++events;
             }
         }
@@ -545,9 +587,20 @@ static gcx_shrink_t *gcx_shrink_new(gcx_comm_t *comm, const int *exclude,
     sh->n        = comm->size;
     sh->nb       = (comm->size + 7) / 8;
     sh->me       = comm->rank;
-    sh->vlen     = GCX_SHRINK_SETS_OFF + 2 * (size_t)sh->nb;
+    sh->vlen     = GCX_SHRINK_SETS_OFF + 3 * (size_t)sh->nb;
     sh->epoch    = comm->shrink_epoch++;
     sh->maxround = comm->size + 1;
+    /* the parent failed by timeout: some rank was silent for GCX_TIMEOUT
+     * already, and the live ones come at once (file comment) */
+    sh->round_timeout = comm->config.timeout;
+    if (comm->error == GCX_ERR_TIMEOUT) {
+        double grace = comm->config.timeout / 4 > 1.0 ?
+                           comm->config.timeout / 4 : 1.0;
+
+        if (grace < sh->round_timeout) {
+            sh->round_timeout = grace;
+        }
+    }
     sh->correct  = calloc(1, (size_t)sh->nb);
     sh->from     = calloc((size_t)sh->maxround + 1, sizeof(*sh->from));
     sh->val      = calloc((size_t)sh->maxround + 1, sizeof(*sh->val));
@@ -586,11 +639,12 @@ static gcx_status_t gcx_shrink_finish(gcx_comm_t *comm, gcx_shrink_t *sh,
 {
     const uint8_t      *members = sh->decision + GCX_SHRINK_SETS_OFF;
     const uint8_t      *excl    = members + sh->nb;
+    const uint8_t      *dead    = excl + sh->nb;
     gcx_comm_id_offer_t offer;
     gcx_status_t        status;
     int                *ranks, n = 0, newrank = -1, r;
 
-    if (!gcx_bit(members, sh->me)) {
+    if (!gcx_bit(members, sh->me) || gcx_bit(dead, sh->me)) {
         gcx_error("gcx_comm_shrink: this rank (%d) was left out: the others "
                   "did not hear it within GCX_TIMEOUT=%g s",
                   sh->me, comm->config.timeout);
@@ -607,7 +661,7 @@ static gcx_status_t gcx_shrink_finish(gcx_comm_t *comm, gcx_shrink_t *sh,
         return GCX_ERR_NOMEM;
     }
     for (r = 0; r < sh->n; ++r) {
-        if (gcx_bit(members, r) && !gcx_bit(excl, r)) {
+        if (gcx_bit(members, r) && !gcx_bit(excl, r) && !gcx_bit(dead, r)) {
             if (r == sh->me) {
                 newrank = n;
             }
