@@ -450,7 +450,7 @@ class CodedDataParallel(torch.nn.Module):
 
     # ---- more than s gone: shrink and continue --------------------------
 
-    def shrink(self, s=None):
+    def shrink(self, s=None, optimizer=None):
         """Go on over the survivors after a CodedRoundError (more than s
         workers gone, or the root): they agree on who is gone
         (torch_gcx.elastic.agree_failed, ULFM's agreement, which holds when
@@ -462,8 +462,15 @@ class CodedDataParallel(torch.nn.Module):
         Collective over the survivors.
 
         The failed round changed no parameter (its gradient never came), so
-        the survivors go on from the last completed round's parameters,
-        equal on every rank; the new model's samplers (new.sampler(...))
+        the survivors go on from the last completed round's parameters.
+        A survivor may be a round behind the others: the root decoded round
+        r, sent the sum to some ranks and died before the others got it
+        (they fail in round r, the rest in r + 1). The survivors compare
+        their rounds (one all_gather) and, if they differ, take the module
+        state and position of the first survivor of the latest round (a
+        broadcast), and optimizer's state if `optimizer` is given (pass it
+        when it keeps state, e.g. momentum: the laggard's lacks round r's
+        step). The new model's samplers (new.sampler(...))
         start at the failed step's global batch, the rest of its epoch cut
         into global batches for the new n (pgc: the steps of that batch
         done before the failure are redone). s: the stragglers the new
@@ -473,7 +480,8 @@ class CodedDataParallel(torch.nn.Module):
         rank 0); straggler=(rank, ms) follows its process (dropped if it
         died); a top-k residual starts empty. Returns the new model; its
         `shrinks` lists every shrink so far: dead (global ranks), world,
-        n, s, t_failed, t_agreed, t_ready (time.time() stamps)."""
+        n, s, adopted_from (the new group rank whose state was taken, or
+        None), t_failed, t_agreed, t_ready (time.time() stamps)."""
         from . import elastic  # the agreement and torch's shrink_group
 
         if s is not None and (not isinstance(s, int) or
@@ -500,6 +508,30 @@ class CodedDataParallel(torch.nn.Module):
             raise CodedRoundError(f"torch_gcx.coded.shrink: {size} rank "
                                   f"left of {len(before)}: coded training "
                                   f"needs at least 2")
+        # a survivor whose last decoded sum never came (the root died
+        # while sending it) is a round behind: all take the most advanced
+        # one's state and position
+        at = self._at if self._at is not None else self.resume_at
+        mine = torch.tensor([self.round] + list(at if at is not None
+                                                else (-1, -1)),
+                            dtype=torch.int64)
+        rows = [torch.empty_like(mine) for _ in range(size)]
+        dist.all_gather(rows, mine, group=group)
+        rounds = [int(r[0]) for r in rows]
+        adopted = None
+        if min(rounds) != max(rounds):
+            adopted = rounds.index(max(rounds))
+            me = dist.get_rank(group)
+            obj = [(self.module.state_dict(),
+                    optimizer.state_dict() if optimizer is not None
+                    else None) if me == adopted else None]
+            dist.broadcast_object_list(obj, group_src=adopted, group=group)
+            if me != adopted:
+                self.module.load_state_dict(obj[0][0])
+                if optimizer is not None and obj[0][1] is not None:
+                    optimizer.load_state_dict(obj[0][1])
+            src_at = [int(v) for v in rows[adopted][1:]]
+            at = tuple(src_at) if src_at[0] >= 0 else None
         root = after.index(root_global) if root_global in after else 0
         workers = size - (0 if self.master_is_worker else 1)
         if s is None:
@@ -518,10 +550,9 @@ class CodedDataParallel(torch.nn.Module):
             straggler=straggler, compress=self.compress,
             group=None if is_default else group, decoding=self.decoding,
             seed=self.seed, catch_up=self.catch_up)
-        new.resume_at = self._at if self._at is not None else \
-            self.resume_at
+        new.resume_at = at
         ev.update(dead=[before[r] for r in dead], world=size, n=new.n,
-                  s=new.s, t_ready=time.time())
+                  s=new.s, adopted_from=adopted, t_ready=time.time())
         new.shrinks = self.shrinks + [ev]
         new.lost_rounds = self.lost_rounds
         return new
