@@ -8,7 +8,8 @@ launch and wrap it with, against gloo in the same run.
 
 - torchrun_ddp: a plain DDP script as torchrun starts it (env:// from RANK,
   WORLD_SIZE, MASTER_ADDR/PORT; torchrun's own TCPStore), DDP over the
-  default gcx group against DDP over a gloo group beside it.
+  default gcx group against DDP over a gloo group beside it; ElasticDDP
+  warns that torchrun would end the survivors of a death.
 - lightning: PyTorch Lightning's DDPStrategy(process_group_backend=BACKEND)
   trains a small model under torchrun; rank 0 saves the final parameters to
   OUT, and the test compares the gcx run's with the gloo run's.
@@ -21,6 +22,7 @@ training on 16-sample batches of a 20-32-4 MLP.
 """
 import os
 import sys
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -38,6 +40,18 @@ def torchrun_ddp():
     assert size == int(os.environ["WORLD_SIZE"]), size
     gloo = dist.new_group(backend="gloo")
     sc_ddp(rank, size, gloo)
+    # ElasticDDP says at once that torchrun's agent would end the survivors
+    # of a death, and what to launch with instead
+    from torch_gcx import elastic
+    model = mlp()
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        elastic.ElasticDDP(model, torch.optim.SGD(model.parameters(), lr=0.1),
+                           num_samples=8, batch_size=2)
+    said = [str(w.message) for w in got if "torchrun" in str(w.message)]
+    assert said and "python -m torch_gcx.run" in said[0], \
+        [str(w.message) for w in got]
+    print(f"rank {rank}: elastic warning ok", flush=True)
     dist.barrier(group=gloo)
     dist.destroy_process_group()
     print(f"rank {rank}: torchrun ddp ok", flush=True)

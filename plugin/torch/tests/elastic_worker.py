@@ -1,5 +1,7 @@
 """One rank of a shrink-and-continue test:
-python elastic_worker.py SCENARIO RANK SIZE STOREFILE.
+python elastic_worker.py SCENARIO RANK SIZE STOREFILE, or, for kill and
+inflight under a launcher (python -m torch_gcx.run, torchrun),
+python elastic_worker.py SCENARIO (env://: RANK, WORLD_SIZE, MASTER_*).
 
 kill: DDP (torch_gcx.elastic.ElasticDDP) of a tiny float64 MLP over
 synthetic data for two epochs; rank VICTIM (ELASTIC_VICTIM, default 2)
@@ -15,6 +17,17 @@ time.time() into just before the kill (perf/torch/elastic_resume.py);
 ELASTIC_TIMEOUT: the group's timeout, its GCX_TIMEOUT (default 60 s);
 ELASTIC_HANG=1: the victim SIGSTOPs itself instead (found by timeout).
 
+inflight: 4 ranks of ElasticDDP over a float64 MLP of several DDP buckets
+(bucket_cap_mb small); rank VICTIM SIGKILLs itself inside backward() of a
+seeded step while buckets' allreduces are in flight: from a gradient hook
+on a parameter of a middle layer (the later layers' buckets launched), or
+from a DDP comm hook after it launched bucket j's allreduce (every rank
+runs the same hook; only the victim kills). Victim, step, moment and a
+delay of 0-3 ms before the kill are drawn from ELASTIC_SEED (inflight_plan
+prints them). The survivors must agree on exactly [VICTIM], go on at
+world 3, and end with parameters equal bit for bit (all_gather) and equal
+to a one-process replay (world 4 up to the step, 3 after).
+
 on_request: 3 ranks; ranks 0 and 1 shrink the default group to themselves
 excluding rank 2 (alive, it does not call), then all_reduce on it; their
 other group is aborted (torch's rule for a shrink of the default group); then an
@@ -29,6 +42,7 @@ works after them): a shrink that excludes the caller, a rank out of range,
 one listed twice, unknown flags, torch's shrink_group excluding the
 caller, agree_failed / shrink / shrink_group on a gloo group.
 """
+import datetime
 import hashlib
 import json
 import os
@@ -45,6 +59,28 @@ from torch_gcx import elastic
 from worker import init
 
 N, FEAT, BATCH, EPOCHS, LR = 96, 8, 4, 2, 0.05
+
+
+def init_job(rank, size, timeout):
+    """The default group on gcx: over the FileStore of argv[4], or, started
+    by a launcher (argv without RANK SIZE STOREFILE), env:// as torchrun
+    and python -m torch_gcx.run set it up."""
+    if len(sys.argv) < 5:
+        dist.init_process_group(
+            "gcx", timeout=datetime.timedelta(seconds=timeout))
+        return
+    if timeout < 30:
+        # a short GCX_TIMEOUT bounds the group's creation too: meet first,
+        # so that a rank that imported torch seconds later (a loaded box)
+        # does not time the others' creation out
+        open(f"{sys.argv[4]}.ready{rank}", "w").close()
+        deadline = time.time() + 300
+        while not all(os.path.exists(f"{sys.argv[4]}.ready{r}")
+                      for r in range(size)):
+            if time.time() > deadline:
+                raise RuntimeError("the other ranks never started")
+            time.sleep(0.02)
+    init(rank, size, sys.argv[4], timeout=timeout, gloo=False)
 
 
 def make_model():
@@ -98,8 +134,8 @@ def replay(k, size):
 
 def sc_kill(rank, size):
     # the group's timeout is its GCX_TIMEOUT (ELASTIC_TIMEOUT seconds)
-    init(rank, size, sys.argv[4],
-         timeout=float(os.environ.get("ELASTIC_TIMEOUT", "60")), gloo=False)
+    init_job(rank, size,
+             timeout=float(os.environ.get("ELASTIC_TIMEOUT", "60")))
     victim = int(os.environ.get("ELASTIC_VICTIM", "2"))
     k = kill_step(size)
     x, y = make_data()
@@ -149,6 +185,149 @@ def sc_kill(rank, size):
           flush=True)
     print(f"REPLAY max |diff| {diff:.3g}", flush=True)
     print(f"SEEN {job.seen} STEPS {job.step} WORLD {dist.get_world_size()}",
+          flush=True)
+    dist.destroy_process_group()
+
+
+# inflight: a model of several DDP buckets, a death inside backward()
+IN_N, IN_FEAT, IN_BATCH = 96, 32, 4
+# ELASTIC_HIDDEN: the hidden width (96: 74 KB of float64 a hidden layer);
+# ELASTIC_BUCKET_MB: DDP's bucket_cap_mb (0.03: a bucket per layer)
+IN_HID = int(os.environ.get("ELASTIC_HIDDEN", "96"))
+IN_BUCKET_MB = float(os.environ.get("ELASTIC_BUCKET_MB", "0.03"))
+
+
+def make_inflight_model():
+    torch.manual_seed(3)
+    layers = [torch.nn.Linear(IN_FEAT, IN_HID), torch.nn.Tanh()]
+    for _ in range(3):
+        layers += [torch.nn.Linear(IN_HID, IN_HID), torch.nn.Tanh()]
+    layers.append(torch.nn.Linear(IN_HID, 1))
+    return torch.nn.Sequential(*layers).double()
+
+
+def make_inflight_data():
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(IN_N, IN_FEAT, generator=g, dtype=torch.float64)
+    y = (x[:, :1] - 0.5 * x[:, 2:3]).tanh()
+    return x, y
+
+
+def inflight_plan(size):
+    """(victim, step, mode, where, delay_ms) drawn from ELASTIC_SEED;
+    ELASTIC_VICTIM, ELASTIC_KILL_STEP, ELASTIC_MODE (grad|bucket),
+    ELASTIC_WHERE and ELASTIC_DELAY_MS override them."""
+    rng = random.Random(int(os.environ.get("ELASTIC_SEED", "1")))
+    steps = IN_N // (size * IN_BATCH)
+    victim = rng.randrange(size)
+    step = rng.randrange(1, steps - 1)
+    mode = rng.choice(["grad", "bucket"])
+    # grad: the weight of Linear layer `where` (1..3: the middle ones);
+    # bucket: after the allreduce of bucket `where` was launched
+    where = rng.randrange(1, 4) if mode == "grad" else rng.randrange(0, 2)
+    delay_ms = rng.choice([0, 0, 1, 3])
+    victim = int(os.environ.get("ELASTIC_VICTIM", victim))
+    step = int(os.environ.get("ELASTIC_KILL_STEP", step))
+    mode = os.environ.get("ELASTIC_MODE", mode)
+    where = int(os.environ.get("ELASTIC_WHERE", where))
+    delay_ms = float(os.environ.get("ELASTIC_DELAY_MS", delay_ms))
+    return victim, step, mode, where, delay_ms
+
+
+def inflight_replay(k, size):
+    model = make_inflight_model()
+    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9)
+    x, y = make_inflight_data()
+    step = 0
+    for epoch in range(EPOCHS):
+        perm = elastic.epoch_order(IN_N, 0, epoch)
+        pos = 0
+        while pos < IN_N:
+            world = size if step < k else size - 1
+            block = perm[pos:pos + world * IN_BATCH]
+            opt.zero_grad()
+            loss = ((model(x[block]) - y[block]) ** 2).sum() / len(block)
+            loss.backward()
+            opt.step()
+            pos += len(block)
+            step += 1
+    return flat(model)
+
+
+def sc_inflight(rank, size):
+    init_job(rank, size,
+             timeout=float(os.environ.get("ELASTIC_TIMEOUT", "60")))
+    victim, k, mode, where, delay_ms = inflight_plan(size)
+    if rank == 0:
+        print(f"PLAN victim {victim} step {k} mode {mode} where {where} "
+              f"delay_ms {delay_ms}", flush=True)
+    x, y = make_inflight_data()
+    model = make_inflight_model()
+    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9)
+    job = None
+
+    def die():
+        if delay_ms:
+            time.sleep(delay_ms / 1000)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def armed():
+        return rank == victim and job is not None and job.step == k
+
+    def hook(state, bucket):
+        # DDP's own allreduce (the mean), launched, then maybe the death
+        t = bucket.buffer()
+        group = dist.distributed_c10d._get_default_group()
+        t.div_(group.size())
+        fut = dist.all_reduce(t, group=group, async_op=True).get_future()
+        if mode == "bucket" and armed() and bucket.index() >= where:
+            die()
+        return fut.then(lambda f: f.value()[0])
+
+    class Job(elastic.ElasticDDP):
+        def _wrap(self):
+            ddp = super()._wrap()
+            ddp.register_comm_hook(None, hook)
+            return ddp
+
+    def log_step(epoch, idx):
+        print("STEP " + json.dumps({"epoch": epoch, "world":
+                                    dist.get_world_size(),
+                                    "idx": idx.tolist()}), flush=True)
+
+    if mode == "grad":
+        linears = [m for m in model if isinstance(m, torch.nn.Linear)]
+
+        def grad_hook(g):
+            if armed():
+                die()
+            return g
+        linears[where].weight.register_hook(grad_hook)
+    job = Job(model, opt, num_samples=IN_N, batch_size=IN_BATCH, seed=0,
+              on_step=log_step, ddp_kwargs={"bucket_cap_mb": IN_BUCKET_MB})
+
+    def step_fn(ddp, idx, denom):
+        loss = ((ddp(x[idx]) - y[idx]) ** 2).sum() / denom
+        loss.backward()
+
+    for epoch in range(EPOCHS):
+        job.train_epoch(epoch, step_fn)
+    for ev in job.events:
+        print("EVENT " + json.dumps(ev), flush=True)
+    p = flat(model)
+    rows = [torch.empty_like(p) for _ in range(dist.get_world_size())]
+    dist.all_gather(rows, p)
+    for r, q in enumerate(rows):
+        if not torch.equal(q, p):
+            raise AssertionError(f"rank {rank}: parameters differ from "
+                                 f"survivor {r} (max |diff| "
+                                 f"{(q - p).abs().max().item()})")
+    ref = inflight_replay(k, size)
+    diff = (ref - p).abs().max().item()
+    if diff > 1e-9:
+        raise AssertionError(f"rank {rank}: parameters differ from the "
+                             f"replay of the schedule by {diff}")
+    print("PARAMS " + hashlib.sha256(p.numpy().tobytes()).hexdigest(),
           flush=True)
     dist.destroy_process_group()
 
@@ -286,12 +465,17 @@ def sc_bad_use(rank, size):
     dist.destroy_process_group()
 
 
-SCENARIOS = {"kill": sc_kill, "on_request": sc_on_request, "adopt": sc_adopt,
+SCENARIOS = {"kill": sc_kill, "inflight": sc_inflight, "on_request": sc_on_request, "adopt": sc_adopt,
              "bad_use": sc_bad_use}
 
 
 def main():
-    scenario, rank, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    if len(sys.argv) == 2:
+        # under a launcher (kill, inflight): RANK and WORLD_SIZE from it
+        scenario = sys.argv[1]
+        rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    else:
+        scenario, rank, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     SCENARIOS[scenario](rank, size)
     print(f"rank {rank}: {scenario} ok", flush=True)
 

@@ -60,3 +60,17 @@ def check_ok(scenario, size, **kw):
                          for r, rc, o in bad)
         raise AssertionError(f"{scenario} on {size} ranks failed:\n{logs}")
     return [o for _, o in results]
+
+
+class cpu_hog:
+    """A busy loop in another process while the block runs (what a loaded
+    machine does to the ranks' timing); killed at the end."""
+
+    def __enter__(self):
+        self.p = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        return self
+
+    def __exit__(self, *exc):
+        self.p.kill()
+        self.p.wait()
+        return False

@@ -61,6 +61,7 @@ def test_torchrun_plain_ddp_script():
     out = torchrun(["torchrun_ddp"])
     assert out.count("torchrun ddp ok") == 2, out
     assert out.count("ddp parity ok") == 2, out
+    assert out.count("elastic warning ok") == 2, out
 
 
 def test_lightning_ddp_strategy_matches_gloo():

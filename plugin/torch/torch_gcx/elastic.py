@@ -45,12 +45,21 @@ and an allgather of three int64; the state of the most advanced survivor
 (a broadcast of the module and optimizer state) only when survivors
 disagree on the committed step.
 
+Launch: a launcher must leave the survivors running. torchrun does not
+(its agent SIGTERMs the other workers ~0.1 s after one dies; ElasticDDP
+warns when it runs under torchrun, launcher_warning()); on one host use
+python -m torch_gcx.run -n N script.py (torch_gcx/run.py), which also
+serves the Store, so any rank may die.
+
 Limits: the process that serves the c10d Store (rank 0 with a TCPStore)
-must survive (a FileStore, or torchrun's agent store, has no such rank);
-with more deaths during the recovery the recovery runs again.
+must survive (a FileStore, torchrun's agent store or torch_gcx.run's has
+no such rank); with more deaths during the recovery the recovery runs
+again.
 """
 import gc
+import os
 import time
+import warnings
 import weakref
 
 import torch
@@ -59,7 +68,40 @@ import torch.distributed as dist
 from . import _C
 
 __all__ = ["agree_failed", "shrink", "shrink_group", "ElasticDDP", "epoch_order",
-           "is_comm_failure"]
+           "is_comm_failure", "launcher_warning"]
+
+
+def launcher_warning(environ=None):
+    """Why the launcher of this process will not let the survivors of a
+    dead rank go on, or None. torchrun (torch.distributed.elastic) sets
+    TORCHELASTIC_RUN_ID in every worker; its agent ends every other worker
+    of its group (SIGTERM, then SIGKILL) about one monitor interval (0.1 s)
+    after one fails, whatever its options, so a shrink never gets to run.
+    ElasticDDP warns with this text when it is created."""
+    env = os.environ if environ is None else environ
+    if env.get("TORCH_GCX_LAUNCHER") or not env.get("TORCHELASTIC_RUN_ID"):
+        return None
+    local = env.get("LOCAL_WORLD_SIZE", "?")
+    if local == "1":
+        return ("torch_gcx.elastic: this job runs under torchrun with one "
+                "worker per agent (TORCHELASTIC_RUN_ID is set): the "
+                "survivors of a dead rank go on, but their agents then wait "
+                "for the dead one's in torchrun's exit barrier (300 s) and "
+                "fail it if node 0's agent, which serves the store, is "
+                "gone. On one host `python -m torch_gcx.run -n N script.py "
+                "ARGS` keeps the survivors and serves the store itself "
+                "(plugin/torch/README.md, 'Launching').")
+    return ("torch_gcx.elastic: this job runs under torchrun "
+            "(TORCHELASTIC_RUN_ID is set; "
+            f"{local} workers under this agent): torchrun's agent ends every "
+            "other worker (SIGTERM) about 0.1 s after one dies, whatever "
+            "its options, so ElasticDDP's survivors cannot shrink and go "
+            "on; a dead rank ends the job (or, with --max-restarts, "
+            "restarts it from the start). To go on without the dead rank, "
+            "launch with `python -m torch_gcx.run -n N script.py ARGS` "
+            "(same environment, the store outlives every rank), or on a "
+            "cluster with a launcher that keeps the survivors "
+            "(plugin/torch/README.md, 'Launching').")
 
 
 def _gcx_backend(group, what):
@@ -159,6 +201,9 @@ class ElasticDDP:
                              f"({num_samples}) and batch_size ({batch_size}) "
                              f"must be > 0")
         _gcx_backend(None, "ElasticDDP")
+        why = launcher_warning()
+        if why is not None:
+            warnings.warn(why, RuntimeWarning, stacklevel=2)
         self.module = module
         self.optimizer = optimizer
         self.num_samples = num_samples
