@@ -109,20 +109,23 @@ def flat(module):
     return torch.cat([p.detach().reshape(-1) for p in module.parameters()])
 
 
-def replay(k, size):
+def replay(k, size, model=None, data=None, n=None, batch=None):
     """The run in one process: world `size` up to global step k, size - 1
     after, each step's gradient the mean over its samples (what DDP's
-    average of the ranks' step_fn gradients is, whatever the world size)."""
-    model = make_model()
+    average of the ranks' step_fn gradients is, whatever the world size).
+    The kill scenario's model, data and sizes unless given."""
+    model = make_model() if model is None else model
+    x, y = make_data() if data is None else data
+    n = N if n is None else n
+    batch = BATCH if batch is None else batch
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9)
-    x, y = make_data()
     step = 0
     for epoch in range(EPOCHS):
-        perm = elastic.epoch_order(N, 0, epoch)
+        perm = elastic.epoch_order(n, 0, epoch)
         pos = 0
-        while pos < N:
+        while pos < n:
             world = size if step < k else size - 1
-            block = perm[pos:pos + world * BATCH]
+            block = perm[pos:pos + world * batch]
             opt.zero_grad()
             loss = ((model(x[block]) - y[block]) ** 2).sum() / len(block)
             loss.backward()
@@ -235,23 +238,8 @@ def inflight_plan(size):
 
 
 def inflight_replay(k, size):
-    model = make_inflight_model()
-    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9)
-    x, y = make_inflight_data()
-    step = 0
-    for epoch in range(EPOCHS):
-        perm = elastic.epoch_order(IN_N, 0, epoch)
-        pos = 0
-        while pos < IN_N:
-            world = size if step < k else size - 1
-            block = perm[pos:pos + world * IN_BATCH]
-            opt.zero_grad()
-            loss = ((model(x[block]) - y[block]) ** 2).sum() / len(block)
-            loss.backward()
-            opt.step()
-            pos += len(block)
-            step += 1
-    return flat(model)
+    return replay(k, size, make_inflight_model(), make_inflight_data(), IN_N,
+                  IN_BATCH)
 
 
 def sc_inflight(rank, size):
