@@ -131,6 +131,9 @@ typedef struct gcx_comm gcx_comm_t;
  * @param[out] comm_p  The communicator, owned by the caller.
  * @return GCX_OK; GCX_ERR_INVALID (bad variable or missing rank/size);
  *         GCX_ERR_TIMEOUT (a rank did not join within GCX_TIMEOUT);
+ *         GCX_ERR_PEER or GCX_ERR_REVOKED when a rank died, or revoked the
+ *         new communicator, while this one was still checking it with the
+ *         others (ranks that finished creation first may do so);
  *         GCX_ERR_TRANSPORT; GCX_ERR_NOMEM.
  */
 GCX_API

@@ -4,7 +4,10 @@
  *
  * Convention (as in UCX): GCX_OK is zero, GCX_INPROGRESS is the only positive
  * value, every error is negative. Functions set their output arguments only
- * when they return GCX_OK.
+ * when they return GCX_OK, with one exception: the constructors that talk
+ * to other ranks (gcx_comm_split, gcx_comm_create_group, gcx_comm_shrink,
+ * gcx_comm_shrink_ranks) set *newcomm_p to NULL once their arguments are
+ * checked, so any later failure leaves NULL there.
  */
 #ifndef GCX_STATUS_H
 #define GCX_STATUS_H
