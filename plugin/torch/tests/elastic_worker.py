@@ -109,6 +109,31 @@ def flat(module):
     return torch.cat([p.detach().reshape(-1) for p in module.parameters()])
 
 
+def check_survivors_agree(rank, job, model, ref, tol):
+    """The end of a run with a death: prints the job's recoveries (EVENT),
+    checks that every survivor holds the same parameters bit for bit (an
+    all_gather on the shrunk group) and that they are within `tol` of
+    `ref`, the one-process replay of the schedule, then prints their hash
+    (PARAMS). Returns the largest difference from the replay."""
+    for ev in job.events:
+        print("EVENT " + json.dumps(ev), flush=True)
+    p = flat(model)
+    rows = [torch.empty_like(p) for _ in range(dist.get_world_size())]
+    dist.all_gather(rows, p)
+    for r, q in enumerate(rows):
+        if not torch.equal(q, p):
+            raise AssertionError(f"rank {rank}: parameters differ from "
+                                 f"survivor {r} (max |diff| "
+                                 f"{(q - p).abs().max().item()})")
+    diff = (ref - p).abs().max().item()
+    if diff > tol:
+        raise AssertionError(f"rank {rank}: parameters differ from the "
+                             f"replay of the schedule by {diff}")
+    print("PARAMS " + hashlib.sha256(p.numpy().tobytes()).hexdigest(),
+          flush=True)
+    return diff
+
+
 def replay(k, size, model=None, data=None, n=None, batch=None):
     """The run in one process: world `size` up to global step k, size - 1
     after, each step's gradient the mean over its samples (what DDP's
@@ -169,23 +194,7 @@ def sc_kill(rank, size):
 
     for epoch in range(EPOCHS):
         job.train_epoch(epoch, step_fn)
-    for ev in job.events:
-        print("EVENT " + json.dumps(ev), flush=True)
-    p = flat(model)
-    rows = [torch.empty_like(p) for _ in range(dist.get_world_size())]
-    dist.all_gather(rows, p)
-    for r, q in enumerate(rows):
-        if not torch.equal(q, p):
-            raise AssertionError(f"rank {rank}: parameters differ from "
-                                 f"survivor {r} (max |diff| "
-                                 f"{(q - p).abs().max().item()})")
-    ref = replay(k, size)
-    diff = (ref - p).abs().max().item()
-    if diff > 1e-12:
-        raise AssertionError(f"rank {rank}: parameters differ from the "
-                             f"replay of the schedule by {diff}")
-    print("PARAMS " + hashlib.sha256(p.numpy().tobytes()).hexdigest(),
-          flush=True)
+    diff = check_survivors_agree(rank, job, model, replay(k, size), 1e-12)
     print(f"REPLAY max |diff| {diff:.3g}", flush=True)
     print(f"SEEN {job.seen} STEPS {job.step} WORLD {dist.get_world_size()}",
           flush=True)
@@ -300,23 +309,7 @@ def sc_inflight(rank, size):
 
     for epoch in range(EPOCHS):
         job.train_epoch(epoch, step_fn)
-    for ev in job.events:
-        print("EVENT " + json.dumps(ev), flush=True)
-    p = flat(model)
-    rows = [torch.empty_like(p) for _ in range(dist.get_world_size())]
-    dist.all_gather(rows, p)
-    for r, q in enumerate(rows):
-        if not torch.equal(q, p):
-            raise AssertionError(f"rank {rank}: parameters differ from "
-                                 f"survivor {r} (max |diff| "
-                                 f"{(q - p).abs().max().item()})")
-    ref = inflight_replay(k, size)
-    diff = (ref - p).abs().max().item()
-    if diff > 1e-9:
-        raise AssertionError(f"rank {rank}: parameters differ from the "
-                             f"replay of the schedule by {diff}")
-    print("PARAMS " + hashlib.sha256(p.numpy().tobytes()).hexdigest(),
-          flush=True)
+    check_survivors_agree(rank, job, model, inflight_replay(k, size), 1e-9)
     dist.destroy_process_group()
 
 

@@ -184,8 +184,7 @@ gcx_status_t gcx_tl_ucx_ep_get(gcx_tl_ctx_t *ctx, const void *address,
 
     for (ep = ctx->eps; ep != NULL; ep = ep->next) {
         if (!ep->failed && ep->err_mode_peer == err_mode_peer &&
-            ep->address_len == address_len &&
-            memcmp(ep->address, address, address_len) == 0) {
+            gcx_tl_ucx_ep_reaches(ep, address, address_len)) {
             ++ep->refcount;
             *ep_p = ep;
             return GCX_OK;
@@ -218,8 +217,7 @@ gcx_status_t gcx_tl_ucx_ep_get(gcx_tl_ctx_t *ctx, const void *address,
     /* purge notices count per peer worker (ucx_ctl.c): a new endpoint to
      * a worker that sent some goes on from their count */
     for (other = ctx->eps; other != NULL; other = other->next) {
-        if (other->address_len == address_len &&
-            memcmp(other->address, address, address_len) == 0 &&
+        if (gcx_tl_ucx_ep_reaches(other, address, address_len) &&
             other->peer_purges > ep->peer_purges) {
             ep->peer_purges = other->peer_purges;
         }

@@ -107,8 +107,7 @@ static ucs_status_t gcx_tl_ucx_purge_cb(void *arg, const void *header,
         return UCS_OK; /* the communicator is gone here: nothing waits */
     }
     for (ep = ctx->eps; ep != NULL; ep = ep->next) {
-        if (ep->address_len == from->address_len &&
-            memcmp(ep->address, from->address, from->address_len) == 0) {
+        if (gcx_tl_ucx_ep_reaches(ep, from->address, from->address_len)) {
             ++ep->peer_purges;
         }
     }

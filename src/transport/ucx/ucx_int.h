@@ -10,6 +10,7 @@
 #include "transport/transport.h"
 
 #include <ucp/api/ucp.h>
+#include <string.h>
 
 typedef struct gcx_tl_ucx gcx_tl_ucx_t;
 
@@ -55,6 +56,15 @@ typedef struct gcx_tl_ucx_ep {
                                           (ucx_ctl.c) */
     struct gcx_tl_ucx_ep *next;   /* the context's list */
 } gcx_tl_ucx_ep_t;
+
+/* Whether @p ep reaches the worker whose address is @p address. */
+static inline int gcx_tl_ucx_ep_reaches(const gcx_tl_ucx_ep_t *ep,
+                                        const void *address,
+                                        size_t address_len)
+{
+    return ep->address_len == address_len &&
+           memcmp(ep->address, address, address_len) == 0;
+}
 
 typedef struct gcx_tl_ucx_am {
     gcx_tl_am_handler_t handler; /* NULL: id free */

@@ -879,34 +879,37 @@ static int gcx_tl_ucx_leftovers_safe(const gcx_tl_ucx_t *ucx)
     return 1;
 }
 
+/* Requests of @p ucx that are still outstanding. */
+static size_t gcx_tl_ucx_outstanding_count(const gcx_tl_ucx_t *ucx)
+{
+    const gcx_tl_req_t *req;
+    size_t              n = 0;
+
+    for (req = ucx->outstanding.next; req != &ucx->outstanding;
+         req = req->next) {
+        ++n;
+    }
+    return n;
+}
+
 /* Progresses @p ucx's worker until no request is outstanding, or until
  * @p deadline, or (with @p quiet > 0) until none completed for @p quiet
  * seconds. */
 static void gcx_tl_ucx_abort_wait(gcx_tl_ucx_t *ucx, double deadline,
                                   double quiet)
 {
-    gcx_tl_ctx_t *ctx  = ucx->super.ctx;
-    double        last = gcx_time_now();
-    size_t        n    = 0, before;
-    gcx_tl_req_t *req;
+    double last = gcx_time_now();
+    size_t n    = gcx_tl_ucx_outstanding_count(ucx), before;
 
-    for (req = ucx->outstanding.next; req != &ucx->outstanding;
-         req = req->next) {
-        ++n;
-    }
     while (n > 0) {
         double now = gcx_time_now();
 
         if (now >= deadline || (quiet > 0 && now - last >= quiet)) {
             return;
         }
-        ucp_worker_progress(ctx->worker);
+        ucp_worker_progress(ucx->super.ctx->worker);
         before = n;
-        n      = 0;
-        for (req = ucx->outstanding.next; req != &ucx->outstanding;
-             req = req->next) {
-            ++n;
-        }
+        n      = gcx_tl_ucx_outstanding_count(ucx);
         if (n < before) {
             last = gcx_time_now();
         }
