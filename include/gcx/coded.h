@@ -34,9 +34,11 @@
  *   GCX_CODED_MAX_LAG rounds behind the root, counts as a permanent
  *   straggler; one that abstains, as a straggler of that round. While the
  *   others can still decode, rounds go on. Otherwise the round fails on
- *   every rank, with GCX_ERR_UNDECODABLE (the root tells
- *   the workers it can reach) or GCX_ERR_TIMEOUT (GCX_TIMEOUT bounds every
- *   wait), and the communicator fails as for any collective.
+ *   every rank, with GCX_ERR_UNDECODABLE (too few workers left; the root
+ *   tells the workers it can reach) or GCX_ERR_TIMEOUT (GCX_TIMEOUT bounds
+ *   the root's wait, and a root out of time tells the others so too; the
+ *   other ranks wait 2 s longer, for that verdict), and the
+ *   communicator fails as for any collective.
  * - Straggler injection for tests and perf (GCX_STRAGGLER_* variables):
  *   the delayed rank sleeps before it sends its contribution.
  *
@@ -219,7 +221,12 @@ gcx_status_t gcx_coded_gather(gcx_coded_t *coded, const float *sendbuf,
  * communicator fails as for any collective -- unless the object was
  * created with lost_rounds and the workers not gone could decode a round
  * without abstentions: then the round completes on every rank as lost
- * (result->lost) and the next one starts afresh.
+ * (result->lost) and the next one starts afresh. With lost_rounds, a round
+ * some worker abstained from that is still not decodable when GCX_TIMEOUT
+ * passes (a worker that could still make it decodable is alive but late:
+ * stopped, starved, behind a slow link) is lost the same way, instead of
+ * failing; the late worker is not counted gone. Without abstentions, a
+ * round not decodable within GCX_TIMEOUT fails with GCX_ERR_TIMEOUT.
  *
  * @param recvbuf  Written until the request completes (count floats).
  * @param result   Filled on success, or NULL.

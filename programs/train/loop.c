@@ -102,8 +102,8 @@ static gcx_status_t train_reduce(void *ctx, void *buf, size_t count,
         return train_comm_allreduce(st->comm, buf, count, dtype, op);
     }
     st->sync.ops->survivors(&st->sync, &root, &gone);
-    return train_comm_allreduce_live(st->comm, buf, count, dtype, op, root,
-                                     gone);
+    return train_comm_allreduce_live(st->comm, buf, count, dtype, op, gone,
+                                     NULL, NULL);
 }
 
 /*
@@ -173,56 +173,68 @@ static gcx_status_t train_grad_part(void *ctx, int part, int nparts,
     return GCX_OK;
 }
 
+/* Add the loss, hits and samples of rank @p r's part of the test set to
+ * @p sums. */
+static void train_evaluate_part(train_state_t *st, int r, double *sums)
+{
+    const train_dataset_t *test = st->test;
+    size_t begin, end, i, chunk = (size_t)st->net.max_batch, j;
+    uint32_t *idx = malloc(chunk * sizeof(*idx));
+
+    if (idx == NULL) { /* the sums then lack the part: samples says so */
+        train_error("out of memory evaluating part %d of the test set", r);
+        return;
+    }
+    train_eval_range(test->n, r, st->comm->size, &begin, &end);
+    for (i = begin; i < end; i += chunk) {
+        size_t count = end - i < chunk ? end - i : chunk;
+        double loss;
+        int hits;
+
+        for (j = 0; j < count; j++) {
+            idx[j] = (uint32_t)(i + j);
+        }
+        train_dataset_gather(test, idx, count, st->x, st->y);
+        train_net_evaluate(&st->net, st->params, st->x, st->y, (int)count,
+                           &loss, &hits);
+        sums[0] += loss;
+        sums[1] += hits;
+        sums[2] += (double)count;
+    }
+    free(idx);
+}
+
+/* train_live_fill_fn_t of the evaluation: the root evaluates the part of a
+ * rank that is gone. */
+static void train_evaluate_fill(void *ctx, int rank, void *buf)
+{
+    train_evaluate_part(ctx, rank, buf);
+}
+
 /*
  * Loss and accuracy over the test set: each rank evaluates its part, the
- * sums are reduced; for a sync mode that survives dead ranks, the rank
- * that knows which are gone evaluates their parts too, and the sums are
- * reduced over the live ranks with the same view of who is gone.
+ * sums are reduced; for a sync mode that survives dead ranks, over the
+ * live ranks, and the rank that knows which are gone evaluates their parts
+ * too (also of a rank that dies during the reduction).
  */
 static gcx_status_t train_evaluate(train_state_t *st, double *loss_p,
                                    double *acc_p)
 {
-    const train_dataset_t *test = st->test;
-    size_t begin, end, i, chunk = (size_t)st->net.max_batch;
     double sums[3] = {0, 0, 0}; /* loss, hits, samples */
     uint64_t gone = 0;
-    uint32_t *idx;
     gcx_status_t status;
-    int r, root = -1;
+    int root;
 
+    train_evaluate_part(st, st->comm->rank, sums);
     if (st->sync.ops->survivors != NULL) {
         st->sync.ops->survivors(&st->sync, &root, &gone);
+        status = train_comm_allreduce_live(st->comm, sums, 3, GCX_DT_F64,
+                                           GCX_OP_SUM, gone,
+                                           train_evaluate_fill, st);
+    } else {
+        status = train_comm_allreduce(st->comm, sums, 3, GCX_DT_F64,
+                                      GCX_OP_SUM);
     }
-    idx = malloc(chunk * sizeof(*idx));
-    if (idx == NULL) {
-        return GCX_ERR_NOMEM;
-    }
-    for (r = 0; r < st->comm->size; r++) {
-        if (r != st->comm->rank && !(r < 64 && (gone >> r & 1))) {
-            continue;
-        }
-        train_eval_range(test->n, r, st->comm->size, &begin, &end);
-        for (i = begin; i < end; i += chunk) {
-            size_t count = end - i < chunk ? end - i : chunk, j;
-            double loss;
-            int hits;
-
-            for (j = 0; j < count; j++) {
-                idx[j] = (uint32_t)(i + j);
-            }
-            train_dataset_gather(test, idx, count, st->x, st->y);
-            train_net_evaluate(&st->net, st->params, st->x, st->y, (int)count,
-                               &loss, &hits);
-            sums[0] += loss;
-            sums[1] += hits;
-            sums[2] += (double)count;
-        }
-    }
-    free(idx);
-    status = root < 0 ? train_comm_allreduce(st->comm, sums, 3, GCX_DT_F64,
-                                             GCX_OP_SUM)
-                      : train_comm_allreduce_live(st->comm, sums, 3, GCX_DT_F64,
-                                                  GCX_OP_SUM, root, gone);
     if (status != GCX_OK) {
         return status;
     }
@@ -252,15 +264,39 @@ static long train_perturb_step(int rank)
 /*
  * Fault injection for tests of dead ranks: GCX_TRAIN_KILL="R:S" makes rank R
  * kill itself with SIGKILL after step S (no exit path runs, as when an
- * operator or the OOM killer ends it). Returns S on rank R, -1 elsewhere.
+ * operator or the OOM killer ends it); "R:S:send" / "R:S:recv" in the first
+ * reduction over the live ranks after step S (a weight check, evaluation
+ * or byte sum of a coded mode), before it sends its value / after it sent
+ * it, before the result (*where_p 1 / 2; 0 for after the step); "R:S:stall"
+ * makes it sleep GCX_TIMEOUT + 2 s there before it sends (*where_p 3), as a
+ * SIGSTOPped rank. Returns S on rank R, -1 elsewhere or when unset.
  */
-static long train_kill_step(int rank)
+static long train_kill_step(int rank, int *where_p)
 {
     const char *v = getenv("GCX_TRAIN_KILL");
+    char where[8] = "";
     long r, s;
 
-    if (v == NULL || sscanf(v, "%ld:%ld", &r, &s) != 2 || r != rank) {
+    *where_p = 0;
+    if (v == NULL || sscanf(v, "%ld:%ld:%7s", &r, &s, where) < 2 ||
+        r != rank) {
         return -1;
+    }
+    if (strcmp(where, "send") == 0 || strcmp(where, "recv") == 0) {
+        *where_p = where[1] == 'e' ? 1 : 2;
+        train_info("GCX_TRAIN_KILL: this rank kills itself in the first "
+                   "reduction over the live ranks after step %ld, %s",
+                   s, *where_p == 1 ? "before it sends its value" :
+                                      "after it sent its value");
+        return s;
+    }
+    if (strcmp(where, "stall") == 0) {
+        *where_p = 3;
+        train_info("GCX_TRAIN_KILL: this rank stalls for GCX_TIMEOUT + 2 s "
+                   "in the first reduction over the live ranks after step "
+                   "%ld, before it sends its value",
+                   s);
+        return s;
     }
     train_info("GCX_TRAIN_KILL: this rank kills itself after step %ld", s);
     return s;
@@ -304,7 +340,7 @@ static gcx_status_t train_state_init(train_state_t *st,
 
     memset(st, 0, sizeof(*st));
     st->perturb_step = train_perturb_step(comm->rank);
-    st->kill_step = train_kill_step(comm->rank);
+    st->kill_step = train_kill_step(comm->rank, &st->kill_where);
     st->opts = opts;
     st->comm = comm;
     st->train = train;
@@ -436,9 +472,12 @@ static gcx_status_t train_step(train_state_t *st, long step,
     if (step == st->perturb_step) {
         st->params[0] = nextafterf(st->params[0], INFINITY);
     }
-    if (step == st->kill_step) {
+    if (step == st->kill_step && st->kill_where == 0) {
         fflush(NULL);
         raise(SIGKILL);
+    }
+    if (step == st->kill_step) {
+        st->comm->live_kill = st->kill_where; /* in the next live reduce */
     }
 
     if (st->sync.ops->flags & TRAIN_SYNC_BATCH_STATS) {

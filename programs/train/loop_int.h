@@ -35,6 +35,8 @@ typedef struct train_state {
     train_sync_t sync;
     long perturb_step; /* fault injection (GCX_TRAIN_PERTURB); -1: off */
     long kill_step;    /* fault injection (GCX_TRAIN_KILL); -1: off */
+    int kill_where;    /* 0: after the step; 1, 2: in the next live
+                          reduction, before / after sending (comm.h) */
     FILE *trace;       /* GCX_TRAIN_TRACE_SAMPLES; NULL: off */
 } train_state_t;
 

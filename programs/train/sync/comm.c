@@ -7,7 +7,11 @@
 #include <gcx/sparse.h>
 #include "util.h"
 
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 /*
  * Variables by which a launcher tells a process its rank (DESIGN.md 2). With
@@ -35,6 +39,10 @@ void train_comm_local(train_comm_t *tc)
     tc->comm = NULL;
     tc->rank = 0;
     tc->size = 1;
+    tc->live = NULL;
+    tc->live_root = -1;
+    tc->live_gone = 0;
+    tc->live_kill = 0;
 }
 
 gcx_status_t train_comm_open(train_comm_t *tc)
@@ -57,15 +65,35 @@ gcx_status_t train_comm_open(train_comm_t *tc)
                     gcx_strerror(status));
         return status;
     }
+    train_comm_local(tc);
     tc->comm = comm;
     tc->rank = gcx_comm_rank(comm);
     tc->size = gcx_comm_size(comm);
     return GCX_OK;
 }
 
+/* Destroy the live channels (pair communicators), if open. */
+static void train_comm_live_close(train_comm_t *tc)
+{
+    int r;
+
+    if (tc->live == NULL) {
+        return;
+    }
+    for (r = 0; r < tc->size; r++) {
+        if (tc->live[r] != NULL) {
+            gcx_comm_destroy(tc->live[r]);
+        }
+    }
+    free(tc->live);
+    tc->live = NULL;
+    tc->live_root = -1;
+}
+
 void train_comm_close(train_comm_t *tc)
 {
     if (tc->comm != NULL) {
+        train_comm_live_close(tc);
         gcx_comm_destroy(tc->comm);
         tc->comm = NULL;
     }
@@ -88,9 +116,11 @@ gcx_status_t train_comm_allreduce(train_comm_t *tc, void *buf, size_t count,
     return status;
 }
 
-/* p2p tags of train_comm_allreduce_live: values up, results down */
+/* p2p tags of train_comm_allreduce_live on a pair channel: values up,
+ * results down; the tag of the pair channels' creation */
 #define TRAIN_TAG_LIVE_UP   0x67780001
 #define TRAIN_TAG_LIVE_DOWN 0x67780002
+#define TRAIN_TAG_LIVE_PAIR 0x67780100
 
 /* acc[i] = op(acc[i], in[i]) for F64 or I64 values */
 static void train_combine(void *acc, const void *in, size_t count,
@@ -115,14 +145,120 @@ static void train_combine(void *acc, const void *in, size_t count,
     }
 }
 
+/*
+ * The configuration of a rank's pair channel: the parent's, but a rank
+ * other than the root waits 2 GCX_TIMEOUT + 2 s there, so that the root
+ * can wait GCX_TIMEOUT for a slow rank (then leave it out) without the
+ * others, which wait for the root meanwhile, timing out first. *cfg_p is
+ * NULL (the parent's) on the root or when the variables cannot be read.
+ */
+static void train_live_config(train_comm_t *tc, gcx_config_t **cfg_p)
+{
+    char value[64];
+    double timeout;
+
+    *cfg_p = NULL;
+    if (tc->rank == tc->live_root ||
+        gcx_config_get(gcx_comm_config(tc->comm), "TIMEOUT", value,
+                       sizeof(value)) != GCX_OK ||
+        sscanf(value, "%lf", &timeout) != 1 ||
+        gcx_config_read(cfg_p) != GCX_OK) {
+        return;
+    }
+    snprintf(value, sizeof(value), "%.17g", 2 * timeout + 2);
+    if (gcx_config_set(*cfg_p, "TIMEOUT", value) != GCX_OK) {
+        gcx_config_release(*cfg_p);
+        *cfg_p = NULL;
+    }
+}
+
+gcx_status_t train_comm_live_open(train_comm_t *tc, int root)
+{
+    gcx_status_t status = GCX_OK;
+    gcx_config_t *cfg;
+    int r, ranks[2];
+
+    if (tc->comm == NULL || tc->live != NULL) {
+        return GCX_OK;
+    }
+    tc->live = calloc((size_t)tc->size, sizeof(*tc->live));
+    if (tc->live == NULL) {
+        return GCX_ERR_NOMEM;
+    }
+    tc->live_root = root;
+    train_live_config(tc, &cfg);
+    ranks[0] = root;
+    for (r = 0; r < tc->size && status == GCX_OK; r++) {
+        if (r == root || (tc->rank != root && r != tc->rank)) {
+            continue;
+        }
+        ranks[1] = r;
+        status = gcx_comm_create_group(tc->comm, 2, ranks,
+                                       TRAIN_TAG_LIVE_PAIR + r, cfg,
+                                       &tc->live[r]);
+    }
+    gcx_config_release(cfg);
+    if (status != GCX_OK) {
+        train_error("cannot open the channels to rank %d for reductions "
+                    "over the live ranks: %s",
+                    root, gcx_strerror(status));
+        train_comm_live_close(tc);
+    }
+    return status;
+}
+
+/* Root: rank @p r is lost to the live allreduce (@p status): its channel
+ * goes, and it counts gone from now on. */
+static void train_live_lose(train_comm_t *tc, int r, gcx_status_t status)
+{
+    train_info("rank %d is gone for the reductions over the live ranks "
+               "(%s); going on without it",
+               r, gcx_strerror(status));
+    if (r < 64) {
+        tc->live_gone |= 1ULL << r;
+    }
+    gcx_comm_destroy(tc->live[r]);
+    tc->live[r] = NULL;
+}
+
+/* Test hook: die here (GCX_TRAIN_KILL=R:S:send|recv), or stall for
+ * GCX_TIMEOUT + 2 s before sending (R:S:stall, as a SIGSTOP would). */
+static void train_live_kill(train_comm_t *tc, int when)
+{
+    char value[64];
+    double timeout = 0;
+    struct timespec ts;
+
+    if (tc->live_kill == 3 && when == 1) {
+        tc->live_kill = 0;
+        if (gcx_config_get(gcx_comm_config(tc->comm), "TIMEOUT", value,
+                           sizeof(value)) == GCX_OK) {
+            sscanf(value, "%lf", &timeout);
+        }
+        train_info("GCX_TRAIN_KILL: stalling %.0f s (GCX_TIMEOUT + 2 s)",
+                   timeout + 2);
+        ts.tv_sec = (time_t)(timeout + 2);
+        ts.tv_nsec = 0;
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
+    }
+    if (tc->live_kill == when) {
+        fflush(NULL);
+        raise(SIGKILL);
+    }
+}
+
 gcx_status_t train_comm_allreduce_live(train_comm_t *tc, void *buf,
                                        size_t count, gcx_dtype_t dtype,
-                                       gcx_op_t op, int root, uint64_t gone)
+                                       gcx_op_t op, uint64_t gone,
+                                       train_live_fill_fn_t fill,
+                                       void *fill_ctx)
 {
     size_t bytes = count * gcx_dtype_size(dtype);
     gcx_status_t status = GCX_OK;
+    int r, root = tc->live_root;
+    gcx_request_t **reqs;
     void *tmp;
-    int r, peer = -1;
 
     if (tc->comm == NULL) {
         return GCX_OK;
@@ -134,46 +270,83 @@ gcx_status_t train_comm_allreduce_live(train_comm_t *tc, void *buf,
                     gcx_dtype_name(dtype), gcx_op_name(op));
         return GCX_ERR_UNSUPPORTED;
     }
+    if (tc->live == NULL || root < 0) {
+        train_error("allreduce over the live ranks: no channels "
+                    "(train_comm_live_open was not called)");
+        return GCX_ERR_INVALID;
+    }
     if (tc->rank != root) {
-        peer = root;
-        status = gcx_send(tc->comm, buf, count, dtype, root, TRAIN_TAG_LIVE_UP,
-                          NULL);
+        /* rank 0 of the pair channel is the root */
+        train_live_kill(tc, 1);
+        status = gcx_send(tc->live[tc->rank], buf, count, dtype, 0,
+                          TRAIN_TAG_LIVE_UP, NULL);
+        train_live_kill(tc, 2);
         if (status == GCX_OK) {
-            status = gcx_recv(tc->comm, buf, count, dtype, root,
+            status = gcx_recv(tc->live[tc->rank], buf, count, dtype, 0,
                               TRAIN_TAG_LIVE_DOWN, NULL);
         }
-    } else {
-        tmp = malloc(bytes > 0 ? bytes : 1);
-        if (tmp == NULL) {
-            return GCX_ERR_NOMEM;
+        if (status != GCX_OK) {
+            train_error("allreduce of %zu %s (%s) over the live ranks through "
+                        "rank %d failed: %s",
+                        count, gcx_dtype_name(dtype), gcx_op_name(op), root,
+                        gcx_strerror(status));
         }
-        for (r = 0; r < tc->size && status == GCX_OK; r++) {
-            if (r == root || (r < 64 && (gone >> r & 1))) {
+        return status;
+    }
+    /* every value is received at once, so GCX_TIMEOUT counts from the
+     * same moment for all: one slow rank costs one GCX_TIMEOUT, not one
+     * per slow rank; they are combined in rank order */
+    tmp = malloc((bytes > 0 ? bytes : 1) * (size_t)tc->size);
+    reqs = calloc((size_t)tc->size, sizeof(*reqs));
+    if (tmp == NULL || reqs == NULL) {
+        free(tmp);
+        free(reqs);
+        return GCX_ERR_NOMEM;
+    }
+    gone |= tc->live_gone;
+    for (r = 0; r < tc->size; r++) {
+        if (r != root && !(r < 64 && (gone >> r & 1)) && tc->live[r] != NULL &&
+            gcx_recv(tc->live[r], (char *)tmp + (size_t)r * bytes, count,
+                     dtype, 1, TRAIN_TAG_LIVE_UP, &reqs[r]) != GCX_OK) {
+            reqs[r] = NULL; /* not started: lost below */
+            train_live_lose(tc, r, GCX_ERR_INVALID);
+        }
+    }
+    for (r = 0; r < tc->size; r++) {
+        if (r == root) {
+            continue;
+        }
+        if (reqs[r] != NULL) {
+            /* rank 1 of the pair channel is the other rank */
+            status = gcx_wait(reqs[r]);
+            gcx_request_free(reqs[r]);
+            if (status == GCX_OK) {
+                train_combine(buf, (char *)tmp + (size_t)r * bytes, count,
+                              dtype, op);
                 continue;
             }
-            peer = r;
-            status = gcx_recv(tc->comm, tmp, count, dtype, r,
-                              TRAIN_TAG_LIVE_UP, NULL);
-            if (status == GCX_OK) {
-                train_combine(buf, tmp, count, dtype, op);
-            }
+            train_live_lose(tc, r, status);
         }
-        for (r = 0; r < tc->size && status == GCX_OK; r++) {
-            if (r != root && !(r < 64 && (gone >> r & 1))) {
-                peer = r;
-                status = gcx_send(tc->comm, buf, count, dtype, r,
-                                  TRAIN_TAG_LIVE_DOWN, NULL);
-            }
+        gone |= r < 64 ? 1ULL << r : 0;
+        if (fill != NULL) {
+            fill(fill_ctx, r, buf);
         }
-        free(tmp);
     }
-    if (status != GCX_OK) {
-        train_error("allreduce of %zu %s (%s) over the live ranks through "
-                    "rank %d failed with rank %d: %s",
-                    count, gcx_dtype_name(dtype), gcx_op_name(op), root, peer,
-                    gcx_strerror(status));
+    free(reqs);
+    free(tmp);
+    for (r = 0; r < tc->size; r++) {
+        if (r == root || (r < 64 && (gone >> r & 1)) || tc->live[r] == NULL) {
+            continue;
+        }
+        status = gcx_send(tc->live[r], buf, count, dtype, 1,
+                          TRAIN_TAG_LIVE_DOWN, NULL);
+        if (status != GCX_OK) {
+            /* it has the others' values but not the result: it is the
+             * one that fails (no answer), not the others */
+            train_live_lose(tc, r, status);
+        }
     }
-    return status;
+    return GCX_OK;
 }
 
 gcx_status_t train_comm_broadcast(train_comm_t *tc, void *buf, size_t count,

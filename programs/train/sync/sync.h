@@ -142,7 +142,9 @@ typedef struct train_sync_ops {
      * and *gone_p to their bit mask (bit r: rank r; on that rank, 0
      * elsewhere). The loop's own reductions (weight checks, evaluation,
      * byte sums) then run over the live ranks through that rank
-     * (train_comm_allreduce_live()) instead of waiting for a dead one.
+     * (train_comm_allreduce_live()) instead of waiting for a dead one;
+     * the mode's init must have opened their channels
+     * (train_comm_live_open() with the same root).
      */
     void (*survivors)(const train_sync_t *sync, int *root_p,
                       uint64_t *gone_p);

@@ -220,6 +220,11 @@ static gcx_status_t coded_init(train_sync_t *sync, train_kv_t *args,
     params.lost_rounds = 1; /* see coded_exchange */
     cs->root = (int)root;
     status = gcx_coded_create(sync->comm->comm, &params, &cs->coded);
+    if (status == GCX_OK && !ignore) {
+        /* the loop's checks, evaluations and byte sums go over the live
+         * ranks through the root (coded_survivors): its pair channels */
+        status = train_comm_live_open(sync->comm, (int)root);
+    }
     if (status != GCX_OK) {
         goto err;
     }

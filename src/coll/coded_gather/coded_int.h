@@ -17,6 +17,8 @@
 
 #define GCX_CODED_COLL_ID (GCX_COLL_INTERNAL + 8) /* for the creation check */
 #define GCX_CODED_AM_FIRST 1                      /* first AM id tried */
+/* seconds a non-root rank waits past GCX_TIMEOUT for the root's verdict */
+#define GCX_CODED_VERDICT_GRACE 2.0
 
 enum {
     GCX_CODED_CONTRIB = 1, /* worker -> root: a coded vector of a round */

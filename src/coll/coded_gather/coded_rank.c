@@ -224,6 +224,12 @@ static void gcx_coded_rank_post(gcx_task_t *task)
 
     coded->live = op;
     op->t_start = gcx_time_now();
+    /* the root decides a round (decoded, lost, failed) at its GCX_TIMEOUT
+     * at the latest and tells every rank; a rank that entered before the
+     * root waits that much longer, so it learns the verdict instead of
+     * failing alone by its own clock (a lost round would otherwise go on
+     * at the others and fail here) */
+    task->deadline += GCX_CODED_VERDICT_GRACE;
     tl->ops->progress(tl);
     if (coded->my_worker >= 0 && !op->abstain &&
         !gcx_coded_rank_decided(op)) {

@@ -343,4 +343,74 @@ TEST(CodedFailure, LostRoundGoesOn)
     gcx_comm_destroy(comm);
 }
 
+// lost_rounds, what a pipelined-coding run meets when a worker is stopped
+// (SIGSTOP, a starved CPU, a slow link) while another abstains: FR n = 4,
+// s = 1, groups {0,1} {2,3}; in round 5 rank 3 abstains and rank 2, alive,
+// does not come within GCX_TIMEOUT (it waits for rank 1 to be done with
+// round 5). The round could still be decoded if rank 2 came, so it is not
+// lost at once; at GCX_TIMEOUT it is lost on every rank (before: it failed
+// every rank with GCX_ERR_UNDECODABLE, the chaos run perf/chaos run 7),
+// rank 2 enters it decided (skipped, lost) and rounds 6..11 decode with
+// everyone. Nobody is counted gone. Ranks 0, 1 and 3 enter round 5 in any
+// order: a rank that comes before the root waits 2 s past GCX_TIMEOUT for
+// the root's verdict (GCX_CODED_VERDICT_GRACE).
+TEST(CodedFailure, LateWorkerAndAbstentionLoseTheRound)
+{
+    ASSERT_EQ(4, world_size());
+    gcx_comm_t *comm = make_comm({});
+    ASSERT_NE(nullptr, comm);
+    const size_t count = 4096;
+    int          rank  = world_rank();
+    std::string  done1 = job_marker("late-done1");
+    gcx_code_t  *code  = nullptr;
+    gcx_coded_t *coded = nullptr;
+    ASSERT_NO_FATAL_FAILURE(make_coded(comm, GCX_CODE_FR, count, &code, &coded, 1));
+    std::vector<float> msg(count), sum(count);
+    for (int r = 0; r < 12; ++r) {
+        encode(code, rank, r, count, msg);
+        std::fill(sum.begin(), sum.end(), -12345.0f);
+        gcx_coded_result_t res = {};
+        if (r == 5 && rank == 2) {
+            ASSERT_TRUE(wait_for_marker(done1, comm)); // "stopped" till then
+        }
+        if (r == 5 && rank == 3) {
+            ASSERT_EQ(GCX_OK, gcx_coded_abstain(coded, sum.data(), &res, nullptr));
+        } else {
+            ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr))
+                << "rank " << rank << " round " << r;
+        }
+        if (r == 5 && rank == 1) {
+            FILE *f = fopen(done1.c_str(), "w");
+            ASSERT_NE(nullptr, f);
+            fclose(f);
+        }
+        if (r == 5) {
+            EXPECT_EQ(1, res.lost) << "rank " << rank;
+            EXPECT_EQ(5u, res.round);
+            EXPECT_EQ(-12345.0f, sum[0]) << "a lost round must not write recvbuf";
+            EXPECT_EQ(-12345.0f, sum[count - 1]);
+            if (rank == 2) {
+                EXPECT_EQ(1, res.skipped) << "rank 2 came after the verdict";
+            }
+        } else {
+            EXPECT_EQ(0, res.lost) << "rank " << rank << " round " << r;
+            EXPECT_EQ(0u, wrong_in_sum_of_4(sum, r)) << "rank " << rank << " round " << r;
+        }
+    }
+    gcx_coded_stats_t st;
+    ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, &st));
+    EXPECT_EQ(1u, st.rounds_lost);
+    EXPECT_EQ(12u, st.rounds);
+    if (rank == 0) {
+        EXPECT_EQ(0u, st.gone) << "a late worker is not gone";
+    }
+    root_waits_for_survivors(comm, 0, {}, "late-done");
+    if (rank == 0) {
+        unlink(done1.c_str());
+    }
+    gcx_coded_destroy(coded);
+    gcx_code_destroy(code);
+    gcx_comm_destroy(comm);
+}
+
 } // namespace

@@ -26,6 +26,9 @@
 #  6. a coded run (gc-cr, s = 1, 4 ranks over TCP) whose worker 3
 #     kills itself (GCX_TRAIN_KILL) goes on to the end on the other three:
 #     weight checks, evaluation and byte sums over the live ranks;
+#  6b. the same when the worker dies inside a weight check (before it
+#     sent its value, or after), or stalls there past GCX_TIMEOUT: the
+#     root counts it gone and goes on, the others do not time out;
 #  7. a master that is not a worker (master=1; a 32-wide MLP, cheap):
 #     pgc-fr and ignore on 3 ranks (master + 2 workers) under
 #     --straggler exp:2 keep the weights identical, the master computes
@@ -185,6 +188,41 @@ for mode in gc-cr gc-cr:s=1,master=1; do
        grep -q "gcx-train\[[012]\]: error" "$tmp/$name.log" ||
        [ "${c:-0}" != 5 ]; then
         echo "FAIL: sync $mode did not finish on the live ranks"
+        cat "$tmp/$name.log"; fail=1
+    fi
+done
+
+# 6b. A coded worker that dies inside a reduction over the live ranks (a
+# weight check): before it sent its value (the root's receive from it
+# fails: before the pair channels, that failed the root's communicator and
+# so every rank) or after (the root's result send to it may fail); or that
+# stalls there for GCX_TIMEOUT + 2 s before it sends (as a SIGSTOP): the
+# root waits GCX_TIMEOUT for it, leaves it out and answers the others,
+# which must not time out meanwhile (they wait 2 GCX_TIMEOUT + 2 s on their
+# pair channel); the stalled rank then fails naming the cause. The others
+# finish with every check passed. The fault is the rank's own
+# (GCX_TRAIN_KILL=R:S:send|recv|stall), so it lands there on every run.
+for where in send recv stall; do
+    name=kill-in-check-$where
+    t=10
+    [ $where = stall ] && t=6
+    GCX_TRAIN_KILL=3:12:$where UCX_TLS=tcp,self GCX_TIMEOUT=$t "$gcxrun" -n 4 \
+        --keep-going -- "$train" $common --hidden 32 --batch 12 --sync gc-cr \
+        --json "$tmp/$name.json" > "$tmp/$name.log" 2>&1
+    c=$(field "$tmp/$name.json" weight_checks 2>/dev/null)
+    echo "sync gc-cr, rank 3 $where in the weight check after step 12:" \
+         "weight_checks ${c:-none}"
+    if [ $where = stall ]; then
+        grep -q "rank 3 exited with status 1" "$tmp/$name.log" &&
+            grep -Eq "gcx-train\[3\]: error: .*(timed out|peer failed)" \
+                "$tmp/$name.log"
+    else
+        grep -q "rank 3 was killed by signal 9" "$tmp/$name.log"
+    fi
+    if [ $? -ne 0 ] || grep -q "gcx-train\[[012]\]: error" "$tmp/$name.log" ||
+       [ "${c:-0}" != 5 ]; then
+        echo "FAIL: rank 3 $where in a weight check: the live ranks did" \
+             "not finish, or rank 3 did not fail cleanly"
         cat "$tmp/$name.log"; fail=1
     fi
 done
