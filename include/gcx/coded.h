@@ -257,6 +257,83 @@ GCX_API
 gcx_status_t gcx_coded_stats(const gcx_coded_t *coded,
                              gcx_coded_stats_t *stats_p);
 
+/* ---- master-less coded allreduce ----------------------------------------- */
+
+/**
+ * Opaque master-less coded allreduce object (gcx_coded_allreduce()).
+ *
+ * The same rounds, codes and straggler tolerance as the coded gather, with
+ * no root: the vector is cut into one chunk per rank (the ring's block
+ * layout); every worker sends chunk c of its coded vector to rank c, which
+ * decodes it from the first decodable set of chunks it receives and sends
+ * the decoded chunk to every rank. Each link carries about two vectors per
+ * round (as a ring allreduce does) instead of the root's P; every chunk has
+ * one decoder, so every rank ends with the same bits. Late chunks of a
+ * straggler are dropped unread, as the coded gather drops a late
+ * contribution.
+ *
+ * What it does not do (yet): a root that is not a worker, lost_rounds,
+ * abstention, and decoding a chunk whose owner died: a rank that loses its
+ * connection to the owner of a chunk it waits for fails the round with
+ * GCX_ERR_PEER (the star fails the same way when its root dies). An owner
+ * decodes while its rank is inside a gcx call or progresses the
+ * communicator: a rank that computes for d seconds without progress holds
+ * its own chunk for d.
+ */
+typedef struct gcx_coded_allreduce gcx_coded_allreduce_t;
+
+/**
+ * Create a master-less coded allreduce object; collective and blocking.
+ *
+ * @param comm      Communicator of n ranks, all workers (must outlive the
+ *                  object).
+ * @param params    code (n workers, borrowed) and count; root is ignored;
+ *                  root_not_worker and lost_rounds must be 0.
+ * @param[out] car_p  New object (gcx_coded_allreduce_destroy()); NULL on
+ *                  error.
+ * @return GCX_OK; GCX_ERR_INVALID (bad parameters, code size not the
+ *         communicator's, bad GCX_STRAGGLER_RANKS); GCX_ERR_MISMATCH (ranks
+ *         disagree on code or count); GCX_ERR_UNSUPPORTED (no free
+ *         active-message id); GCX_ERR_NOMEM; the communicator's error.
+ */
+GCX_API
+gcx_status_t gcx_coded_allreduce_create(gcx_comm_t *comm,
+                                        const gcx_coded_params_t *params,
+                                        gcx_coded_allreduce_t **car_p);
+
+/**
+ * One round: contribute @p sendbuf (this worker's coded vector, count
+ * floats) and receive the decoded sum into @p recvbuf, as
+ * gcx_coded_gather(). Every rank calls it once per round, in the same order
+ * as its other collectives on the communicator.
+ *
+ * result->used is the union of the workers the chunks were decoded from,
+ * result->arrived the workers whose chunk reached this rank's own chunk,
+ * result->skipped 1 when every chunk was decoded before this rank sent
+ * (straggler injection), result->arrival is NAN.
+ *
+ * @param sendbuf  Read during the call only (chunks are copied before they
+ *                 are sent); must not overlap recvbuf.
+ * @param recvbuf  Written until the request completes.
+ * @return GCX_OK; GCX_ERR_INVALID; GCX_ERR_UNDECODABLE (the workers left
+ *         cannot decode a chunk), GCX_ERR_PEER (a chunk's owner is lost),
+ *         GCX_ERR_TIMEOUT, when the round failed (communicator failed).
+ */
+GCX_API
+gcx_status_t gcx_coded_allreduce(gcx_coded_allreduce_t *car,
+                                 const float *sendbuf, float *recvbuf,
+                                 gcx_coded_result_t *result,
+                                 gcx_request_t **req_p);
+
+/** Destroy; not collective, rounds must be finished. NULL is allowed. */
+GCX_API
+void gcx_coded_allreduce_destroy(gcx_coded_allreduce_t *car);
+
+/** Counters so far (rounds, late_dropped, unneeded, early, skipped, gone). */
+GCX_API
+gcx_status_t gcx_coded_allreduce_stats(const gcx_coded_allreduce_t *car,
+                                       gcx_coded_stats_t *stats_p);
+
 #ifdef __cplusplus
 }
 #endif

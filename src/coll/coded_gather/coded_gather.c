@@ -150,8 +150,7 @@ static void gcx_coded_am_handler(void *arg, const gcx_tl_am_msg_t *msg)
     }
 }
 
-/* Agreement on the code, count, root and AM id; doubles as a barrier. */
-static gcx_status_t gcx_coded_agree(gcx_coded_t *coded)
+gcx_status_t gcx_coded_agree(gcx_coded_t *coded, uint32_t coll_id)
 {
     gcx_coll_signature_t signature = {0};
     double              *b;
@@ -168,7 +167,7 @@ static gcx_status_t gcx_coded_agree(gcx_coded_t *coded)
     fields[2] = coded->am_id;
     fields[3] = (uint32_t)coded->root_not_worker;
     fields[4] = (uint32_t)coded->lost_rounds;
-    signature.coll  = GCX_CODED_COLL_ID;
+    signature.coll  = coll_id;
     signature.count = coded->count;
     signature.dtype = GCX_DT_F32;
     signature.root  = coded->root;
@@ -242,7 +241,7 @@ static gcx_status_t gcx_coded_create_locked(gcx_comm_t *comm,
     coded->am_id = id;
     /* registered before the exchange: once any rank is past it, every
      * rank can take this object's messages */
-    status = gcx_coded_agree(coded);
+    status = gcx_coded_agree(coded, GCX_CODED_COLL_ID);
     if (status != GCX_OK) {
         goto err_unregister;
     }

@@ -159,6 +159,15 @@ struct gcx_coded_op {
     gcx_coded_hdr_t     rhdr;
 };
 
+/**
+ * Creation check of a coded object (the coded gather, or the master-less
+ * coded allreduce that builds on this state): every rank passes the same
+ * code (matrix), count, root, AM id and options; a mismatch fails on every
+ * rank with GCX_ERR_MISMATCH. Doubles as a barrier. @p coll_id tells the
+ * two kinds of object apart.
+ */
+gcx_status_t gcx_coded_agree(gcx_coded_t *coded, uint32_t coll_id);
+
 /* ---- slots (coded_slot.c) ------------------------------------------------ */
 
 /** A slot with a block no transfer holds; NULL when out of memory. */
