@@ -272,13 +272,18 @@ gcx_status_t gcx_coded_stats(const gcx_coded_t *coded,
  * straggler are dropped unread, as the coded gather drops a late
  * contribution.
  *
- * What it does not do (yet): a root that is not a worker, lost_rounds,
- * abstention, and decoding a chunk whose owner died: a rank that loses its
- * connection to the owner of a chunk it waits for fails the round with
- * GCX_ERR_PEER (the star fails the same way when its root dies). An owner
- * decodes while its rank is inside a gcx call or progresses the
- * communicator: a rank that computes for d seconds without progress holds
- * its own chunk for d.
+ * Deaths: chunk c has owners c, c+1, ..., c+s; when the acting owner's
+ * connection is lost, the next one decodes the chunk (or sends on the lost
+ * owner's bits, which are committed to the later owners before anyone else
+ * gets them), so up to s dead ranks cost no round and every rank still
+ * ends with the same bits.
+ *
+ * What it does not do (yet): a root that is not a worker, lost_rounds and
+ * abstention (pipelined codes). An owner decodes while its rank is inside a
+ * gcx call or progresses the communicator: a rank that computes for d
+ * seconds without progress holds its own chunk for d (straggler injection,
+ * GCX_STRAGGLER_*, delays only a rank's chunk messages, as for a rank whose
+ * computation runs beside a progress engine).
  */
 typedef struct gcx_coded_allreduce gcx_coded_allreduce_t;
 
@@ -312,11 +317,14 @@ gcx_status_t gcx_coded_allreduce_create(gcx_comm_t *comm,
  * result->skipped 1 when every chunk was decoded before this rank sent
  * (straggler injection), result->arrival is NAN.
  *
- * @param sendbuf  Read during the call only (chunks are copied before they
- *                 are sent); must not overlap recvbuf.
+ * @param sendbuf  Read until the request completes (chunks are copied
+ *                 into internal buffers before they are sent, and sent
+ *                 again to a new owner when one is lost); must not overlap
+ *                 recvbuf.
  * @param recvbuf  Written until the request completes.
  * @return GCX_OK; GCX_ERR_INVALID; GCX_ERR_UNDECODABLE (the workers left
- *         cannot decode a chunk), GCX_ERR_PEER (a chunk's owner is lost),
+ *         cannot decode a chunk), GCX_ERR_PEER (every owner of a chunk is
+ *         lost),
  *         GCX_ERR_TIMEOUT, when the round failed (communicator failed).
  */
 GCX_API

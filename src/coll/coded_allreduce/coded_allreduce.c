@@ -18,33 +18,48 @@
  * number is in the header), exactly as the star drops a late contribution;
  * no owner waits for more than a decodable set.
  *
- * Cost per round, per rank, with n = |g| bytes, P ranks, α, β, γ:
+ * Cost per round, per rank, with n = |g| bytes, P ranks, α, β, γ (the
+ * owner and its later owners also trade 2s header-only messages, below):
  *   bytes out = bytes in = 2 (P-1)/P n (phase 1 + phase 3), the ring's;
  *   messages  = 2 (P-1) posted at once: about 2 (P-1) o of send overhead o
  *               and 2α of latency (the ring: 2 (P-1) α in sequence);
  *   decode    = |used| n/P γ multiply-adds on each owner (the star's root:
  *               |used| n γ);
- *   memory    = one copy of the message (the chunks in flight) + up to P
- *               taken chunks, i.e. about 2 n.
+ *   memory    = one copy of the message (the chunks in flight), up to P
+ *               taken chunks, and the decoded chunks received (landed in
+ *               internal blocks, copied out once final): about 3 n, and
+ *               one extra pass over n for that copy.
  * Against the star (root: n (|used| + P - 1) β), the root's P vectors per
  * link become two vectors per link, whatever P is.
  *
- * Agreement. Every chunk has exactly one decoder, so every rank ends with the
- * same bits: the ones its owner sent (the owner's own copy is the same
- * buffer). The result reports, per round, the union of the used sets.
+ * Owners, deaths and agreement. Chunk c has a line of owners c, c+1, ...,
+ * c+s (mod P); the acting owner is the first whose connection is not lost.
+ * A rank that loses the acting owner of a chunk sends its own chunk to the
+ * next one, which decodes it (or, if the lost owner's decoded copy reached
+ * it, sends those bits on). Every rank must end with the same bits, so an
+ * owner publishes in two steps: its decoded chunk goes first to the later
+ * owners of the line, each answers ACK once it landed, then the owner sends
+ * COMMIT to them and the chunk to everyone else. A later owner takes the
+ * chunk as final only on COMMIT; a rank outside the line as soon as it
+ * lands from the acting owner. Hence: if any rank outside the line holds
+ * owner a's bits, every later owner holds them too, and the next acting
+ * owner sends those same bits on; a later owner that finished the round
+ * keeps its copy for one round and sends it again once a is lost
+ * (gcx_car_serve_kept), for the ranks whose transfer from a died with it.
+ * Price: one ACK + COMMIT exchange per chunk per round (2s tiny messages
+ * per owner, one round trip added to a later owner's completion).
  *
- * Stragglers and progress. A rank's owner part runs while the rank is in the
+ * Stragglers and progress. An owner decodes while its rank is inside the
  * call (or progresses the communicator): straggler injection
- * (GCX_STRAGGLER_*) delays only its chunk messages, the delayed rank goes on
+ * (GCX_STRAGGLER_*) delays only a rank's chunk messages and the rank goes on
  * taking and publishing meanwhile, which is how a rank behaves whose
  * computation runs beside a progress engine (torch_gcx's engine thread). A
- * rank that makes no progress call for d seconds delays its own chunk by d;
- * see README.md of this folder.
+ * rank that makes no progress call for d seconds holds its own chunk (and
+ * its ACKs) for d; see README.md of this folder.
  *
- * Dead owners: a rank whose connection to the owner of a chunk it still waits
- * for is lost fails the round at once (GCX_ERR_PEER), as the star's ranks do
- * when the root dies. Dead workers are stragglers that never come: rounds go
- * on while the others decode.
+ * Dead workers are stragglers that never come: rounds go on while the
+ * others decode. Every owner of a chunk lost, or more than s workers: the
+ * round fails (GCX_ERR_PEER, GCX_ERR_UNDECODABLE).
  */
 #include "coll/coded_gather/coded_int.h"
 #include "base/log.h"
@@ -57,10 +72,13 @@
 #include <string.h>
 
 #define GCX_CAR_COLL_ID (GCX_COLL_INTERNAL + 9) /* for the creation check */
+#define GCX_CAR_MAX     GCX_CODE_MAX_WORKERS
 
 enum {
     GCX_CAR_CHUNK   = 1, /* worker -> owner: one chunk of a coded message */
-    GCX_CAR_DECODED = 2, /* owner -> rank: the decoded sum of its chunk */
+    GCX_CAR_DECODED = 2, /* owner -> rank: the decoded sum of a chunk */
+    GCX_CAR_ACK     = 3, /* backup -> owner: your decoded chunk landed here */
+    GCX_CAR_COMMIT  = 4, /* owner -> backup: every live backup has it */
 };
 
 /* Wire header (starts with the communicator id: gcx_tl_am_prefix_t). */
@@ -81,10 +99,37 @@ struct gcx_coded_allreduce {
      * stats and straggler injection of the coded gather (base.bytes: the
      * largest chunk; base.count: the whole vector, for the check) */
     gcx_coded_t   base;
+    int           line;       /* owners per chunk: min(s + 1, n) */
     gcx_car_op_t *live;       /* round in progress here */
+    /* per chunk: the copy this rank, a later owner of the line, took in
+     * the last round it finished (see gcx_car_serve_kept) */
+    gcx_coded_slot_t *kept[GCX_CAR_MAX];
+    uint64_t          kept_served;
     uint64_t      next_round; /* number of the next call */
     uint64_t      next_open;  /* lowest round not finished here */
 };
+
+enum { GCX_CAR_COLLECT, GCX_CAR_ACKS, GCX_CAR_DONE };
+
+/* One chunk of the live round, as worker, owner and receiver. */
+typedef struct gcx_car_chunk {
+    /* worker: the owner this rank's chunk went to (-1: not yet) */
+    int               sent_to;
+    /* owner (this rank acts for the chunk) */
+    int               ostate;
+    uint64_t          arrived, taken, used;
+    uint64_t          acks_wanted, acks_got; /* backup ranks */
+    gcx_coded_slot_t *in[GCX_CAR_MAX];       /* taken chunks, by worker */
+    gcx_coded_slot_t *pub;                   /* the decoded chunk sent */
+    /* receiver: copies by line position of their sender; the final one is
+     * copied into recvbuf */
+    gcx_coded_slot_t *copy[GCX_CAR_MAX];
+    uint64_t          acked;        /* line positions acknowledged */
+    uint64_t          committed;    /* line positions whose COMMIT came */
+    int               final;
+    int               keep;         /* final from the copy of the earlier
+                                       owner at line position keep - 1 */
+} gcx_car_chunk_t;
 
 struct gcx_car_op {
     gcx_task_t             super;
@@ -94,43 +139,44 @@ struct gcx_car_op {
     float                 *recvbuf;
     gcx_coded_result_t    *result;
     double                 t_start;
-    double                 t_send;  /* chunk messages go at this time */
-    int                    sent;    /* 1: sent; 2: skipped (round done) */
-    /* owner of chunk `rank` */
-    uint64_t          arrived;      /* workers whose chunk header came */
-    uint64_t          taken;        /* workers whose chunk is taken */
-    uint64_t          used;         /* decoded from (0: not yet) */
-    int               published;
-    gcx_coded_slot_t *in[GCX_CODE_MAX_WORKERS]; /* taken chunks */
-    /* receiver of the other chunks */
-    uint64_t     posted;            /* chunk receive posted (bit c) */
-    uint64_t     got;               /* chunk landed (bit c) */
-    uint64_t     used_union;
-    gcx_tl_req_t rreq[GCX_CODE_MAX_WORKERS];
+    double                 t_send;   /* chunk messages go from this time */
+    int                    sending;  /* t_send has passed */
+    int                    nsent;    /* chunk messages sent */
+    uint64_t               used_union;
+    int                    acting[GCX_CAR_MAX]; /* owner of each chunk */
+    gcx_car_chunk_t        ch[GCX_CAR_MAX];
 };
 
-static void gcx_car_chunk(const gcx_coded_allreduce_t *car, int c,
+static void gcx_car_block(const gcx_coded_allreduce_t *car, int c,
                           size_t *off_p, size_t *len_p)
 {
     gcx_coll_block(car->base.count, car->base.n, c, off_p, len_p);
 }
 
-static uint64_t gcx_car_all(int n)
+/* Position of @p rank in chunk @p c's line of owners, or -1. */
+static int gcx_car_pos(const gcx_coded_allreduce_t *car, int c, int rank)
 {
-    return n >= 64 ? ~0ull : (1ull << n) - 1;
+    int pos = gcx_coll_mod(rank - c, car->base.n);
+
+    return pos < car->line ? pos : -1;
 }
 
-/* A staged message (slot->hdr keeps round, sender, kind; used; chunk in
- * slot->worker). */
+static int gcx_car_owner(const gcx_coded_allreduce_t *car, int c, int pos)
+{
+    return (c + pos) % car->base.n;
+}
+
+/* ---- messages ------------------------------------------------------------ */
+
 static gcx_coded_slot_t *gcx_car_stash_find(gcx_coded_allreduce_t *car,
                                             uint64_t round, int kind,
-                                            int sender, int unlink)
+                                            int sender, int chunk, int unlink)
 {
     gcx_coded_slot_t **pp = &car->base.stash, *slot;
 
     for (; (slot = *pp) != NULL; pp = &slot->next) {
         if (slot->round == round && slot->hdr.kind == kind &&
-            slot->hdr.sender == sender) {
+            slot->hdr.sender == sender && slot->worker == chunk) {
             if (unlink) {
                 *pp = slot->next;
             }
@@ -140,82 +186,127 @@ static gcx_coded_slot_t *gcx_car_stash_find(gcx_coded_allreduce_t *car,
     return NULL;
 }
 
-static void gcx_car_stage(gcx_coded_allreduce_t *car, const gcx_car_hdr_t *hdr,
-                          const gcx_tl_am_msg_t *msg)
+/* A slot whose receive may still be in flight: the transport keeps its
+ * block until the transfer ends; the slot goes back to the pool. */
+static void gcx_car_drop(gcx_coded_allreduce_t *car, gcx_coded_slot_t *slot)
+{
+    gcx_coded_slot_abandon_req(&car->base, slot, 0);
+    gcx_coded_slot_put(&car->base, slot);
+}
+
+/* Pull a payload into a fresh slot (hdr kept in slot->hdr, chunk in
+ * slot->worker); NULL when out of memory. */
+static gcx_coded_slot_t *gcx_car_pull(gcx_coded_allreduce_t *car,
+                                      const gcx_car_hdr_t *hdr,
+                                      const gcx_tl_am_msg_t *msg)
 {
     gcx_tl_t         *tl = car->base.comm->tl;
     gcx_coded_slot_t *slot;
     gcx_iov_t         iov;
 
-    if (gcx_car_stash_find(car, hdr->round, hdr->kind, hdr->sender, 0) !=
-        NULL) {
+    slot = gcx_coded_slot_get(&car->base);
+    if (slot == NULL) {
+        gcx_error("coded allreduce: out of memory taking a message");
+        return NULL;
+    }
+    memset(&slot->hdr, 0, sizeof(slot->hdr));
+    slot->round          = hdr->round;
+    slot->hdr.round      = hdr->round;
+    slot->hdr.sender     = hdr->sender;
+    slot->hdr.kind       = hdr->kind;
+    slot->hdr.used       = hdr->used;
+    slot->worker         = (int)hdr->chunk;
+    slot->t_arrival      = gcx_time_now();
+    slot->nreqs          = 1;
+    slot->reqs[0].status = GCX_OK;
+    iov.buffer           = slot->block->data;
+    iov.length           = msg->length;
+    tl->ops->am_recv(tl, msg, &iov, 1, &slot->reqs[0]);
+    return slot;
+}
+
+static void gcx_car_stage(gcx_coded_allreduce_t *car, const gcx_car_hdr_t *hdr,
+                          const gcx_tl_am_msg_t *msg)
+{
+    gcx_coded_slot_t *slot;
+
+    if (gcx_car_stash_find(car, hdr->round, hdr->kind, hdr->sender,
+                           (int)hdr->chunk, 0) != NULL) {
         gcx_warn("coded allreduce: dropping a duplicate message of round "
                  "%llu from rank %u",
                  (unsigned long long)hdr->round, hdr->sender);
         return;
     }
-    slot = gcx_coded_slot_get(&car->base);
-    if (slot == NULL) {
-        gcx_error("coded allreduce: out of memory staging a message");
-        return;
+    slot = gcx_car_pull(car, hdr, msg);
+    if (slot != NULL) {
+        slot->next      = car->base.stash;
+        car->base.stash = slot;
+        ++car->base.stats.early;
     }
-    memset(&slot->hdr, 0, sizeof(slot->hdr));
-    slot->round       = hdr->round;
-    slot->hdr.round   = hdr->round;
-    slot->hdr.sender  = hdr->sender;
-    slot->hdr.kind    = hdr->kind;
-    slot->hdr.used    = hdr->used;
-    slot->worker      = (int)hdr->chunk;
-    slot->t_arrival   = gcx_time_now();
-    slot->nreqs       = 1;
-    iov.buffer        = slot->block->data;
-    iov.length        = msg->length;
-    slot->reqs[0].status = GCX_OK;
-    tl->ops->am_recv(tl, msg, &iov, 1, &slot->reqs[0]);
-    slot->next      = car->base.stash;
-    car->base.stash = slot;
-    ++car->base.stats.early;
 }
 
-/* Owner: does the taken set need worker w's chunk? */
-static int gcx_car_wanted(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
+/* Owner: the taken chunks that have landed (this rank's own: always);
+ * a taken chunk whose transfer failed (its sender died mid-payload) is let
+ * go: a straggler that never comes. */
+static uint64_t gcx_car_landed(gcx_coded_allreduce_t *car, gcx_car_chunk_t *ch)
+{
+    uint64_t landed = 0;
+    int      w, me = car->base.comm->rank;
+
+    for (w = 0; w < car->base.n; ++w) {
+        if (!(ch->taken & (1ull << w))) {
+            continue;
+        }
+        if (w == me || ch->in[w]->reqs[0].status == GCX_OK) {
+            landed |= 1ull << w;
+        } else if (ch->in[w]->reqs[0].status != GCX_INPROGRESS) {
+            ch->taken &= ~(1ull << w);
+            gcx_car_drop(car, ch->in[w]);
+            ch->in[w] = NULL;
+            car->base.gone |= 1ull << w;
+        }
+    }
+    return landed;
+}
+
+/* Owner: is another worker's chunk still needed? Until the chunks that
+ * landed are decodable, every arrival is taken: one taken earlier may
+ * still fail with its sender, and a dropped one cannot be had again. */
+static int gcx_car_wanted(gcx_coded_allreduce_t *car, gcx_car_chunk_t *ch)
 {
     int decodable = 0;
 
-    gcx_code_decodable(car->base.code, op->taken, &decodable);
-    return !decodable && op->used == 0;
+    gcx_code_decodable(car->base.code, gcx_car_landed(car, ch), &decodable);
+    return ch->ostate == GCX_CAR_COLLECT && !decodable;
 }
 
-/* Owner: take worker w's chunk of the live round (payload in msg, or staged
- * in slot). */
-static void gcx_car_take(gcx_coded_allreduce_t *car, gcx_car_op_t *op, int w,
+/* Owner of chunk c: worker w's chunk, in msg (live) or in a staged slot. */
+static void gcx_car_take(gcx_coded_allreduce_t *car, gcx_car_chunk_t *ch,
+                         int w, const gcx_car_hdr_t *hdr,
                          const gcx_tl_am_msg_t *msg, gcx_coded_slot_t *slot)
 {
-    gcx_tl_t *tl = car->base.comm->tl;
-    gcx_iov_t iov;
-
-    op->arrived |= 1ull << w;
-    if (!gcx_car_wanted(car, op)) {
+    if (ch->arrived & (1ull << w)) {
+        if (slot != NULL) {
+            gcx_car_drop(car, slot);
+        }
+        return; /* sent again after a change of owner: have it */
+    }
+    ch->arrived |= 1ull << w;
+    if (!gcx_car_wanted(car, ch)) {
         ++car->base.stats.unneeded;
         if (slot != NULL) {
-            gcx_coded_slot_put(&car->base, slot);
+            gcx_car_drop(car, slot);
         }
         return; /* msg: dropped unread, its sender completes */
     }
     if (slot == NULL) {
-        slot = gcx_coded_slot_get(&car->base);
+        slot = gcx_car_pull(car, hdr, msg);
         if (slot == NULL) {
-            gcx_error("coded allreduce: out of memory taking a chunk");
             return;
         }
-        slot->nreqs          = 1;
-        slot->reqs[0].status = GCX_OK;
-        iov.buffer           = slot->block->data;
-        iov.length           = msg->length;
-        tl->ops->am_recv(tl, msg, &iov, 1, &slot->reqs[0]);
     }
-    op->in[w]  = slot;
-    op->taken |= 1ull << w;
+    ch->in[w]  = slot;
+    ch->taken |= 1ull << w;
 }
 
 static void gcx_car_on_chunk(gcx_coded_allreduce_t *car,
@@ -224,72 +315,76 @@ static void gcx_car_on_chunk(gcx_coded_allreduce_t *car,
 {
     gcx_car_op_t *op = car->live;
     size_t        off, len;
-    int           me = car->base.comm->rank;
+    int           c = (int)hdr->chunk, me = car->base.comm->rank;
 
-    gcx_car_chunk(car, me, &off, &len);
-    if (hdr->chunk != (uint32_t)me || msg->length != len * sizeof(float)) {
+    gcx_car_block(car, c, &off, &len);
+    if (gcx_car_pos(car, c, me) < 0 || msg->length != len * sizeof(float)) {
         gcx_warn("coded allreduce: dropping a malformed chunk from rank %u",
                  hdr->sender);
         return;
     }
-    if (hdr->round < car->next_open ||
-        (op != NULL && hdr->round == op->round && op->used != 0)) {
-        ++car->base.stats.late_dropped; /* decoded already: drop unread */
+    if (hdr->round < car->next_open) {
+        ++car->base.stats.late_dropped; /* finished: drop unread */
         return;
     }
     if (op != NULL && hdr->round == op->round &&
-        op->super.status == GCX_INPROGRESS) {
-        if (op->arrived & (1ull << hdr->sender)) {
-            gcx_warn("coded allreduce: dropping a duplicate chunk of round "
-                     "%llu from rank %u",
-                     (unsigned long long)hdr->round, hdr->sender);
+        op->super.status == GCX_INPROGRESS && op->acting[c] == me) {
+        if (op->ch[c].ostate != GCX_CAR_COLLECT) {
+            ++car->base.stats.late_dropped; /* decoded already */
             return;
         }
-        gcx_car_take(car, op, hdr->sender, msg, NULL);
+        gcx_car_take(car, &op->ch[c], hdr->sender, hdr, msg, NULL);
         return;
     }
-    gcx_car_stage(car, hdr, msg); /* a round this owner has not entered */
+    /* a round not entered yet, or a chunk this rank may act for later */
+    gcx_car_stage(car, hdr, msg);
 }
 
 static void gcx_car_on_decoded(gcx_coded_allreduce_t *car,
                                const gcx_car_hdr_t *hdr,
                                const gcx_tl_am_msg_t *msg)
 {
-    gcx_car_op_t *op = car->live;
-    gcx_tl_t     *tl = car->base.comm->tl;
-    size_t        off, len;
-    gcx_iov_t     iov;
-    int           c = (int)hdr->chunk;
+    gcx_car_op_t     *op = car->live;
+    gcx_coded_slot_t *slot;
+    size_t            off, len;
+    int               c = (int)hdr->chunk, pos;
 
-    if (c != hdr->sender || c == car->base.comm->rank) {
+    pos = gcx_car_pos(car, c, hdr->sender);
+    gcx_car_block(car, c, &off, &len);
+    if (pos < 0 || msg->length != len * sizeof(float)) {
         gcx_warn("coded allreduce: dropping a decoded chunk %u from rank %u",
                  hdr->chunk, hdr->sender);
         return;
     }
-    gcx_car_chunk(car, c, &off, &len);
-    if (msg->length != len * sizeof(float)) {
-        gcx_warn("coded allreduce: dropping a malformed decoded chunk");
-        return;
-    }
     if (hdr->round < car->next_open) {
-        gcx_warn("coded allreduce: dropping a duplicate decoded chunk of "
-                 "round %llu", (unsigned long long)hdr->round);
-        return;
+        return; /* a copy of a finished round (a new owner's) */
     }
     if (op != NULL && hdr->round == op->round &&
         op->super.status == GCX_INPROGRESS) {
-        if (op->posted & (1ull << c)) {
+        if (op->ch[c].copy[pos] != NULL) {
             gcx_warn("coded allreduce: dropping a duplicate decoded chunk");
             return;
         }
-        op->posted     |= 1ull << c;
-        op->used_union |= hdr->used;
-        iov.buffer      = op->recvbuf + off;
-        iov.length      = len * sizeof(float);
-        tl->ops->am_recv(tl, msg, &iov, 1, &op->rreq[c]);
+        slot = gcx_car_pull(car, hdr, msg);
+        op->ch[c].copy[pos] = slot;
         return;
     }
     gcx_car_stage(car, hdr, msg); /* this rank is behind */
+}
+
+static void gcx_car_on_ctl(gcx_coded_allreduce_t *car, const gcx_car_hdr_t *hdr)
+{
+    gcx_car_op_t *op = car->live;
+    int           c  = (int)hdr->chunk, pos = gcx_car_pos(car, c, hdr->sender);
+
+    if (op == NULL || hdr->round != op->round || pos < 0) {
+        return; /* of a finished round: nothing waits for it */
+    }
+    if (hdr->kind == GCX_CAR_ACK) {
+        op->ch[c].acks_got |= 1ull << hdr->sender;
+    } else {
+        op->ch[c].committed |= 1ull << pos;
+    }
 }
 
 static void gcx_car_am_handler(void *arg, const gcx_tl_am_msg_t *msg)
@@ -316,160 +411,428 @@ static void gcx_car_am_handler(void *arg, const gcx_tl_am_msg_t *msg)
     case GCX_CAR_DECODED:
         gcx_car_on_decoded(car, &hdr, msg);
         break;
+    case GCX_CAR_ACK:
+    case GCX_CAR_COMMIT:
+        gcx_car_on_ctl(car, &hdr);
+        break;
     default:
         gcx_warn("coded allreduce: dropping a message of kind %u", hdr.kind);
         break;
     }
 }
 
-/* A message from one of this object's slots; the slot goes in flight. */
-static gcx_status_t gcx_car_send(gcx_coded_allreduce_t *car,
-                                 gcx_coded_slot_t *slot, int i, int peer,
-                                 const gcx_car_hdr_t *hdr, size_t len)
-{
-    gcx_tl_t *tl = car->base.comm->tl;
-    gcx_iov_t iov;
-
-    /* the block's header storage (big enough) holds this header while the
-     * send reads it */
-    memcpy(&slot->block->hdr, hdr, sizeof(*hdr));
-    iov.buffer = slot->block->data;
-    iov.length = len * sizeof(float);
-    return tl->ops->am_send(tl, peer, car->base.am_id, &slot->block->hdr,
-                            sizeof(*hdr), &iov, 1, &slot->reqs[i]);
-}
-
 static void gcx_car_hdr_init(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
-                             int kind, gcx_car_hdr_t *hdr)
+                             int kind, int c, gcx_car_hdr_t *hdr)
 {
     memset(hdr, 0, sizeof(*hdr));
     hdr->comm_id  = car->base.comm->id;
     hdr->instance = car->base.instance;
-    hdr->round    = op->round;
+    hdr->round    = op->round; /* gcx_car_serve_kept: an earlier one */
     hdr->sender   = (uint16_t)car->base.comm->rank;
     hdr->kind     = (uint16_t)kind;
+    hdr->chunk    = (uint32_t)c;
 }
 
-/* Worker: chunk c of the message to its owner, for every c but this rank's;
- * each from an internal block, so no transfer holds sendbuf. */
-static void gcx_car_send_chunks(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
+/* Request i of a slot: the block's header storage (big enough) holds the
+ * header while the send reads it; len floats of payload (0: header only).
+ * A failed send (peer gone) shows where its answer is waited for. */
+static void gcx_car_send(gcx_coded_allreduce_t *car, gcx_coded_slot_t *slot,
+                         int i, int peer, const gcx_car_hdr_t *hdr,
+                         size_t len)
 {
-    gcx_coded_slot_t *slot;
-    gcx_car_hdr_t     hdr;
-    size_t            off, len;
-    int               c, size = car->base.comm->size;
+    gcx_tl_t *tl = car->base.comm->tl;
+    gcx_iov_t iov;
 
-    gcx_car_hdr_init(car, op, GCX_CAR_CHUNK, &hdr);
-    for (c = 0; c < size; ++c) {
-        if (c == car->base.comm->rank) {
+    memcpy(&slot->block->hdr, hdr, sizeof(*hdr));
+    iov.buffer = slot->block->data;
+    iov.length = len * sizeof(float);
+    tl->ops->am_send(tl, peer, car->base.am_id, &slot->block->hdr,
+                     sizeof(*hdr), len > 0 ? &iov : NULL, len > 0 ? 1 : 0,
+                     &slot->reqs[i]);
+}
+
+/* A slot whose sends may outlive the round: reclaimed when they end. */
+static gcx_coded_slot_t *gcx_car_out_slot(gcx_coded_allreduce_t *car,
+                                          gcx_car_op_t *op)
+{
+    gcx_coded_slot_t *slot = gcx_coded_slot_get(&car->base);
+    int               r;
+
+    if (slot == NULL) {
+        op->super.status = GCX_ERR_NOMEM;
+        return NULL;
+    }
+    slot->round = op->round;
+    slot->nreqs = car->base.comm->size;
+    for (r = 0; r < slot->nreqs; ++r) {
+        slot->reqs[r].status = GCX_OK;
+    }
+    slot->next         = car->base.inflight;
+    car->base.inflight = slot;
+    return slot;
+}
+
+/* A header-only ACK or COMMIT about chunk c of @p round. */
+static void gcx_car_send_ctl(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
+                             int kind, uint64_t round, int c, int peer)
+{
+    gcx_coded_slot_t *slot = gcx_car_out_slot(car, op);
+    gcx_car_hdr_t     hdr;
+
+    if (slot != NULL) {
+        gcx_car_hdr_init(car, op, kind, c, &hdr);
+        hdr.round = round;
+        gcx_car_send(car, slot, 0, peer, &hdr, 0);
+    }
+}
+
+/* ---- the round ----------------------------------------------------------- */
+
+/* Owner of chunk c now: the first owner of its line whose connection is
+ * not lost (this rank's view); -1 when every one is lost. */
+static void gcx_car_update_acting(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
+{
+    gcx_tl_t *tl = car->base.comm->tl;
+    int       c, pos, r, me = car->base.comm->rank;
+
+    for (c = 0; c < car->base.n; ++c) {
+        op->acting[c] = -1;
+        for (pos = 0; pos < car->line; ++pos) {
+            r = gcx_car_owner(car, c, pos);
+            if (r == me || !tl->ops->peer_failed(tl, r)) {
+                op->acting[c] = r;
+                break;
+            }
+        }
+    }
+}
+
+/* Staged messages of this round that can be used now. */
+static void gcx_car_unstash(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
+{
+    gcx_coded_slot_t **pp = &car->base.stash, *slot;
+    int                c, pos, me = car->base.comm->rank;
+
+    while ((slot = *pp) != NULL) {
+        c = slot->worker;
+        if (slot->round != op->round ||
+            (slot->hdr.kind == GCX_CAR_CHUNK && op->acting[c] != me)) {
+            pp = &slot->next;
             continue;
         }
+        *pp = slot->next;
+        if (slot->hdr.kind == GCX_CAR_CHUNK) {
+            /* landed or not: the taken slot's request is checked later */
+            gcx_car_take(car, &op->ch[c], slot->hdr.sender, NULL, NULL, slot);
+            continue;
+        }
+        pos = gcx_car_pos(car, c, slot->hdr.sender);
+        if (op->ch[c].copy[pos] == NULL) {
+            op->ch[c].copy[pos] = slot;
+        } else {
+            gcx_car_drop(car, slot);
+        }
+    }
+}
+
+/* Worker: this rank's chunk c to its owner (again, if the owner changed). */
+static void gcx_car_contribute(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
+{
+    gcx_coded_slot_t *slot;
+    gcx_car_chunk_t  *ch;
+    gcx_car_hdr_t     hdr;
+    size_t            off, len;
+    int               c, me = car->base.comm->rank;
+
+    for (c = 0; c < car->base.n; ++c) {
+        ch = &op->ch[c];
+        if (ch->final || ch->sent_to == op->acting[c]) {
+            continue;
+        }
+        ch->sent_to = op->acting[c];
+        if (op->acting[c] == me) {
+            if (ch->ostate == GCX_CAR_COLLECT &&
+                !(ch->arrived & (1ull << me))) {
+                ch->arrived |= 1ull << me; /* read from sendbuf */
+                ch->taken   |= 1ull << me;
+            }
+            continue;
+        }
+        slot = gcx_car_out_slot(car, op);
+        if (slot == NULL) {
+            return;
+        }
+        gcx_car_block(car, c, &off, &len);
+        memcpy(slot->block->data, op->sendbuf + off, len * sizeof(float));
+        gcx_car_hdr_init(car, op, GCX_CAR_CHUNK, c, &hdr);
+        gcx_car_send(car, slot, 0, op->acting[c], &hdr, len);
+        ++op->nsent;
+    }
+}
+
+/* Owner: send the decoded chunk c (in @p slot) to @p peers' bit set. */
+static void gcx_car_publish_to(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
+                               int c, gcx_coded_slot_t *slot, uint64_t peers)
+{
+    gcx_car_hdr_t hdr;
+    size_t        off, len;
+    int           r;
+
+    gcx_car_block(car, c, &off, &len);
+    gcx_car_hdr_init(car, op, GCX_CAR_DECODED, c, &hdr);
+    hdr.used = op->ch[c].used;
+    for (r = 0; r < car->base.comm->size; ++r) {
+        if (peers & (1ull << r)) {
+            gcx_car_send(car, slot, r, r, &hdr, len);
+        }
+    }
+}
+
+/* Owner of chunk c: the bits to publish -- a copy that an earlier owner of
+ * the line sent here before it was lost (it may have reached others: the
+ * same bits must go on), else a decode of the taken set. 1 when ready. */
+static int gcx_car_owner_bits(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
+                              int c, float *out)
+{
+    const float     *vecs[GCX_CAR_MAX];
+    double           a[GCX_CAR_MAX];
+    gcx_car_chunk_t *ch = &op->ch[c];
+    gcx_coded_slot_t *copy;
+    gcx_status_t     status;
+    size_t           off, len;
+    uint64_t         landed;
+    int              pos, w, mypos, decodable = 0;
+    int              me = car->base.comm->rank;
+
+    gcx_car_block(car, c, &off, &len);
+    mypos = gcx_car_pos(car, c, me);
+    for (pos = 0; pos < mypos; ++pos) {
+        copy = ch->copy[pos];
+        if (copy == NULL) {
+            continue;
+        }
+        if (copy->reqs[0].status == GCX_INPROGRESS) {
+            return 0; /* wait: it lands, or fails with its sender */
+        }
+        if (copy->reqs[0].status == GCX_OK) {
+            memcpy(out, copy->block->data, len * sizeof(float));
+            ch->used = copy->hdr.used;
+            return 1;
+        }
+    }
+    /* decode from the chunks that landed, once they are decodable; the
+     * ones still on their way are not waited for */
+    landed = gcx_car_landed(car, ch);
+    gcx_code_decodable(car->base.code, landed, &decodable);
+    if (!decodable) {
+        return 0;
+    }
+    status = gcx_code_decode_vector(car->base.code, landed, a);
+    if (status != GCX_OK) {
+        gcx_error("coded allreduce round %llu: chunk %d cannot be decoded "
+                  "from workers %#llx: %s",
+                  (unsigned long long)op->round, c,
+                  (unsigned long long)landed, gcx_strerror(status));
+        op->super.status = status;
+        return 0;
+    }
+    ch->used = 0;
+    for (w = 0; w < car->base.n; ++w) {
+        vecs[w] = NULL;
+        if (a[w] != 0) {
+            ch->used |= 1ull << w;
+            vecs[w] = w == me ? op->sendbuf + off : ch->in[w]->block->data;
+        }
+    }
+    /* canonical: the same taken set gives the same bits on any rank */
+    gcx_code_encode(car->base.n, a, vecs, len, out);
+    return 1;
+}
+
+/* Can chunk c still be decoded (this rank acting for it)? */
+static int gcx_car_decodable_still(gcx_coded_allreduce_t *car,
+                                   gcx_car_op_t *op, int c)
+{
+    gcx_tl_t        *tl = car->base.comm->tl;
+    gcx_car_chunk_t *ch = &op->ch[c];
+    uint64_t         alive = 0;
+    int              w, decodable = 0, me = car->base.comm->rank;
+
+    for (w = 0; w < car->base.n; ++w) {
+        if ((ch->taken & (1ull << w)) ||
+            (!(ch->arrived & (1ull << w)) &&
+             (w == me || !tl->ops->peer_failed(tl, w)))) {
+            alive |= 1ull << w; /* taken, or may still come */
+        }
+    }
+    gcx_code_decodable(car->base.code, alive, &decodable);
+    return decodable;
+}
+
+/* Owner of chunk c: decode (or adopt), tell the later owners of the line,
+ * then, once they all have it, everyone else. */
+static void gcx_car_own(gcx_coded_allreduce_t *car, gcx_car_op_t *op, int c)
+{
+    gcx_tl_t         *tl = car->base.comm->tl;
+    gcx_car_chunk_t  *ch = &op->ch[c];
+    gcx_coded_slot_t *slot;
+    size_t            off, len;
+    uint64_t          rest;
+    int               pos, r, me = car->base.comm->rank;
+
+    gcx_car_block(car, c, &off, &len);
+    if (ch->ostate == GCX_CAR_COLLECT) {
+        /* off the in-flight list until both fan-outs are posted */
         slot = gcx_coded_slot_get(&car->base);
         if (slot == NULL) {
             op->super.status = GCX_ERR_NOMEM;
             return;
         }
-        gcx_car_chunk(car, c, &off, &len);
-        memcpy(slot->block->data, op->sendbuf + off, len * sizeof(float));
-        hdr.chunk   = (uint32_t)c;
         slot->round = op->round;
-        slot->nreqs = 1;
-        /* a failed send (owner gone) shows in the owner's own round */
-        gcx_car_send(car, slot, 0, c, &hdr, len);
-        slot->next          = car->base.inflight;
-        car->base.inflight  = slot;
+        slot->nreqs = car->base.comm->size;
+        for (r = 0; r < slot->nreqs; ++r) {
+            slot->reqs[r].status = GCX_OK;
+        }
+        if (!gcx_car_owner_bits(car, op, c, slot->block->data)) {
+            gcx_coded_slot_put(&car->base, slot); /* nothing sent on it */
+            if (op->super.status == GCX_INPROGRESS &&
+                !gcx_car_decodable_still(car, op, c)) {
+                gcx_error("coded allreduce round %llu: chunk %d can no "
+                          "longer be decoded (workers lost)",
+                          (unsigned long long)op->round, c);
+                op->super.status = GCX_ERR_UNDECODABLE;
+            }
+            return;
+        }
+        memcpy(op->recvbuf + off, slot->block->data, len * sizeof(float));
+        ch->acks_wanted = 0;
+        for (pos = gcx_car_pos(car, c, me) + 1; pos < car->line; ++pos) {
+            r = gcx_car_owner(car, c, pos);
+            if (!tl->ops->peer_failed(tl, r)) {
+                ch->acks_wanted |= 1ull << r;
+            }
+        }
+        ch->pub = slot;
+        gcx_car_publish_to(car, op, c, slot, ch->acks_wanted);
+        ch->ostate = GCX_CAR_ACKS;
+    }
+    if (ch->ostate == GCX_CAR_ACKS) {
+        for (r = 0; r < car->base.comm->size; ++r) {
+            if ((ch->acks_wanted & (1ull << r)) && tl->ops->peer_failed(tl, r)) {
+                ch->acks_wanted &= ~(1ull << r);
+            }
+        }
+        if ((ch->acks_got & ch->acks_wanted) != ch->acks_wanted) {
+            return;
+        }
+        for (r = 0; r < car->base.comm->size; ++r) {
+            if (ch->acks_wanted & (1ull << r)) {
+                gcx_car_send_ctl(car, op, GCX_CAR_COMMIT, op->round, c, r);
+            }
+        }
+        rest = 0;
+        for (r = 0; r < car->base.comm->size; ++r) {
+            if (r != me && gcx_car_pos(car, c, r) < 0) {
+                rest |= 1ull << r;
+            }
+        }
+        gcx_car_publish_to(car, op, c, ch->pub, rest);
+        ch->pub->next      = car->base.inflight;
+        car->base.inflight = ch->pub;
+        ch->pub            = NULL;
+        op->used_union |= ch->used;
+        ch->ostate      = GCX_CAR_DONE;
+        ch->final       = 1;
     }
 }
 
-/* Owner: decode the chunk from the taken set and send it to every rank. */
-static void gcx_car_publish(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
+/* Receiver of chunk c from its owner a: final once a's copy landed (and,
+ * on a later owner of the line, a's COMMIT came). */
+static void gcx_car_receive(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
+                            int c)
 {
-    const float      *vecs[GCX_CODE_MAX_WORKERS];
-    double            a[GCX_CODE_MAX_WORKERS];
-    gcx_coded_slot_t *slot;
-    gcx_car_hdr_t     hdr;
-    gcx_status_t      status;
+    gcx_car_chunk_t  *ch = &op->ch[c];
+    gcx_coded_slot_t *copy;
     size_t            off, len;
-    int               w, r, me = car->base.comm->rank;
+    int               pos, apos, mypos, me = car->base.comm->rank;
 
-    status = gcx_code_decode_vector(car->base.code, op->taken, a);
-    if (status != GCX_OK) {
-        gcx_error("coded allreduce round %llu: chunk %d cannot be decoded "
-                  "from workers %#llx: %s",
-                  (unsigned long long)op->round, me,
-                  (unsigned long long)op->taken, gcx_strerror(status));
-        op->super.status = status;
-        return;
-    }
-    gcx_car_chunk(car, me, &off, &len);
-    op->used = 0;
-    for (w = 0; w < car->base.n; ++w) {
-        vecs[w] = NULL;
-        if (a[w] == 0) {
-            continue;
-        }
-        op->used |= 1ull << w;
-        vecs[w] = w == me ? op->sendbuf + off : op->in[w]->block->data;
-    }
-    /* canonical: the same taken set gives the same bits on any rank */
-    gcx_code_encode(car->base.n, a, vecs, len, op->recvbuf + off);
-    slot = gcx_coded_slot_get(&car->base);
-    if (slot == NULL) {
-        op->super.status = GCX_ERR_NOMEM;
-        return;
-    }
-    memcpy(slot->block->data, op->recvbuf + off, len * sizeof(float));
-    gcx_car_hdr_init(car, op, GCX_CAR_DECODED, &hdr);
-    hdr.chunk   = (uint32_t)me;
-    hdr.used    = op->used;
-    slot->round = op->round;
-    slot->nreqs = car->base.comm->size;
-    for (r = 0; r < car->base.comm->size; ++r) {
-        slot->reqs[r].status = GCX_OK;
-        if (r != me) {
-            gcx_car_send(car, slot, r, r, &hdr, len);
+    /* acknowledge every landed copy from an earlier owner of the line */
+    mypos = gcx_car_pos(car, c, me);
+    for (pos = 0; mypos > 0 && pos < mypos; ++pos) {
+        copy = ch->copy[pos];
+        if (copy != NULL && copy->reqs[0].status == GCX_OK &&
+            !(ch->acked & (1ull << pos))) {
+            ch->acked |= 1ull << pos;
+            gcx_car_send_ctl(car, op, GCX_CAR_ACK, op->round, c,
+                             gcx_car_owner(car, c, pos));
         }
     }
-    slot->next         = car->base.inflight;
-    car->base.inflight = slot;
-    op->used_union    |= op->used;
-    op->published      = 1;
+    apos = gcx_car_pos(car, c, op->acting[c]);
+    copy = ch->copy[apos];
+    if (copy == NULL || copy->reqs[0].status == GCX_INPROGRESS) {
+        return;
+    }
+    if (copy->reqs[0].status != GCX_OK) {
+        /* its sender was lost mid-payload: a later owner takes over */
+        gcx_car_drop(car, copy);
+        ch->copy[apos] = NULL;
+        return;
+    }
+    if (mypos > apos && !(ch->committed & (1ull << apos))) {
+        return;
+    }
+    gcx_car_block(car, c, &off, &len);
+    memcpy(op->recvbuf + off, copy->block->data, len * sizeof(float));
+    op->used_union |= copy->hdr.used;
+    ch->final = 1;
+    ch->keep  = mypos > apos ? apos + 1 : 0;
 }
 
-/* Staged messages of this round: chunks to take, decoded chunks to copy. */
-static void gcx_car_unstash(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
+/* Free the round's slots; a transfer still in flight is handed to the
+ * transport with its block. */
+static void gcx_car_release(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
 {
-    gcx_coded_slot_t *slot;
-    size_t            off, len;
-    int               r, me = car->base.comm->rank;
+    gcx_coded_slot_t **pp = &car->base.stash, *slot;
+    gcx_car_chunk_t   *ch;
+    int                c, i;
 
-    for (r = 0; r < car->base.comm->size; ++r) {
-        if (r == me) {
-            continue;
+    for (c = 0; c < car->base.n; ++c) {
+        ch = &op->ch[c];
+        if (ch->keep && op->super.status == GCX_OK) {
+            i = ch->keep - 1; /* its owner may have been lost since */
+            if (car->kept[c] != NULL) {
+                gcx_coded_slot_put(&car->base, car->kept[c]);
+            }
+            car->kept[c]      = ch->copy[i];
+            ch->copy[i]       = NULL;
+            car->kept_served &= ~(1ull << c);
         }
-        slot = gcx_car_stash_find(car, op->round, GCX_CAR_CHUNK, r, 0);
-        if (slot != NULL && slot->reqs[0].status != GCX_INPROGRESS) {
-            gcx_car_stash_find(car, op->round, GCX_CAR_CHUNK, r, 1);
-            if (slot->reqs[0].status != GCX_OK || op->used != 0) {
-                gcx_coded_slot_put(&car->base, slot);
-            } else {
-                gcx_car_take(car, op, r, NULL, slot);
+        for (i = 0; i < GCX_CAR_MAX; ++i) {
+            if (ch->in[i] != NULL) {
+                gcx_car_drop(car, ch->in[i]);
+                ch->in[i] = NULL;
+            }
+            if (ch->copy[i] != NULL) {
+                gcx_car_drop(car, ch->copy[i]);
+                ch->copy[i] = NULL;
             }
         }
-        slot = gcx_car_stash_find(car, op->round, GCX_CAR_DECODED, r, 0);
-        if (slot != NULL && slot->reqs[0].status != GCX_INPROGRESS) {
-            gcx_car_stash_find(car, op->round, GCX_CAR_DECODED, r, 1);
-            if (slot->reqs[0].status != GCX_OK) {
-                op->super.status = slot->reqs[0].status;
-            } else if (!(op->posted & (1ull << r))) {
-                gcx_car_chunk(car, r, &off, &len);
-                memcpy(op->recvbuf + off, slot->block->data,
-                       len * sizeof(float));
-                op->posted     |= 1ull << r;
-                op->got        |= 1ull << r;
-                op->used_union |= slot->hdr.used;
+        if (ch->pub != NULL) { /* a failed round, half published */
+            for (i = 0; i < ch->pub->nreqs; ++i) {
+                gcx_coded_slot_abandon_req(&car->base, ch->pub, i);
             }
-            gcx_coded_slot_put(&car->base, slot);
+            gcx_coded_slot_put(&car->base, ch->pub);
+            ch->pub = NULL;
+        }
+    }
+    /* staged messages of this round nobody took (chunks for an owner that
+     * was not lost after all, duplicates) */
+    while ((slot = *pp) != NULL) {
+        if (slot->round <= op->round) {
+            *pp = slot->next;
+            gcx_car_drop(car, slot);
+        } else {
+            pp = &slot->next;
         }
     }
 }
@@ -477,126 +840,116 @@ static void gcx_car_unstash(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
 static void gcx_car_done(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
 {
     gcx_coded_result_t *res = op->result;
-    int                 w;
+    int                 w, me = car->base.comm->rank;
 
     if (res != NULL) {
         memset(res, 0, sizeof(*res));
         res->round      = op->round;
-        res->arrived    = op->arrived;
+        res->arrived    = op->ch[me].arrived;
         res->used       = op->used_union;
         res->round_time = gcx_time_now() - op->t_start;
         for (w = 0; w < GCX_CODE_MAX_WORKERS; ++w) {
             res->arrival[w] = NAN;
         }
-        res->skipped = op->sent == 2;
+        res->skipped = op->nsent == 0 && !op->sending;
     }
-    car->base.stats.skipped += (uint64_t)(op->sent == 2);
+    car->base.stats.skipped += (uint64_t)(op->nsent == 0 && !op->sending);
     ++car->base.stats.rounds;
+    op->super.status = GCX_OK;
+    gcx_car_release(car, op);
     car->next_open   = op->round + 1;
     car->live        = NULL;
-    op->super.status = GCX_OK;
+}
+
+/*
+ * A later owner of chunk c's line finishes a round with the copy its owner
+ * committed; if that owner then dies while sending the copy to the ranks
+ * outside the line, some of them still wait for chunk c of that round, and
+ * now take this rank for its owner. So the copy is kept for one round (a
+ * rank can be at most one round behind a live peer: the next round needs
+ * every live owner's chunk), and sent again to every other rank once its
+ * owner is lost: a rank that has it drops it (finished round), one that
+ * waits takes it -- the same bits as everyone else's.
+ */
+static void gcx_car_serve_kept(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
+{
+    gcx_tl_t         *tl = car->base.comm->tl;
+    gcx_coded_slot_t *kept, *slot;
+    gcx_car_hdr_t     hdr;
+    size_t            off, len;
+    int               c, r, me = car->base.comm->rank;
+
+    for (c = 0; c < car->base.n; ++c) {
+        kept = car->kept[c];
+        if (kept == NULL || (car->kept_served & (1ull << c)) ||
+            kept->round + 1 != op->round || op->acting[c] != me) {
+            continue;
+        }
+        car->kept_served |= 1ull << c;
+        slot = gcx_car_out_slot(car, op);
+        if (slot == NULL) {
+            return;
+        }
+        gcx_car_block(car, c, &off, &len);
+        memcpy(slot->block->data, kept->block->data, len * sizeof(float));
+        gcx_car_hdr_init(car, op, GCX_CAR_DECODED, c, &hdr);
+        hdr.round = kept->round;
+        hdr.used  = kept->hdr.used;
+        slot->round = kept->round;
+        for (r = 0; r < car->base.comm->size; ++r) {
+            if (r == me || tl->ops->peer_failed(tl, r) ||
+                (gcx_car_pos(car, c, r) >= 0 &&
+                 gcx_car_pos(car, c, r) < gcx_car_pos(car, c, me))) {
+                continue;
+            }
+            gcx_car_send(car, slot, r, r, &hdr, len);
+            if (gcx_car_pos(car, c, r) >= 0) {
+                gcx_car_send_ctl(car, op, GCX_CAR_COMMIT, kept->round, c, r);
+            }
+        }
+    }
 }
 
 static void gcx_car_progress(gcx_task_t *task)
 {
     gcx_car_op_t          *op  = (gcx_car_op_t *)task;
     gcx_coded_allreduce_t *car = op->car;
-    gcx_tl_t              *tl  = car->base.comm->tl;
-    int                    c, w, me = car->base.comm->rank;
-    int                    size = car->base.comm->size;
-    uint64_t               others = gcx_car_all(size) & ~(1ull << me);
-    uint64_t               alive;
-    int                    decodable = 0, landed = 1;
+    int                    c, nfinal = 0, me = car->base.comm->rank;
 
     if (task->status != GCX_INPROGRESS) {
         return;
     }
     gcx_coded_reclaim(&car->base);
-    gcx_car_unstash(car, op);
-    if (task->status != GCX_INPROGRESS) {
-        return;
-    }
-    /* receiver: decoded chunks that landed; an owner lost before its chunk
-     * came fails the round now (a chunk has one decoder) */
-    for (c = 0; c < size; ++c) {
-        if (c == me || (op->got & (1ull << c))) {
-            continue;
-        }
-        if (op->posted & (1ull << c)) {
-            if (op->rreq[c].status == GCX_INPROGRESS) {
-                continue;
-            }
-            if (op->rreq[c].status != GCX_OK) {
-                task->status = op->rreq[c].status;
-                return;
-            }
-            op->got |= 1ull << c;
-        } else if (tl->ops->peer_failed(tl, c)) {
-            gcx_error("coded allreduce round %llu: the connection to rank "
-                      "%d, the owner of chunk %d, is lost",
-                      (unsigned long long)op->round, c, c);
+    gcx_car_update_acting(car, op);
+    for (c = 0; c < car->base.n; ++c) {
+        if (op->acting[c] < 0) {
+            gcx_error("coded allreduce round %llu: every owner of chunk %d "
+                      "(ranks %d..%d) is lost",
+                      (unsigned long long)op->round, c, c,
+                      gcx_car_owner(car, c, car->line - 1));
             task->status = GCX_ERR_PEER;
             return;
         }
     }
-    /* worker: this rank's chunks, once its (injected) delay is over */
-    if (op->sent == 0 && gcx_time_now() >= op->t_send) {
-        gcx_car_send_chunks(car, op);
-        op->sent = 1;
-        op->arrived |= 1ull << me;
-        if (op->used == 0) {
-            op->taken |= 1ull << me; /* read from sendbuf */
-        }
-        if (task->status != GCX_INPROGRESS) {
-            return;
-        }
+    gcx_car_unstash(car, op);
+    gcx_car_serve_kept(car, op);
+    if (!op->sending && gcx_time_now() >= op->t_send) {
+        op->sending = 1;
     }
-    /* owner: decode once the taken chunks landed and are decodable */
-    if (!op->published) {
-        for (w = 0; w < car->base.n; ++w) {
-            if (!(op->taken & (1ull << w)) || w == me) {
-                continue;
-            }
-            if (op->in[w]->reqs[0].status == GCX_INPROGRESS) {
-                landed = 0;
-            } else if (op->in[w]->reqs[0].status != GCX_OK) {
-                /* its sender died mid-payload: a straggler that never
-                 * comes; the others may still decode */
-                op->taken &= ~(1ull << w);
-                gcx_coded_slot_put(&car->base, op->in[w]);
-                op->in[w] = NULL;
-                car->base.gone |= 1ull << w;
-            }
-        }
-        gcx_code_decodable(car->base.code, op->taken, &decodable);
-        if (decodable && landed) {
-            gcx_car_publish(car, op);
-            if (task->status != GCX_INPROGRESS) {
-                return;
-            }
-        } else if (!decodable) {
-            alive = gcx_car_all(car->base.n);
-            for (w = 0; w < car->base.n; ++w) {
-                if (w != me && !(op->arrived & (1ull << w)) &&
-                    tl->ops->peer_failed(tl, w)) {
-                    alive &= ~(1ull << w);
-                }
-            }
-            alive &= ~(op->arrived & ~op->taken); /* dropped ones */
-            gcx_code_decodable(car->base.code, alive, &decodable);
-            if (!decodable) {
-                gcx_error("coded allreduce round %llu: chunk %d can no "
-                          "longer be decoded (workers lost)",
-                          (unsigned long long)op->round, me);
-                task->status = GCX_ERR_UNDECODABLE;
-                return;
-            }
-        }
+    if (op->sending) {
+        gcx_car_contribute(car, op);
     }
-    if (op->published && (op->got & others) == others) {
-        if (op->sent == 0) {
-            op->sent = 2; /* decoded without this rank: nothing to send */
+    for (c = 0; c < car->base.n && task->status == GCX_INPROGRESS; ++c) {
+        if (!op->ch[c].final) {
+            if (op->acting[c] == me) {
+                gcx_car_own(car, op, c);
+            } else {
+                gcx_car_receive(car, op, c);
+            }
         }
+        nfinal += op->ch[c].final;
+    }
+    if (task->status == GCX_INPROGRESS && nfinal == car->base.n) {
         gcx_car_done(car, op);
     }
 }
@@ -606,8 +959,12 @@ static void gcx_car_post(gcx_task_t *task)
     gcx_car_op_t          *op  = (gcx_car_op_t *)task;
     gcx_coded_allreduce_t *car = op->car;
     double                 delay_ms;
+    int                    c;
 
-    car->live   = op;
+    car->live = op;
+    for (c = 0; c < car->base.n; ++c) {
+        op->ch[c].sent_to = -1;
+    }
     op->t_start = gcx_time_now();
     delay_ms    = gcx_coded_straggler_delay(&car->base, car->base.comm->rank,
                                             op->round);
@@ -620,29 +977,11 @@ static void gcx_car_finalize(gcx_task_t *task)
 {
     gcx_car_op_t          *op  = (gcx_car_op_t *)task;
     gcx_coded_allreduce_t *car = op->car;
-    gcx_tl_t              *tl;
-    int                    w, c;
 
-    if (car != NULL) {
-        tl = car->base.comm->tl;
+    if (car != NULL && task->status != GCX_OK) {
+        gcx_car_release(car, op);
         if (car->live == op) {
             car->live = NULL;
-        }
-        for (w = 0; w < GCX_CODE_MAX_WORKERS; ++w) {
-            if (op->in[w] != NULL) {
-                if (op->in[w]->reqs[0].status == GCX_INPROGRESS) {
-                    gcx_coded_slot_abandon_req(&car->base, op->in[w], 0);
-                }
-                gcx_coded_slot_put(&car->base, op->in[w]);
-            }
-        }
-        for (c = 0; c < car->base.comm->size; ++c) {
-            if ((op->posted & (1ull << c)) &&
-                op->rreq[c].status == GCX_INPROGRESS) {
-                /* a failed round: the transfer lands in the caller's
-                 * buffer or fails; the transport keeps it */
-                tl->ops->abandon(tl, &op->rreq[c], NULL, NULL);
-            }
         }
     }
     free(op);
@@ -696,6 +1035,8 @@ static gcx_status_t gcx_car_create_locked(gcx_comm_t *comm,
     car->base.root       = 0;
     car->base.n          = comm->size;
     car->base.s          = gcx_code_stragglers(params->code);
+    car->line            = car->base.s + 1 < comm->size ? car->base.s + 1 :
+                                                          comm->size;
     car->base.my_worker  = comm->rank;
     car->base.instance   = comm->seq;
     status = gcx_coded_straggler_init(&car->base);
@@ -745,6 +1086,7 @@ gcx_status_t gcx_coded_allreduce_create(gcx_comm_t *comm,
 void gcx_coded_allreduce_destroy(gcx_coded_allreduce_t *car)
 {
     gcx_tl_t *tl;
+    int       c;
 
     if (car == NULL) {
         return;
@@ -760,6 +1102,11 @@ void gcx_coded_allreduce_destroy(gcx_coded_allreduce_t *car)
         gcx_coded_reclaim(&car->base);
     }
     tl->ops->am_handler(tl, car->base.am_id, NULL, NULL);
+    for (c = 0; c < GCX_CAR_MAX; ++c) {
+        if (car->kept[c] != NULL) {
+            gcx_coded_slot_put(&car->base, car->kept[c]);
+        }
+    }
     gcx_coded_slots_release(&car->base);
     free(car);
     gcx_context_unlock();
