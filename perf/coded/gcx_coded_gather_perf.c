@@ -15,7 +15,14 @@
  *   gc-fr, gc-cr    gradient coding: s+1 partitions per round, exact;
  *   pgc-fr, pgc-cr  pipelined gradient coding: 1 partition per round
  *            (slot t mod (s+1)), s older ones reused, exact here because the
- *            partition gradients do not change between rounds.
+ *            partition gradients do not change between rounds;
+ *   gc-fr-ml, gc-cr-ml  gradient coding through the master-less coded
+ *            allreduce (gcx_coded_allreduce: every rank decodes a chunk)
+ *            instead of the star (gcx_coded_gather);
+ *   dense    1 partition, gcx_allreduce (the data-parallel ring): waits
+ *            for the slowest rank. The straggler delays of GCX_STRAGGLER_*
+ *            are slept by the driver (the same variables; the exponential
+ *            draw is the driver's own, per rank and round from the seed).
  * A rank whose round is already decoded when it starts (gcx_coded_ready)
  * skips its computation, as a gradient-coding worker drops stale work. A
  * PGC worker then follows the library's contract (gcx/coding.h): it keeps
@@ -31,7 +38,8 @@
  * code's s, which is 0 for uncoded: random delays then miss that mode.
  * With --baseline every mode is also run with straggler injection off and
  * the ratio straggler/baseline printed. Columns: mode, n, s, partitions
- * computed per round, mean / p50 / max round time (ms) on the root,
+ * computed per round, mean / p50 / max round time (ms) on the root, mean
+ * time inside the aggregation call (agg_ms: no compute, no encode),
  * #wrong rounds (decoded sum off the exact one; "-" for ignore).
  */
 #include <gcx/coded.h>
@@ -60,6 +68,7 @@ typedef struct perf_row {
     int         straggle; /* injection on */
     int         n, s, partitions;
     double      mean_ms, p50_ms, max_ms;
+    double      agg_ms;   /* mean time inside the aggregation call */
     long        wrong;    /* -1: not checked */
 } perf_row_t;
 
@@ -119,11 +128,67 @@ static gcx_comm_t *make_comm(gcx_comm_t *world, int straggle,
     return comm;
 }
 
+static void sleep_ms(double ms)
+{
+    struct timespec ts;
+
+    if (ms <= 0) {
+        return;
+    }
+    ts.tv_sec  = (time_t)(ms * 1e-3);
+    ts.tv_nsec = (long)((ms * 1e-3 - (double)ts.tv_sec) * 1e9);
+    nanosleep(&ts, NULL);
+}
+
+static double config_double(gcx_comm_t *comm, const char *name)
+{
+    char buf[256] = "";
+
+    gcx_config_get(gcx_comm_config(comm), name, buf, sizeof(buf));
+    return atof(buf);
+}
+
+/* dense mode: what GCX_STRAGGLER_* of @p comm delay this rank in round r
+ * (the coded objects sleep it themselves): the fixed ranks, plus an
+ * exponential draw of GCX_STRAGGLER_MEAN_MS per rank and round when
+ * GCX_STRAGGLER_COUNT covers every rank (--straggler-exp) */
+static double dense_delay_ms(gcx_comm_t *comm, int rank, int r, int n)
+{
+    char     list[256] = "", *p, *end;
+    double   ms = 0, mean = config_double(comm, "STRAGGLER_MEAN_MS");
+    uint64_t x;
+
+    gcx_config_get(gcx_comm_config(comm), "STRAGGLER_RANKS", list,
+                   sizeof(list));
+    for (p = list; *p != '\0'; p = *end == ',' ? end + 1 : end) {
+        if (strtol(p, &end, 10) == rank) {
+            ms += config_double(comm, "STRAGGLER_DELAY_MS");
+        }
+        if (end == p) {
+            break;
+        }
+    }
+    if (mean > 0 && (int)config_double(comm, "STRAGGLER_COUNT") >= n) {
+        x = (uint64_t)config_double(comm, "STRAGGLER_SEED") * 0x9e3779b97f4a7c15ull ^
+            ((uint64_t)r << 20) ^ (uint64_t)rank;
+        x ^= x >> 33;
+        x *= 0xff51afd7ed558ccdull;
+        x ^= x >> 33;
+        ms += -mean * log(((double)(x >> 11) + 0.5) / 9007199254740992.0);
+    }
+    return ms;
+}
+
 static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
                     int straggle, perf_row_t *row)
 {
     int                 rank = gcx_comm_rank(world), n = gcx_comm_size(world);
     int                 pgc = !strncmp(mode, "pgc", 3), s = o->s, P, k, r;
+    int                 ml = strstr(mode, "-ml") != NULL;
+    int                 dense = !strcmp(mode, "dense");
+    int                 one = pgc || dense || !strcmp(mode, "ignore") ||
+                              !strcmp(mode, "uncoded"); /* 1 partition */
+    gcx_coded_allreduce_t *car = NULL;
     gcx_code_params_t   cp = {0};
     gcx_code_t         *code = NULL;
     gcx_pgc_t          *sched = NULL;
@@ -135,10 +200,11 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
     int                *parts, cnt = 0;
     int64_t            *slot_steps; /* PGC: step each slot was computed */
     long                wrong = 0;
+    double              agg_s = 0;
     int                 check = strcmp(mode, "ignore") != 0;
     gcx_status_t        st;
 
-    if (!strcmp(mode, "uncoded")) {
+    if (!strcmp(mode, "uncoded") || dense) {
         cp.kind = GCX_CODE_UNCODED;
         s       = 0;
     } else if (!strcmp(mode, "ignore")) {
@@ -163,17 +229,14 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
     }
     /* gc computes its s+1 partitions per round, the others one */
     comm = make_comm(world, straggle,
-                     o->straggler_exp * o->compute_ms *
-                         (pgc || !strcmp(mode, "ignore") ||
-                                  !strcmp(mode, "uncoded") ?
-                              1 :
-                              P));
+                     o->straggler_exp * o->compute_ms * (one ? 1 : P));
     if (comm == NULL) {
         return 1;
     }
     params.code  = code;
     params.count = o->count;
-    if (gcx_coded_create(comm, &params, &coded) != GCX_OK) {
+    if (ml ? gcx_coded_allreduce_create(comm, &params, &car) != GCX_OK :
+             gcx_coded_create(comm, &params, &coded) != GCX_OK) {
         return 1;
     }
     msg    = calloc(o->count, sizeof(float));
@@ -189,10 +252,12 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
     }
     gcx_code_assignment(code, rank, parts, coeffs, &cnt);
     for (r = 0; r < o->warmup + o->rounds; ++r) {
-        double t0 = now_s();
+        double t0 = now_s(), t_agg;
         int    ready = 0, abstain = 0, valid = 0, slot, part;
 
-        gcx_coded_ready(coded, &ready);
+        if (coded != NULL) {
+            gcx_coded_ready(coded, &ready);
+        }
         if (ready && pgc) {
             abstain = 1; /* decoded without us: nothing computed */
         } else if (!ready) {
@@ -211,8 +276,11 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
                     gcx_code_encode(P, coeffs, (const float *const *)slots,
                                     o->count, msg);
                 }
-            } else if (!strcmp(mode, "ignore") || !strcmp(mode, "uncoded")) {
+            } else if (one) {
                 compute_partition(o->compute_ms, rank, msg, o->count);
+                if (dense) {
+                    sleep_ms(dense_delay_ms(comm, rank, r, n));
+                }
             } else { /* classic GC: all s+1 partitions, every round */
                 for (k = 0; k < cnt; ++k) {
                     compute_partition(o->compute_ms, parts[k], slots[k],
@@ -222,7 +290,11 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
                                 o->count, msg);
             }
         }
-        st = abstain ? gcx_coded_abstain(coded, sum, NULL, NULL) :
+        t_agg = now_s();
+        st = dense ? gcx_allreduce(comm, msg, sum, o->count, GCX_DT_F32,
+                                   GCX_OP_SUM, NULL) :
+             ml      ? gcx_coded_allreduce(car, msg, sum, NULL, NULL) :
+             abstain ? gcx_coded_abstain(coded, sum, NULL, NULL) :
                        gcx_coded_gather(coded, msg, sum, NULL, NULL);
         if (st != GCX_OK) {
             fprintf(stderr, "rank %d: %s round %d: %s\n", rank, mode, r,
@@ -231,6 +303,7 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
         }
         if (r >= o->warmup) {
             times[r - o->warmup] = now_s() - t0;
+            agg_s += (now_s() - t_agg) / o->rounds;
             if (check && (!pgc || r >= P - 1)) {
                 size_t i;
                 for (i = 0; i < o->count; ++i) {
@@ -252,8 +325,8 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
     row->straggle   = straggle;
     row->n          = n;
     row->s          = s;
-    row->partitions = pgc || !strcmp(mode, "ignore") ||
-                              !strcmp(mode, "uncoded") ? 1 : cnt;
+    row->partitions = one ? 1 : cnt;
+    row->agg_ms     = agg_s * 1e3;
     row->mean_ms    = 0;
     for (r = 0; r < o->rounds; ++r) {
         row->mean_ms += times[r] * 1e3 / o->rounds;
@@ -283,6 +356,7 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
     free(msg);
     free(sum);
     gcx_coded_destroy(coded);
+    gcx_coded_allreduce_destroy(car);
     gcx_barrier(comm, NULL);
     gcx_comm_destroy(comm);
     gcx_pgc_destroy(sched);
@@ -300,9 +374,10 @@ static void print_row(const perf_row_t *row, double base_mean)
     if (row->wrong >= 0) {
         snprintf(wrong, sizeof(wrong), "%ld", row->wrong);
     }
-    printf("%10s %9s %4d %4d %6d %10.2f %10.2f %10.2f %8s %7s\n", row->mode,
-           row->straggle ? "yes" : "no", row->n, row->s, row->partitions,
-           row->mean_ms, row->p50_ms, row->max_ms, ratio, wrong);
+    printf("%10s %9s %4d %4d %6d %10.2f %10.2f %10.2f %10.2f %8s %7s\n",
+           row->mode, row->straggle ? "yes" : "no", row->n, row->s,
+           row->partitions, row->mean_ms, row->p50_ms, row->max_ms,
+           row->agg_ms, ratio, wrong);
 }
 
 int main(int argc, char **argv)
@@ -372,9 +447,9 @@ int main(int argc, char **argv)
                o.compute_ms,
                o.straggler_exp > 0 ? " (every worker Exp(mean M x compute), "
                                      "--straggler-exp)" : "");
-        printf("%10s %9s %4s %4s %6s %10s %10s %10s %8s %7s\n", "mode",
+        printf("%10s %9s %4s %4s %6s %10s %10s %10s %10s %8s %7s\n", "mode",
                "straggler", "n", "s", "parts", "mean_ms", "p50_ms",
-               "max_ms", "vs_base", "#wrong");
+               "max_ms", "agg_ms", "vs_base", "#wrong");
     }
     for (mode = strtok_r(o.modes, ",", &save); mode != NULL && rc == 0;
          mode = strtok_r(NULL, ",", &save)) {
@@ -412,11 +487,12 @@ int main(int argc, char **argv)
             fprintf(json,
                     "%s\n {\"mode\": \"%s\", \"straggler\": %s, \"n\": %d, "
                     "\"s\": %d, \"partitions\": %d, \"mean_ms\": %.4f, "
-                    "\"p50_ms\": %.4f, \"max_ms\": %.4f, \"wrong\": %ld}",
+                    "\"p50_ms\": %.4f, \"max_ms\": %.4f, \"agg_ms\": %.4f, "
+                    "\"wrong\": %ld}",
                     i ? "," : "", rows[i].mode,
                     rows[i].straggle ? "true" : "false", rows[i].n, rows[i].s,
                     rows[i].partitions, rows[i].mean_ms, rows[i].p50_ms,
-                    rows[i].max_ms, rows[i].wrong);
+                    rows[i].max_ms, rows[i].agg_ms, rows[i].wrong);
         }
         fprintf(json, "\n]}\n");
         fclose(json);

@@ -68,6 +68,7 @@
 #include <gcx/coded.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -164,6 +165,73 @@ static int gcx_car_pos(const gcx_coded_allreduce_t *car, int c, int rank)
 static int gcx_car_owner(const gcx_coded_allreduce_t *car, int c, int pos)
 {
     return (c + pos) % car->base.n;
+}
+
+static void gcx_car_hdr_init(gcx_coded_allreduce_t *car, uint64_t round,
+                             int kind, int c, gcx_car_hdr_t *hdr)
+{
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->comm_id  = car->base.comm->id;
+    hdr->instance = car->base.instance;
+    hdr->round    = round;
+    hdr->sender   = (uint16_t)car->base.comm->rank;
+    hdr->kind     = (uint16_t)kind;
+    hdr->chunk    = (uint32_t)c;
+}
+
+/* Request i of a slot: the block's header storage (big enough) holds the
+ * header while the send reads it; len floats of payload (0: header only).
+ * A failed send (peer gone) shows where its answer is waited for. */
+static void gcx_car_send(gcx_coded_allreduce_t *car, gcx_coded_slot_t *slot,
+                         int i, int peer, const gcx_car_hdr_t *hdr,
+                         size_t len)
+{
+    gcx_tl_t *tl = car->base.comm->tl;
+    gcx_iov_t iov;
+
+    memcpy(&slot->block->hdr, hdr, sizeof(*hdr));
+    iov.buffer = slot->block->data;
+    iov.length = len * sizeof(float);
+    tl->ops->am_send(tl, peer, car->base.am_id, &slot->block->hdr,
+                     sizeof(*hdr), len > 0 ? &iov : NULL, len > 0 ? 1 : 0,
+                     &slot->reqs[i]);
+}
+
+/* A slot whose sends may outlive the round: reclaimed when they end. NULL
+ * when out of memory. */
+static gcx_coded_slot_t *gcx_car_out_slot(gcx_coded_allreduce_t *car,
+                                          uint64_t round)
+{
+    gcx_coded_slot_t *slot = gcx_coded_slot_get(&car->base);
+    int               r;
+
+    if (slot == NULL) {
+        gcx_error("coded allreduce: out of memory for a send");
+        return NULL;
+    }
+    slot->round = round;
+    slot->nreqs = car->base.comm->size;
+    for (r = 0; r < slot->nreqs; ++r) {
+        slot->reqs[r].status = GCX_OK;
+    }
+    slot->next         = car->base.inflight;
+    car->base.inflight = slot;
+    return slot;
+}
+
+/* A header-only ACK or COMMIT about chunk c of @p round. */
+static gcx_status_t gcx_car_send_ctl(gcx_coded_allreduce_t *car, int kind,
+                                     uint64_t round, int c, int peer)
+{
+    gcx_coded_slot_t *slot = gcx_car_out_slot(car, round);
+    gcx_car_hdr_t     hdr;
+
+    if (slot == NULL) {
+        return GCX_ERR_NOMEM;
+    }
+    gcx_car_hdr_init(car, round, kind, c, &hdr);
+    gcx_car_send(car, slot, 0, peer, &hdr, 0);
+    return GCX_OK;
 }
 
 /* ---- messages ------------------------------------------------------------ */
@@ -357,10 +425,26 @@ static void gcx_car_on_decoded(gcx_coded_allreduce_t *car,
         return;
     }
     if (hdr->round < car->next_open) {
-        return; /* a copy of a finished round (a new owner's) */
+        /* a new owner sends on a chunk of a round this rank finished: as a
+         * later owner of its line this rank took the same bits (committed
+         * by the lost owner, whose copy the new owner had too), so it
+         * answers ACK and the new owner can go on */
+        if (gcx_car_pos(car, c, car->base.comm->rank) > pos) {
+            (void)gcx_car_send_ctl(car, GCX_CAR_ACK, hdr->round, c,
+                                   hdr->sender);
+        }
+        return;
     }
     if (op != NULL && hdr->round == op->round &&
         op->super.status == GCX_INPROGRESS) {
+        if (op->ch[c].final) {
+            /* as for a finished round: this rank has the same bits */
+            if (gcx_car_pos(car, c, car->base.comm->rank) > pos) {
+                (void)gcx_car_send_ctl(car, GCX_CAR_ACK, hdr->round, c,
+                                       hdr->sender);
+            }
+            return;
+        }
         if (op->ch[c].copy[pos] != NULL) {
             gcx_warn("coded allreduce: dropping a duplicate decoded chunk");
             return;
@@ -418,71 +502,6 @@ static void gcx_car_am_handler(void *arg, const gcx_tl_am_msg_t *msg)
     default:
         gcx_warn("coded allreduce: dropping a message of kind %u", hdr.kind);
         break;
-    }
-}
-
-static void gcx_car_hdr_init(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
-                             int kind, int c, gcx_car_hdr_t *hdr)
-{
-    memset(hdr, 0, sizeof(*hdr));
-    hdr->comm_id  = car->base.comm->id;
-    hdr->instance = car->base.instance;
-    hdr->round    = op->round; /* gcx_car_serve_kept: an earlier one */
-    hdr->sender   = (uint16_t)car->base.comm->rank;
-    hdr->kind     = (uint16_t)kind;
-    hdr->chunk    = (uint32_t)c;
-}
-
-/* Request i of a slot: the block's header storage (big enough) holds the
- * header while the send reads it; len floats of payload (0: header only).
- * A failed send (peer gone) shows where its answer is waited for. */
-static void gcx_car_send(gcx_coded_allreduce_t *car, gcx_coded_slot_t *slot,
-                         int i, int peer, const gcx_car_hdr_t *hdr,
-                         size_t len)
-{
-    gcx_tl_t *tl = car->base.comm->tl;
-    gcx_iov_t iov;
-
-    memcpy(&slot->block->hdr, hdr, sizeof(*hdr));
-    iov.buffer = slot->block->data;
-    iov.length = len * sizeof(float);
-    tl->ops->am_send(tl, peer, car->base.am_id, &slot->block->hdr,
-                     sizeof(*hdr), len > 0 ? &iov : NULL, len > 0 ? 1 : 0,
-                     &slot->reqs[i]);
-}
-
-/* A slot whose sends may outlive the round: reclaimed when they end. */
-static gcx_coded_slot_t *gcx_car_out_slot(gcx_coded_allreduce_t *car,
-                                          gcx_car_op_t *op)
-{
-    gcx_coded_slot_t *slot = gcx_coded_slot_get(&car->base);
-    int               r;
-
-    if (slot == NULL) {
-        op->super.status = GCX_ERR_NOMEM;
-        return NULL;
-    }
-    slot->round = op->round;
-    slot->nreqs = car->base.comm->size;
-    for (r = 0; r < slot->nreqs; ++r) {
-        slot->reqs[r].status = GCX_OK;
-    }
-    slot->next         = car->base.inflight;
-    car->base.inflight = slot;
-    return slot;
-}
-
-/* A header-only ACK or COMMIT about chunk c of @p round. */
-static void gcx_car_send_ctl(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
-                             int kind, uint64_t round, int c, int peer)
-{
-    gcx_coded_slot_t *slot = gcx_car_out_slot(car, op);
-    gcx_car_hdr_t     hdr;
-
-    if (slot != NULL) {
-        gcx_car_hdr_init(car, op, kind, c, &hdr);
-        hdr.round = round;
-        gcx_car_send(car, slot, 0, peer, &hdr, 0);
     }
 }
 
@@ -558,13 +577,14 @@ static void gcx_car_contribute(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
             }
             continue;
         }
-        slot = gcx_car_out_slot(car, op);
+        slot = gcx_car_out_slot(car, op->round);
         if (slot == NULL) {
+            op->super.status = GCX_ERR_NOMEM;
             return;
         }
         gcx_car_block(car, c, &off, &len);
         memcpy(slot->block->data, op->sendbuf + off, len * sizeof(float));
-        gcx_car_hdr_init(car, op, GCX_CAR_CHUNK, c, &hdr);
+        gcx_car_hdr_init(car, op->round, GCX_CAR_CHUNK, c, &hdr);
         gcx_car_send(car, slot, 0, op->acting[c], &hdr, len);
         ++op->nsent;
     }
@@ -579,7 +599,7 @@ static void gcx_car_publish_to(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
     int           r;
 
     gcx_car_block(car, c, &off, &len);
-    gcx_car_hdr_init(car, op, GCX_CAR_DECODED, c, &hdr);
+    gcx_car_hdr_init(car, op->round, GCX_CAR_DECODED, c, &hdr);
     hdr.used = op->ch[c].used;
     for (r = 0; r < car->base.comm->size; ++r) {
         if (peers & (1ull << r)) {
@@ -726,8 +746,11 @@ static void gcx_car_own(gcx_coded_allreduce_t *car, gcx_car_op_t *op, int c)
             return;
         }
         for (r = 0; r < car->base.comm->size; ++r) {
-            if (ch->acks_wanted & (1ull << r)) {
-                gcx_car_send_ctl(car, op, GCX_CAR_COMMIT, op->round, c, r);
+            if ((ch->acks_wanted & (1ull << r)) &&
+                gcx_car_send_ctl(car, GCX_CAR_COMMIT, op->round, c, r) !=
+                    GCX_OK) {
+                op->super.status = GCX_ERR_NOMEM;
+                return;
             }
         }
         rest = 0;
@@ -763,7 +786,7 @@ static void gcx_car_receive(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
         if (copy != NULL && copy->reqs[0].status == GCX_OK &&
             !(ch->acked & (1ull << pos))) {
             ch->acked |= 1ull << pos;
-            gcx_car_send_ctl(car, op, GCX_CAR_ACK, op->round, c,
+            (void)gcx_car_send_ctl(car, GCX_CAR_ACK, op->round, c,
                              gcx_car_owner(car, c, pos));
         }
     }
@@ -886,14 +909,14 @@ static void gcx_car_serve_kept(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
             continue;
         }
         car->kept_served |= 1ull << c;
-        slot = gcx_car_out_slot(car, op);
+        slot = gcx_car_out_slot(car, kept->round);
         if (slot == NULL) {
+            op->super.status = GCX_ERR_NOMEM;
             return;
         }
         gcx_car_block(car, c, &off, &len);
         memcpy(slot->block->data, kept->block->data, len * sizeof(float));
-        gcx_car_hdr_init(car, op, GCX_CAR_DECODED, c, &hdr);
-        hdr.round = kept->round;
+        gcx_car_hdr_init(car, kept->round, GCX_CAR_DECODED, c, &hdr);
         hdr.used  = kept->hdr.used;
         slot->round = kept->round;
         for (r = 0; r < car->base.comm->size; ++r) {
@@ -904,7 +927,7 @@ static void gcx_car_serve_kept(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
             }
             gcx_car_send(car, slot, r, r, &hdr, len);
             if (gcx_car_pos(car, c, r) >= 0) {
-                gcx_car_send_ctl(car, op, GCX_CAR_COMMIT, kept->round, c, r);
+                (void)gcx_car_send_ctl(car, GCX_CAR_COMMIT, kept->round, c, r);
             }
         }
     }
@@ -951,6 +974,26 @@ static void gcx_car_progress(gcx_task_t *task)
     }
     if (task->status == GCX_INPROGRESS && nfinal == car->base.n) {
         gcx_car_done(car, op);
+    }
+    {
+        static int dbg_done; static double dbg_t; static uint64_t dbg_round = ~0ull;
+        if (dbg_round != op->round) { dbg_round = op->round; dbg_t = gcx_time_now(); dbg_done = 0; }
+        if (getenv("CAR_DEBUG") && gcx_time_now() - dbg_t > 3.0 && !dbg_done) {
+        dbg_done = 1;
+        for (c = 0; c < car->base.n; ++c) if (car->kept[c]) fprintf(stderr, "DBG r%d kept chunk %d round %llu served %d\n", me, c, (unsigned long long)car->kept[c]->round, (int)((car->kept_served >> c) & 1));
+        for (c = 0; c < car->base.n; ++c) {
+            gcx_car_chunk_t *ch = &op->ch[c];
+            fprintf(stderr, "DBG r%d round %llu chunk %d acting %d final %d ostate %d arrived %llx taken %llx acks_w %llx acks_g %llx acked %llx committed %llx sent_to %d sending %d copies",
+                    me, (unsigned long long)op->round, c, op->acting[c], ch->final, ch->ostate,
+                    (unsigned long long)ch->arrived, (unsigned long long)ch->taken,
+                    (unsigned long long)ch->acks_wanted, (unsigned long long)ch->acks_got,
+                    (unsigned long long)ch->acked, (unsigned long long)ch->committed, ch->sent_to, op->sending);
+            for (int k = 0; k < car->line; ++k) {
+                fprintf(stderr, " [%d:%d]", k, ch->copy[k] ? ch->copy[k]->reqs[0].status : 99);
+            }
+            fprintf(stderr, "\n");
+        }
+        }
     }
 }
 
