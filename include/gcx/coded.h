@@ -61,6 +61,30 @@ extern "C" {
 /** Opaque coded gather object. */
 typedef struct gcx_coded gcx_coded_t;
 
+/**
+ * How a coded gather object aggregates (gcx_coded_params_t.algo).
+ * Every rank must end with the same choice (part of the creation check).
+ */
+typedef enum gcx_coded_algo {
+    /** From GCX_CODED_ALGO (default star). */
+    GCX_CODED_ALGO_DEFAULT = 0,
+    /**
+     * The cheaper of star and master-less by an alpha-beta model
+     * (GCX_NET_LATENCY_US, GCX_NET_BANDWIDTH_GBPS; 20 us and 10 Gbit/s when
+     * unset) for the ranks and the vector size; star where master-less
+     * cannot serve the parameters (root_not_worker, lost_rounds).
+     */
+    GCX_CODED_ALGO_AUTO       = 1,
+    /** One root decodes and sends the sum to every rank. */
+    GCX_CODED_ALGO_STAR       = 2,
+    /**
+     * No root: gcx_coded_gather() runs a master-less coded allreduce (see
+     * gcx_coded_allreduce() below); root is ignored; root_not_worker and
+     * lost_rounds are GCX_ERR_INVALID.
+     */
+    GCX_CODED_ALGO_MASTERLESS = 3,
+} gcx_coded_algo_t;
+
 /** Parameters of gcx_coded_create(). Zero-initialise, then set. */
 typedef struct gcx_coded_params {
     /**
@@ -87,6 +111,8 @@ typedef struct gcx_coded_params {
      * gone can never decode still fails. Every call must then pass a result. Set it alike on every rank.
      */
     int lost_rounds;
+    /** A gcx_coded_algo_t; 0: GCX_CODED_ALGO (default star). */
+    int algo;
 } gcx_coded_params_t;
 
 /** What a round was decoded from. Written only when the round succeeds
@@ -247,6 +273,10 @@ gcx_status_t gcx_coded_abstain(gcx_coded_t *coded, float *recvbuf,
  */
 GCX_API
 gcx_status_t gcx_coded_ready(gcx_coded_t *coded, int *ready_p);
+
+/** 1 when the object runs the master-less algorithm, else 0 (star). */
+GCX_API
+int gcx_coded_masterless(const gcx_coded_t *coded);
 
 /** Worker index of @p rank, or -1 for a root that is not a worker. */
 GCX_API

@@ -99,6 +99,7 @@ struct gcx_config {
     int    gravac_settle;       /* GCX_GRAVAC_SETTLE, a gcx_gravac_settle_t */
     /* coll/coded_gather (src/coll/coded_gather/coded_gather.c) */
     int    coded_max_lag;       /* GCX_CODED_MAX_LAG, rounds */
+    int    coded_algo;          /* GCX_CODED_ALGO, a gcx_coded_algo_t */
     char   straggler_ranks[GCX_CONFIG_STRING_MAX]; /* GCX_STRAGGLER_RANKS */
     double straggler_delay_ms;  /* GCX_STRAGGLER_DELAY_MS */
     double straggler_mean_ms;   /* GCX_STRAGGLER_MEAN_MS */

@@ -69,6 +69,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+int gcx_coded_masterless(const gcx_coded_t *coded)
+{
+    return coded != NULL && coded->car != NULL;
+}
+
 int gcx_coded_worker(const gcx_coded_t *coded, int rank)
 {
     if (!coded->root_not_worker) {
@@ -182,6 +187,57 @@ gcx_status_t gcx_coded_agree(gcx_coded_t *coded, uint32_t coll_id)
     return gcx_task_submit(check, NULL);
 }
 
+/* ---- star or master-less ------------------------------------------------- */
+
+static const gcx_config_value_t gcx_coded_algo_names[] = {
+    [GCX_CODED_ALGO_DEFAULT] = {GCX_CODED_ALGO_DEFAULT, "default",
+                                "GCX_CODED_ALGO decides (as star)"},
+    [GCX_CODED_ALGO_AUTO] = {GCX_CODED_ALGO_AUTO, "auto",
+                             "the cheaper of star and masterless by the "
+                             "alpha-beta model (GCX_NET_*)"},
+    [GCX_CODED_ALGO_STAR] = {GCX_CODED_ALGO_STAR, "star",
+                             "one root decodes and sends the sum to every "
+                             "rank"},
+    [GCX_CODED_ALGO_MASTERLESS] = {GCX_CODED_ALGO_MASTERLESS, "masterless",
+                                   "every rank decodes a chunk and sends it "
+                                   "to every rank (gcx_coded_allreduce)"},
+    {0, NULL, NULL},
+};
+
+/*
+ * auto: per round, with m = 4 count bytes, P ranks, α, β from GCX_NET_*
+ * (20 us, 10 Gbit/s when unset) and a send overhead o = 2 us,
+ *   star       2α + (P-1)(o + mβ)          the root's link sends P-1 sums
+ *   masterless 4α + 2(P-1)o + 2(P-1)/P mβ  two vectors per link, ACK/COMMIT
+ * (the decode and the straggler wait are alike). Master-less needs every
+ * rank a worker and no lost rounds. A pure function of agreed inputs.
+ */
+static int gcx_coded_pick_masterless(const gcx_comm_t *comm,
+                                     const gcx_coded_params_t *params)
+{
+    const struct gcx_config *cfg = &comm->config;
+    int    algo = params->algo != GCX_CODED_ALGO_DEFAULT ? params->algo :
+                                                          cfg->coded_algo;
+    double alpha = cfg->net_latency_us > 0 ? cfg->net_latency_us * 1e-6 :
+                                             20e-6;
+    double beta  = cfg->net_bandwidth_gbps > 0 ?
+                       8.0 / (cfg->net_bandwidth_gbps * 1e9) :
+                       8.0 / 10e9;
+    double o = 2e-6, m = 4.0 * (double)params->count, P = comm->size;
+    double star, masterless;
+
+    if (algo == GCX_CODED_ALGO_MASTERLESS) {
+        return 1;
+    }
+    if (algo != GCX_CODED_ALGO_AUTO || params->root_not_worker ||
+        params->lost_rounds || comm->size < 3) {
+        return 0;
+    }
+    star       = 2 * alpha + (P - 1) * (o + m * beta);
+    masterless = 4 * alpha + 2 * (P - 1) * o + 2 * (P - 1) / P * m * beta;
+    return masterless < star;
+}
+
 static gcx_status_t gcx_coded_create_locked(gcx_comm_t *comm,
                               const gcx_coded_params_t *params,
                               gcx_coded_t **coded_p)
@@ -199,6 +255,27 @@ static gcx_status_t gcx_coded_create_locked(gcx_comm_t *comm,
     }
     if (comm->error != GCX_OK) {
         return comm->error;
+    }
+    if (params->algo < GCX_CODED_ALGO_DEFAULT ||
+        params->algo > GCX_CODED_ALGO_MASTERLESS) {
+        gcx_error("gcx_coded_create: invalid algo %d", params->algo);
+        return GCX_ERR_INVALID;
+    }
+    if (gcx_coded_pick_masterless(comm, params)) {
+        coded = calloc(1, sizeof(*coded));
+        if (coded == NULL) {
+            return GCX_ERR_NOMEM;
+        }
+        coded->comm = comm;
+        status      = gcx_coded_allreduce_create(comm, params, &coded->car);
+        if (status != GCX_OK) {
+            free(coded);
+            return status;
+        }
+        gcx_debug("coded gather: master-less on %d ranks, %zu floats",
+                  comm->size, params->count);
+        *coded_p = coded;
+        return GCX_OK;
     }
     workers = comm->size - (params->root_not_worker ? 1 : 0);
     if (gcx_code_workers(params->code) != workers || workers < 1) {
@@ -274,6 +351,11 @@ static void gcx_coded_destroy_locked(gcx_coded_t *coded)
     if (coded == NULL) {
         return;
     }
+    if (coded->car != NULL) {
+        gcx_coded_allreduce_destroy(coded->car);
+        free(coded);
+        return;
+    }
     tl = coded->comm->tl;
     if (coded->live != NULL) {
         gcx_warn("coded gather destroyed with a round in flight");
@@ -342,6 +424,10 @@ gcx_status_t gcx_coded_gather(gcx_coded_t *coded, const float *sendbuf,
                   (const void *)sendbuf, (void *)recvbuf);
         return GCX_ERR_INVALID;
     }
+    if (coded->car != NULL) {
+        return gcx_coded_allreduce(coded->car, sendbuf, recvbuf, result,
+                                   req_p);
+    }
     return gcx_coded_submit(coded, sendbuf, recvbuf, 0, result, req_p);
 }
 
@@ -353,6 +439,11 @@ gcx_status_t gcx_coded_abstain(gcx_coded_t *coded, float *recvbuf,
         gcx_error("gcx_coded_abstain: invalid arguments (recvbuf %p)",
                   (void *)recvbuf);
         return GCX_ERR_INVALID;
+    }
+    if (coded->car != NULL) {
+        gcx_error("gcx_coded_abstain: not supported by the master-less "
+                  "algorithm (create the object with algo star)");
+        return GCX_ERR_UNSUPPORTED;
     }
     return gcx_coded_submit(coded, NULL, recvbuf, 1, result, req_p);
 }
@@ -371,6 +462,9 @@ static gcx_status_t gcx_coded_ready_locked(gcx_coded_t *coded, int *ready_p)
     tl = coded->comm->tl;
     tl->ops->progress(tl);
     *ready_p = 0;
+    if (coded->car != NULL) {
+        return GCX_OK; /* a round is never decoded before a rank enters */
+    }
     for (slot = coded->stash; slot != NULL; slot = slot->next) {
         if (coded->comm->rank != coded->root &&
             slot->round == coded->next_round) {
@@ -396,6 +490,9 @@ gcx_status_t gcx_coded_stats(const gcx_coded_t *coded,
     if (coded == NULL || stats_p == NULL) {
         return GCX_ERR_INVALID;
     }
+    if (coded->car != NULL) {
+        return gcx_coded_allreduce_stats(coded->car, stats_p);
+    }
     *stats_p      = coded->stats;
     stats_p->gone = coded->gone;
     return GCX_OK;
@@ -409,6 +506,11 @@ static const gcx_config_entry_t gcx_coded_config_rows[] = {
      "not taken them; a rank lagging further counts as gone (permanent "
      "straggler)",
      offsetof(struct gcx_config, coded_max_lag), 1, 1 << 20, NULL},
+    {"CODED_ALGO", GCX_CONFIG_ENUM, "star",
+     "Coded gather: star (one root decodes), masterless (every rank decodes "
+     "a chunk: gcx_coded_allreduce) or auto (the cheaper by the alpha-beta "
+     "model of GCX_NET_*); gcx_coded_params_t.algo overrides it",
+     offsetof(struct gcx_config, coded_algo), 0, 0, gcx_coded_algo_names},
     {"STRAGGLER_RANKS", GCX_CONFIG_STRING, "",
      "Coded gather straggler injection: comma-separated ranks delayed by "
      "GCX_STRAGGLER_DELAY_MS every round (tests, perf)",

@@ -103,6 +103,9 @@ typedef struct gcx_coded_op gcx_coded_op_t;
 
 struct gcx_coded {
     gcx_comm_t  *comm;
+    /* GCX_CODED_ALGO_MASTERLESS: the calls go to this object, nothing
+     * below is used but comm (star: NULL) */
+    gcx_coded_allreduce_t *car;
     gcx_code_t  *code;
     size_t       count;
     size_t       bytes;

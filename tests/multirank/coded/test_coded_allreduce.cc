@@ -196,6 +196,69 @@ TEST(CodedAllreduce, FixedStragglerIsNeverWaitedFor)
     gcx_comm_destroy(comm);
 }
 
+// gcx_coded_create with algo: masterless runs the master-less allreduce
+// behind gcx_coded_gather (right sums, gcx_coded_masterless), auto picks it
+// for a large vector on 3+ ranks and the star for a small one or where it
+// cannot serve (lost_rounds), and masterless with root_not_worker is refused.
+TEST(CodedAllreduce, GatherObjectChoosesItsAlgorithm)
+{
+    if (world_size() < 3) {
+        GTEST_SKIP() << "needs 3 ranks";
+    }
+    gcx_comm_t *comm = make_comm({});
+    ASSERT_NE(nullptr, comm);
+    int               n  = gcx_comm_size(comm), rank = gcx_comm_rank(comm);
+    gcx_code_params_t cp = {};
+    cp.kind              = GCX_CODE_CR;
+    cp.n                 = n;
+    cp.s                 = 1;
+    gcx_code_t *code     = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_code_create(&cp, &code));
+    struct Case {
+        int algo, lost_rounds;
+        size_t count;
+        int want_masterless;
+    } cases[] = {{GCX_CODED_ALGO_MASTERLESS, 0, 1001, 1},
+                 {GCX_CODED_ALGO_AUTO, 0, 1 << 20, 1},
+                 {GCX_CODED_ALGO_AUTO, 0, 16, 0},
+                 {GCX_CODED_ALGO_AUTO, 1, 1 << 20, 0},
+                 {GCX_CODED_ALGO_DEFAULT, 0, 1 << 20, 0}};
+    for (const Case &c : cases) {
+        gcx_coded_params_t params = {};
+        params.code               = code;
+        params.count              = c.count;
+        params.algo               = c.algo;
+        params.lost_rounds        = c.lost_rounds;
+        gcx_coded_t *coded        = nullptr;
+        ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, &coded));
+        EXPECT_EQ(c.want_masterless, gcx_coded_masterless(coded))
+            << "algo " << c.algo << " count " << c.count;
+        std::vector<float> msg(c.count), sum(c.count);
+        for (int r = 0; r < 3; ++r) {
+            encode(code, rank, r, c.count, msg);
+            gcx_coded_result_t res;
+            ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr));
+            for (size_t i = 0; i < c.count; ++i) {
+                double want = 0;
+                for (int j = 0; j < n; ++j) {
+                    want += grad(j, r, i);
+                }
+                ASSERT_NEAR(want, sum[i], 1e-3 * 11 * n) << "round " << r;
+            }
+        }
+        gcx_coded_destroy(coded);
+    }
+    gcx_coded_params_t params = {};
+    params.code               = code;
+    params.count              = 10;
+    params.algo               = GCX_CODED_ALGO_MASTERLESS;
+    params.root_not_worker    = 1;
+    gcx_coded_t *coded        = nullptr;
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_coded_create(comm, &params, &coded));
+    gcx_code_destroy(code);
+    gcx_comm_destroy(comm);
+}
+
 TEST(CodedAllreduce, DifferentCountIsAMismatchOnEveryRank)
 {
     if (world_size() < 2) {
