@@ -9,8 +9,15 @@
  * a rank of the communicator goes where the handler sends it: the sender's
  * worker index (which must be a worker, or -1 for a root that is not one),
  * and the public result filled from it. Cost per input: one copy of at most 300 bytes.
+ *
+ * The same bytes go through the master-less coded allreduce's parser
+ * (src/coll/coded_allreduce): bytes 1..32 as its header, the two after as
+ * the payload length, byte 0 also picking the owners per chunk and the
+ * vector length; an accepted header must name ranks of the communicator,
+ * a known kind, and for DECODED and COMMIT an owner of the chunk (the
+ * handler indexes per-chunk and per-owner state with them).
  */
-#include "coll/coded_gather/coded_int.h"
+#include "coll/coded_allreduce/coded_allreduce_int.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -27,6 +34,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (size < 1) {
         return 0;
+    }
+    if (size - 1 >= sizeof(gcx_car_hdr_t)) {
+        gcx_car_hdr_t ch;
+        int           csize = 1 + data[0] % GCX_CODE_MAX_WORKERS;
+        int           line  = 1 + (data[0] >> 6) % csize, pos;
+        size_t        payload = 0;
+
+        if (size - 1 >= sizeof(ch) + 2) {
+            payload = (size_t)data[1 + sizeof(ch)] |
+                      (size_t)data[2 + sizeof(ch)] << 8;
+        }
+        if (gcx_car_hdr_parse(data + 1, sizeof(ch), payload, csize, line,
+                              (size_t)data[0] * 37u, &ch) == GCX_OK) {
+            pos = ((int)ch.sender - (int)ch.chunk + csize) % csize;
+            if (ch.sender >= (unsigned)csize || ch.chunk >= (unsigned)csize ||
+                ch.kind < 1 || ch.kind > 4 ||
+                ((ch.kind == 2 || ch.kind == 4) && pos >= line)) {
+                abort();
+            }
+        }
     }
     memset(&coded, 0, sizeof(coded));
     coded.n               = 1 + data[0] % GCX_CODE_MAX_WORKERS;

@@ -61,7 +61,7 @@
  * others decode. Every owner of a chunk lost, or more than s workers: the
  * round fails (GCX_ERR_PEER, GCX_ERR_UNDECODABLE).
  */
-#include "coll/coded_gather/coded_int.h"
+#include "coded_allreduce_int.h"
 #include "base/log.h"
 #include "base/time.h"
 
@@ -74,24 +74,6 @@
 
 #define GCX_CAR_COLL_ID (GCX_COLL_INTERNAL + 9) /* for the creation check */
 #define GCX_CAR_MAX     GCX_CODE_MAX_WORKERS
-
-enum {
-    GCX_CAR_CHUNK   = 1, /* worker -> owner: one chunk of a coded message */
-    GCX_CAR_DECODED = 2, /* owner -> rank: the decoded sum of a chunk */
-    GCX_CAR_ACK     = 3, /* backup -> owner: your decoded chunk landed here */
-    GCX_CAR_COMMIT  = 4, /* owner -> backup: every live backup has it */
-};
-
-/* Wire header (starts with the communicator id: gcx_tl_am_prefix_t). */
-typedef struct gcx_car_hdr {
-    uint32_t comm_id;
-    uint32_t instance;
-    uint64_t round;
-    uint16_t sender;
-    uint16_t kind;
-    uint32_t chunk;
-    uint64_t used; /* DECODED: the workers the chunk was decoded from */
-} gcx_car_hdr_t;
 
 typedef struct gcx_car_op gcx_car_op_t;
 
@@ -471,21 +453,52 @@ static void gcx_car_on_ctl(gcx_coded_allreduce_t *car, const gcx_car_hdr_t *hdr)
     }
 }
 
+gcx_status_t gcx_car_hdr_parse(const void *bytes, size_t len, size_t payload,
+                               int size, int line, size_t count,
+                               gcx_car_hdr_t *hdr)
+{
+    size_t off, clen;
+    int    pos;
+
+    if (len != sizeof(*hdr) || size < 1 || line < 1) {
+        return GCX_ERR_INVALID;
+    }
+    memcpy(hdr, bytes, sizeof(*hdr)); /* may be unaligned */
+    if (hdr->sender >= (unsigned)size || hdr->chunk >= (unsigned)size) {
+        return GCX_ERR_INVALID;
+    }
+    gcx_coll_block(count, size, (int)hdr->chunk, &off, &clen);
+    pos = gcx_coll_mod((int)hdr->sender - (int)hdr->chunk, size);
+    switch (hdr->kind) {
+    case GCX_CAR_CHUNK: /* from any worker */
+        return payload == clen * sizeof(float) ? GCX_OK : GCX_ERR_INVALID;
+    case GCX_CAR_DECODED: /* from an owner of the chunk */
+        return payload == clen * sizeof(float) && pos < line ?
+                   GCX_OK : GCX_ERR_INVALID;
+    case GCX_CAR_ACK: /* from a later owner */
+        return payload == 0 && pos > 0 && pos < line ? GCX_OK :
+                                                       GCX_ERR_INVALID;
+    case GCX_CAR_COMMIT: /* from an owner */
+        return payload == 0 && pos < line ? GCX_OK : GCX_ERR_INVALID;
+    default:
+        return GCX_ERR_INVALID;
+    }
+}
+
 static void gcx_car_am_handler(void *arg, const gcx_tl_am_msg_t *msg)
 {
     gcx_coded_allreduce_t *car = arg;
     gcx_car_hdr_t          hdr;
 
-    if (msg->header_length != sizeof(hdr)) {
-        gcx_warn("coded allreduce: dropping a message with a bad header");
+    if (gcx_car_hdr_parse(msg->header, msg->header_length, msg->length,
+                          car->base.comm->size, car->line, car->base.count,
+                          &hdr) != GCX_OK) {
+        gcx_warn("coded allreduce: dropping a malformed message");
         return;
     }
-    memcpy(&hdr, msg->header, sizeof(hdr)); /* may be unaligned */
     if (hdr.comm_id != car->base.comm->id ||
         hdr.instance != car->base.instance ||
-        hdr.sender >= (unsigned)car->base.comm->size ||
-        hdr.sender == (unsigned)car->base.comm->rank ||
-        hdr.chunk >= (unsigned)car->base.comm->size) {
+        hdr.sender == (unsigned)car->base.comm->rank) {
         return; /* another object's (destroyed) message: drop */
     }
     switch (hdr.kind) {
@@ -495,12 +508,8 @@ static void gcx_car_am_handler(void *arg, const gcx_tl_am_msg_t *msg)
     case GCX_CAR_DECODED:
         gcx_car_on_decoded(car, &hdr, msg);
         break;
-    case GCX_CAR_ACK:
-    case GCX_CAR_COMMIT:
+    default: /* ACK, COMMIT */
         gcx_car_on_ctl(car, &hdr);
-        break;
-    default:
-        gcx_warn("coded allreduce: dropping a message of kind %u", hdr.kind);
         break;
     }
 }
