@@ -130,6 +130,20 @@ struct gcx_car_op {
     gcx_car_chunk_t        ch[GCX_CAR_MAX];
 };
 
+/* memcpy of n floats; nothing for n = 0 (the buffers may then be NULL) */
+static void gcx_car_copy(float *dst, const float *src, size_t n)
+{
+    if (n > 0) {
+        memcpy(dst, src, n * sizeof(float));
+    }
+}
+
+/* base + off, NULL for a NULL base (count 0: the buffers may be NULL) */
+static float *gcx_car_at(const float *base, size_t off)
+{
+    return base != NULL ? (float *)(uintptr_t)(base + off) : NULL;
+}
+
 static void gcx_car_block(const gcx_coded_allreduce_t *car, int c,
                           size_t *off_p, size_t *len_p)
 {
@@ -592,7 +606,7 @@ static void gcx_car_contribute(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
             return;
         }
         gcx_car_block(car, c, &off, &len);
-        memcpy(slot->block->data, op->sendbuf + off, len * sizeof(float));
+        gcx_car_copy(slot->block->data, gcx_car_at(op->sendbuf, off), len);
         gcx_car_hdr_init(car, op->round, GCX_CAR_CHUNK, c, &hdr);
         gcx_car_send(car, slot, 0, op->acting[c], &hdr, len);
         ++op->nsent;
@@ -644,7 +658,7 @@ static int gcx_car_owner_bits(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
             return 0; /* wait: it lands, or fails with its sender */
         }
         if (copy->reqs[0].status == GCX_OK) {
-            memcpy(out, copy->block->data, len * sizeof(float));
+            gcx_car_copy(out, copy->block->data, len);
             ch->used = copy->hdr.used;
             return 1;
         }
@@ -670,7 +684,8 @@ static int gcx_car_owner_bits(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
         vecs[w] = NULL;
         if (a[w] != 0) {
             ch->used |= 1ull << w;
-            vecs[w] = w == me ? op->sendbuf + off : ch->in[w]->block->data;
+            vecs[w] = w == me ? gcx_car_at(op->sendbuf, off) :
+                              ch->in[w]->block->data;
         }
     }
     /* canonical: the same taken set gives the same bits on any rank */
@@ -733,7 +748,7 @@ static void gcx_car_own(gcx_coded_allreduce_t *car, gcx_car_op_t *op, int c)
             }
             return;
         }
-        memcpy(op->recvbuf + off, slot->block->data, len * sizeof(float));
+        gcx_car_copy(gcx_car_at(op->recvbuf, off), slot->block->data, len);
         ch->acks_wanted = 0;
         for (pos = gcx_car_pos(car, c, me) + 1; pos < car->line; ++pos) {
             r = gcx_car_owner(car, c, pos);
@@ -814,7 +829,7 @@ static void gcx_car_receive(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
         return;
     }
     gcx_car_block(car, c, &off, &len);
-    memcpy(op->recvbuf + off, copy->block->data, len * sizeof(float));
+    gcx_car_copy(gcx_car_at(op->recvbuf, off), copy->block->data, len);
     op->used_union |= copy->hdr.used;
     ch->final = 1;
     ch->keep  = mypos > apos ? apos + 1 : 0;
@@ -924,7 +939,7 @@ static void gcx_car_serve_kept(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
             return;
         }
         gcx_car_block(car, c, &off, &len);
-        memcpy(slot->block->data, kept->block->data, len * sizeof(float));
+        gcx_car_copy(slot->block->data, kept->block->data, len);
         gcx_car_hdr_init(car, kept->round, GCX_CAR_DECODED, c, &hdr);
         hdr.used  = kept->hdr.used;
         slot->round = kept->round;

@@ -160,7 +160,7 @@ static void gcx_coded_rank_progress(gcx_task_t *task)
         if (slot->reqs[0].status != GCX_OK) {
             task->status = slot->reqs[0].status;
         } else {
-            if (slot->hdr.kind != GCX_CODED_LOST) {
+            if (slot->hdr.kind != GCX_CODED_LOST && coded->bytes > 0) {
                 memcpy(op->recvbuf, slot->block->data, coded->bytes);
             }
             gcx_coded_rank_done(op, &slot->hdr);

@@ -642,7 +642,9 @@ static void gcx_coded_root_publish(gcx_coded_op_t *op)
             op->super.status = GCX_ERR_NOMEM;
             return;
         }
-        memcpy(slot->block->data, op->recvbuf, coded->bytes);
+        if (coded->bytes > 0) { /* count 0: recvbuf may be NULL */
+            memcpy(slot->block->data, op->recvbuf, coded->bytes);
+        }
         slot->block->hdr = hdr;
         slot->round = op->round;
         slot->nreqs = coded->comm->size;
