@@ -544,11 +544,18 @@ static int gcx_tl_ucx_tcp_only(ucp_context_h context)
  * cost is met in the algorithm choice instead (GCX_ALLREDUCE_LARGE_MSG_TCP).
  * Measured in perf/coll/RESULTS.md ("Dense allreduce on TCP links"). */
 static const struct {
-    const char *name;  /* as ucp_config_modify takes it */
+    /* as ucp_config_modify takes it, in the order tried: the key changed
+     * between UCX versions. UCX 1.13 applies "SNDBUF" and accepts
+     * "TCP_SNDBUF" here but drops it at ucp_worker_create ("invalid
+     * configuration", no SO_SNDBUF set); UCX 1.22 rejects "SNDBUF" here
+     * (UCS_ERR_INVALID_PARAM) and applies "TCP_SNDBUF" (both seen with
+     * strace: setsockopt SO_SNDBUF 262144). The first key UCX accepts is
+     * used. */
+    const char *names[2];
     const char *env;   /* the user's variable that overrides us */
     const char *value;
 } gcx_tl_ucx_tcp_settings[] = {
-    {"SNDBUF", "UCX_TCP_SNDBUF", "256K"},
+    {{"SNDBUF", "TCP_SNDBUF"}, "UCX_TCP_SNDBUF", "256K"},
 };
 
 static gcx_status_t gcx_tl_ucx_init_context(gcx_tl_ctx_t *ctx, int tcp_tuned)
@@ -566,13 +573,24 @@ static gcx_status_t gcx_tl_ucx_init_context(gcx_tl_ctx_t *ctx, int tcp_tuned)
     for (i = 0; tcp_tuned && i < sizeof(gcx_tl_ucx_tcp_settings) /
                                      sizeof(gcx_tl_ucx_tcp_settings[0]); ++i) {
         if (getenv(gcx_tl_ucx_tcp_settings[i].env) == NULL) {
-            st = ucp_config_modify(ucp_config, gcx_tl_ucx_tcp_settings[i].name,
-                                   gcx_tl_ucx_tcp_settings[i].value);
+            size_t j;
+
+            st = UCS_ERR_INVALID_PARAM;
+            for (j = 0; j < 2 && st != UCS_OK; ++j) {
+                st = ucp_config_modify(ucp_config,
+                                       gcx_tl_ucx_tcp_settings[i].names[j],
+                                       gcx_tl_ucx_tcp_settings[i].value);
+            }
             if (st != UCS_OK) {
-                gcx_warn("cannot set UCX %s=%s: %s",
-                         gcx_tl_ucx_tcp_settings[i].name,
+                /* never silent: the setting is lost for this process */
+                gcx_warn("UCX %s rejected the configuration keys %s and %s "
+                         "(=%s: %s): running without it; set %s=%s to apply "
+                         "it", ucp_get_version_string(),
+                         gcx_tl_ucx_tcp_settings[i].names[0],
+                         gcx_tl_ucx_tcp_settings[i].names[1],
                          gcx_tl_ucx_tcp_settings[i].value,
-                         ucs_status_string(st));
+                         ucs_status_string(st), gcx_tl_ucx_tcp_settings[i].env,
+                         gcx_tl_ucx_tcp_settings[i].value);
             }
         }
     }
