@@ -94,6 +94,45 @@ void *gcx_comm_scratch(gcx_comm_t *comm, size_t size)
 /* seconds a destroy lets the endpoints it releases deliver what was sent */
 #define GCX_COMM_CLOSE_GRACE 0.2
 
+/* The communicator's id is free again, and so are the control messages
+ * that came for it before it existed here. */
+static void gcx_comm_id_release(gcx_context_t *ctx, uint32_t id)
+{
+    gcx_ctl_early_forget(ctx, id);
+    gcx_context_id_release(ctx, id);
+}
+
+/* Links the communicator into the context's list of live ones (newest
+ * first), which the control channel searches by id; registers its queue's
+ * and its control channel's progress. */
+static void gcx_comm_link(gcx_context_t *ctx, gcx_comm_t *comm)
+{
+    comm->ctx_prev = NULL;
+    comm->ctx_next = ctx->comms;
+    if (ctx->comms != NULL) {
+        ctx->comms->ctx_prev = comm;
+    }
+    ctx->comms = comm;
+    /* the newest registration runs first: a revoke heard acts before the
+     * queue moves */
+    gcx_comm_queue_attach(comm);
+    gcx_comm_ctl_attach(comm);
+}
+
+static void gcx_comm_unlink(gcx_context_t *ctx, gcx_comm_t *comm)
+{
+    gcx_comm_queue_detach(comm);
+    if (comm->ctx_prev != NULL) {
+        comm->ctx_prev->ctx_next = comm->ctx_next;
+    } else if (ctx->comms == comm) {
+        ctx->comms = comm->ctx_next;
+    }
+    if (comm->ctx_next != NULL) {
+        comm->ctx_next->ctx_prev = comm->ctx_prev;
+    }
+    comm->ctx_prev = comm->ctx_next = NULL;
+}
+
 /* Releases what a communicator holds; the context lock is held. */
 static void gcx_comm_free(gcx_comm_t *comm, double grace)
 {
@@ -101,10 +140,10 @@ static void gcx_comm_free(gcx_comm_t *comm, double grace)
 
     if (comm->tl != NULL) {
         if (comm->tl->ops->fini(comm->tl, grace)) {
-            gcx_context_id_release(comm->ctx, comm->id);
+            gcx_comm_id_release(comm->ctx, comm->id);
         }
     }
-    gcx_context_remove(comm->ctx, comm);
+    gcx_comm_unlink(comm->ctx, comm);
     gcx_comm_ctl_free(comm);
     for (i = 0; i < GCX_COMM_STATE_MAX; ++i) {
         if (comm->state[i].release != NULL) {
@@ -215,7 +254,7 @@ static gcx_status_t gcx_comm_wireup(gcx_comm_t *comm, const gcx_oob_t *oob)
             GCX_TL_PEER_FAILURE_REMOTE : GCX_TL_PEER_FAILURE_NONE;
     status = ctx->tl_ops->init(ctx->tl_ctx, &params, &comm->tl);
     if (status != GCX_OK) {
-        gcx_context_id_release(ctx, comm->id);
+        gcx_comm_id_release(ctx, comm->id);
         goto out;
     }
     myblob = calloc(1, maxlen);
@@ -265,7 +304,7 @@ static gcx_status_t gcx_comm_new(const gcx_config_t *config, int rank,
         free(comm);
         return status;
     }
-    gcx_context_add(comm->ctx, comm);
+    gcx_comm_link(comm->ctx, comm);
     *comm_p = comm;
     return GCX_OK;
 }
@@ -406,7 +445,7 @@ gcx_status_t gcx_comm_derive(gcx_comm_t *parent, const gcx_config_t *config,
     comm->network_only = parent->network_only; /* agreed by the parent */
     status = parent->tl->ops->derive(parent->tl, &params, members, &comm->tl);
     if (status != GCX_OK) {
-        gcx_context_id_release(comm->ctx, comm->id);
+        gcx_comm_id_release(comm->ctx, comm->id);
         gcx_comm_free(comm, 0);
         return status;
     }

@@ -45,7 +45,9 @@ struct gcx_comm {
                                        peers over network sockets only
                                        (agreed at creation: collectives
                                        choose by it, so all ranks alike) */
-    gcx_comm_t       *ctx_prev, *ctx_next;
+    gcx_comm_t       *ctx_prev, *ctx_next; /* ctx->comms */
+    gcx_progress_cb_t queue_cb; /* the queue's progress (task.c) */
+    gcx_progress_cb_t ctl_cb;   /* the control channel's (shrink.c) */
     gcx_task_t       *p2p;    /* point-to-point requests in flight */
     /* a collective's transfer got another size than expected (ranks out of
      * step without GCX_CHECK_ARGS): its other transfers may still be in
@@ -57,7 +59,6 @@ struct gcx_comm {
     uint32_t          shrink_epoch; /* shrinks of this communicator begun */
     struct gcx_ctl_msg *ctl_head, *ctl_tail; /* control messages not
                                                 consumed yet (FIFO) */
-    struct gcx_shrink *shrink;      /* the agreement under way, or NULL */
 };
 
 /**
@@ -66,6 +67,11 @@ struct gcx_comm {
  * Call once (e.g. from a pthread_once); -1 when all are taken.
  */
 int gcx_comm_state_slot(void);
+
+/** Register (unregister) the communicator's queue and point-to-point
+ *  requests with the context's progress (task.c). */
+void gcx_comm_queue_attach(gcx_comm_t *comm);
+void gcx_comm_queue_detach(gcx_comm_t *comm);
 
 /** Moves the communicator's queue along; returns tasks completed. */
 int gcx_comm_queue_progress(gcx_comm_t *comm);

@@ -1,15 +1,20 @@
 /*
  * context.c - the process's one gcx context (see context.h): reference
- * count, the communicator list progress walks, id agreement, the locks.
+ * count, the progress callbacks, id agreement, the locks.
+ *
+ * It sits right above the transport and names nothing of core above it:
+ * the parts that need progress (a communicator's queue and control
+ * channel, a shrink) register a callback, as UCT transports register with
+ * a UCX worker (ucs_callbackq) and libuv's handles with its loop.
  *
  * Cost: a lock and unlock per public call (uncontended: tens of
- * nanoseconds); a progress call walks every live communicator's queue (a
- * pointer test each when idle); an id agreement is a scan of at most 2048
- * bits per member, at creation only.
+ * nanoseconds); a progress call is one transport progress plus one
+ * indirect call per registered callback (two per live communicator, each a
+ * pointer test when idle, and one per shrink under way); registering and
+ * unregistering are O(1) list links; an id agreement is a scan of at most
+ * 2048 bits per member, at creation only.
  */
 #include "context.h"
-#include "comm.h"
-#include "shrink.h"
 #include "base/log.h"
 
 #include <stdlib.h>
@@ -71,10 +76,7 @@ gcx_status_t gcx_context_acquire(int transport, gcx_context_t **ctx_p)
     ctx->network_only = ctx->tl_ops->ctx_network_only != NULL &&
                         ctx->tl_ops->ctx_network_only(ctx->tl_ctx);
     ctx->refcount     = 1;
-    if (ctx->tl_ops->ctx_ctl_handler != NULL) {
-        ctx->tl_ops->ctx_ctl_handler(ctx->tl_ctx, gcx_ctl_deliver, ctx);
-    }
-    gcx_context_live = 1;
+    gcx_context_live  = 1;
     *ctx_p           = ctx;
     return GCX_OK;
 }
@@ -84,53 +86,54 @@ void gcx_context_release(gcx_context_t *ctx)
     if (--ctx->refcount > 0) {
         return;
     }
-    gcx_ctl_early_free(ctx);
     ctx->tl_ops->ctx_destroy(ctx->tl_ctx);
     ctx->tl_ctx      = NULL;
     gcx_context_live = 0;
 }
 
-void gcx_context_add(gcx_context_t *ctx, gcx_comm_t *comm)
+void gcx_context_progress_register(gcx_context_t *ctx, gcx_progress_cb_t *cb,
+                                   gcx_progress_fn_t fn, void *arg)
 {
-    comm->ctx_prev = NULL;
-    comm->ctx_next = ctx->comms;
-    if (ctx->comms != NULL) {
-        ctx->comms->ctx_prev = comm;
+    cb->fn   = fn;
+    cb->arg  = arg;
+    cb->prev = NULL;
+    cb->next = ctx->progress_head;
+    if (ctx->progress_head != NULL) {
+        ctx->progress_head->prev = cb;
     }
-    ctx->comms = comm;
+    ctx->progress_head = cb;
 }
 
-void gcx_context_remove(gcx_context_t *ctx, gcx_comm_t *comm)
+void gcx_context_progress_unregister(gcx_context_t *ctx,
+                                     gcx_progress_cb_t *cb)
 {
-    if (comm->ctx_prev != NULL) {
-        comm->ctx_prev->ctx_next = comm->ctx_next;
-    } else if (ctx->comms == comm) {
-        ctx->comms = comm->ctx_next;
+    if (cb->prev == NULL && ctx->progress_head != cb) {
+        return; /* not registered */
     }
-    if (comm->ctx_next != NULL) {
-        comm->ctx_next->ctx_prev = comm->ctx_prev;
+    if (ctx->progress_next == cb) {
+        ctx->progress_next = cb->next; /* the walk goes on after it */
     }
-    comm->ctx_prev = comm->ctx_next = NULL;
+    if (cb->prev != NULL) {
+        cb->prev->next = cb->next;
+    } else {
+        ctx->progress_head = cb->next;
+    }
+    if (cb->next != NULL) {
+        cb->next->prev = cb->prev;
+    }
+    cb->prev = cb->next = NULL;
 }
 
 int gcx_context_progress(gcx_context_t *ctx)
 {
-    gcx_comm_t *comm;
-    int         events = ctx->tl_ops->ctx_progress(ctx->tl_ctx);
+    gcx_progress_cb_t *cb;
+    int                events = ctx->tl_ops->ctx_progress(ctx->tl_ctx);
 
-    for (comm = ctx->comms; comm != NULL; comm = comm->ctx_next) {
-        if (comm->revoke_heard && !comm->revoked) {
-            gcx_comm_revoke_locked(comm); /* tell the others, fail */
-            ++events;
-        }
-        if (comm->error == GCX_OK &&
-            (comm->head != NULL || comm->p2p != NULL)) {
-            events += gcx_comm_queue_progress(comm);
-        }
-        if (comm->shrink != NULL) {
-            events += gcx_shrink_progress(comm->shrink);
-        }
+    for (cb = ctx->progress_head; cb != NULL; cb = ctx->progress_next) {
+        ctx->progress_next = cb->next;
+        events += cb->fn(cb->arg);
     }
+    ctx->progress_next = NULL;
     return events;
 }
 
@@ -201,8 +204,6 @@ gcx_status_t gcx_context_id_agree(gcx_context_t *ctx, const void *offers,
 void gcx_context_id_release(gcx_context_t *ctx, uint32_t id)
 {
     uint32_t pair = id / 2;
-
-    gcx_ctl_early_forget(ctx, id);
 
     ctx->ids_used[pair / 8] &= (uint8_t)~(1u << (pair % 8));
 }

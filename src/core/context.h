@@ -8,9 +8,12 @@
  * it and the last one's destroy releases it (reference counted).
  *
  * Progress: gcx_context_progress() progresses the transport once and then
- * the task queue of every live communicator, so a wait on any communicator
- * moves all of them (a rank that waits on one communicator still answers
- * what its peers wait for on another).
+ * calls the progress callbacks the parts above have registered (as each UCT
+ * transport registers with a UCX worker, uct_worker_progress_register_safe):
+ * each communicator's task queue and control channel, a shrink under way.
+ * The context names none of them. So a wait on any communicator moves all
+ * of them (a rank that waits on one communicator still answers what its
+ * peers wait for on another).
  *
  * Communicator ids: each communicator owns a pair of the 12-bit tag ids (the
  * even one for collectives, the odd one for point-to-point). Ids are agreed
@@ -37,6 +40,24 @@ typedef struct gcx_comm_id_offer {
     uint8_t  used[GCX_CONTEXT_ID_PAIRS / 8];  /* bit p: pair p in use */
 } gcx_comm_id_offer_t;
 
+/** A progress callback: bounded, non-blocking work; returns the events it
+ *  handled (0: idle). Called with the context lock held; it may register or
+ *  unregister callbacks (itself included), and never calls
+ *  gcx_context_progress(). */
+typedef int (*gcx_progress_fn_t)(void *arg);
+
+/**
+ * One registration of a progress callback. The part that registers owns
+ * it (embedded in its object, as a libuv handle is: no allocation), keeps
+ * it registered while it needs progress and unregisters it before the
+ * memory goes.
+ */
+typedef struct gcx_progress_cb {
+    gcx_progress_fn_t       fn;
+    void                   *arg;
+    struct gcx_progress_cb *prev, *next;
+} gcx_progress_cb_t;
+
 typedef struct gcx_context {
     pthread_mutex_t     lock;        /* recursive: every gcx call */
     int                 refcount;    /* live communicators */
@@ -44,11 +65,17 @@ typedef struct gcx_context {
     const gcx_tl_ops_t *tl_ops;
     gcx_tl_ctx_t       *tl_ctx;
     int                 network_only; /* tl_ops->ctx_network_only */
-    gcx_comm_t         *comms;       /* live communicators */
+    gcx_comm_t         *comms;       /* live communicators (linked and
+                                        walked by comm.c and shrink.c) */
+    gcx_progress_cb_t  *progress_head; /* registered callbacks, newest
+                                          first */
+    gcx_progress_cb_t  *progress_next; /* the walk's next one */
     uint32_t            id_cursor;
     uint8_t             ids_used[GCX_CONTEXT_ID_PAIRS / 8];
-    struct gcx_ctl_msg *ctl_early;   /* control messages for communicators
-                                        not created here yet (shrink.c) */
+    /* the control channel's (shrink.c): its handler is installed, and the
+     * control messages for communicators not created here yet */
+    int                 ctl_handler_set;
+    struct gcx_ctl_msg *ctl_early;
     int                 ctl_early_n;
 } gcx_context_t;
 
@@ -73,11 +100,21 @@ gcx_status_t gcx_context_acquire(int transport, gcx_context_t **ctx_p);
 /** Drop a reference; the last one releases the transport context. */
 void gcx_context_release(gcx_context_t *ctx);
 
-/** Link a communicator into (out of) the list progress walks. */
-void gcx_context_add(gcx_context_t *ctx, gcx_comm_t *comm);
-void gcx_context_remove(gcx_context_t *ctx, gcx_comm_t *comm);
+/**
+ * Register @p cb: from the next progress call on, each one calls
+ * fn(arg) after the transport's progress. The newest registration is
+ * called first. O(1); @p cb must not be registered already.
+ */
+void gcx_context_progress_register(gcx_context_t *ctx, gcx_progress_cb_t *cb,
+                                   gcx_progress_fn_t fn, void *arg);
 
-/** Progress the transport once, then every communicator's queue. */
+/** Unregister @p cb (a no-op if it is not registered); O(1), safe inside a
+ *  callback of the walk under way. */
+void gcx_context_progress_unregister(gcx_context_t *ctx,
+                                     gcx_progress_cb_t *cb);
+
+/** Progress the transport once, then call every registered callback;
+ *  returns the events of all of them (0: idle). */
 int gcx_context_progress(gcx_context_t *ctx);
 
 /** Arm the transport for a sleep: a file descriptor to poll (without the

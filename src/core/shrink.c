@@ -6,8 +6,10 @@
  * handler), which an aborted view still sends and a failed communicator
  * still hears, tagged with the communicator's id. The handler
  * (gcx_ctl_deliver, inside the transport's progress) only notes a revoke
- * or queues a copy on the communicator; the context's progress acts on
- * them after the transport's progress returns.
+ * or queues a copy on the communicator; the callbacks registered with the
+ * context's progress act on them after the transport's progress returns:
+ * each communicator's control channel (a revoke heard: gcx_comm_ctl_attach
+ * to gcx_comm_ctl_free) and the shrink under way (while it waits).
  *
  * Revoke: the revoker sends a notice to every rank not known dead, then
  * fails the communicator with GCX_ERR_REVOKED (cancelling its transfers as
@@ -104,6 +106,7 @@ typedef struct gcx_ctl_msg {
 
 typedef struct gcx_shrink {
     gcx_task_t super;    /* super.comm: the parent */
+    gcx_progress_cb_t progress_cb; /* registered while it waits */
     int        n, nb, me;
     size_t     vlen;
     uint32_t   epoch;
@@ -145,8 +148,13 @@ static void gcx_ctl_append(gcx_comm_t *comm, gcx_ctl_msg_t *msg)
     comm->ctl_tail = msg;
 }
 
-void gcx_ctl_deliver(void *arg, uint32_t comm_id, const void *data,
-                     size_t length)
+static void gcx_comm_revoke_locked(gcx_comm_t *comm);
+
+/* The context's control-message handler (transport.h's
+ * gcx_tl_ctl_handler_t; @p arg is the context): queues a message for the
+ * communicator with id @p comm_id, or notes its revoke. */
+static void gcx_ctl_deliver(void *arg, uint32_t comm_id, const void *data,
+                            size_t length)
 {
     gcx_context_t *ctx = arg;
     gcx_comm_t    *comm;
@@ -246,7 +254,7 @@ void gcx_ctl_early_forget(gcx_context_t *ctx, uint32_t id)
     }
 }
 
-void gcx_ctl_early_free(gcx_context_t *ctx)
+static void gcx_ctl_early_free(gcx_context_t *ctx)
 {
     while (ctx->ctl_early != NULL) {
         gcx_ctl_msg_t *msg = ctx->ctl_early;
@@ -257,8 +265,34 @@ void gcx_ctl_early_free(gcx_context_t *ctx)
     ctx->ctl_early_n = 0;
 }
 
+/* The control channel's progress callback: a revoke heard acts here, out
+ * of the transport's progress (tell the others, fail). */
+static int gcx_comm_ctl_progress(void *arg)
+{
+    gcx_comm_t *comm = arg;
+
+    if (comm->revoke_heard && !comm->revoked) {
+        gcx_comm_revoke_locked(comm);
+        return 1;
+    }
+    return 0;
+}
+
+void gcx_comm_ctl_attach(gcx_comm_t *comm)
+{
+    gcx_context_t *ctx = comm->ctx;
+
+    if (!ctx->ctl_handler_set && ctx->tl_ops->ctx_ctl_handler != NULL) {
+        ctx->tl_ops->ctx_ctl_handler(ctx->tl_ctx, gcx_ctl_deliver, ctx);
+        ctx->ctl_handler_set = 1;
+    }
+    gcx_context_progress_register(ctx, &comm->ctl_cb, gcx_comm_ctl_progress,
+                                  comm);
+}
+
 void gcx_comm_ctl_free(gcx_comm_t *comm)
 {
+    gcx_context_progress_unregister(comm->ctx, &comm->ctl_cb);
     while (comm->ctl_head != NULL) {
         gcx_ctl_msg_t *msg = comm->ctl_head;
 
@@ -266,11 +300,16 @@ void gcx_comm_ctl_free(gcx_comm_t *comm)
         free(msg);
     }
     comm->ctl_tail = NULL;
+    if (comm->ctx->refcount == 1) {
+        gcx_ctl_early_free(comm->ctx); /* the context goes next */
+    }
 }
 
 /* ---- revoke ------------------------------------------------------------------ */
 
-void gcx_comm_revoke_locked(gcx_comm_t *comm)
+/* Revoke @p comm here: tell every other rank, then fail it with
+ * GCX_ERR_REVOKED (unless it failed already). Idempotent; lock held. */
+static void gcx_comm_revoke_locked(gcx_comm_t *comm)
 {
     gcx_ctl_hdr_t hdr = {GCX_CTL_MAGIC, GCX_CTL_REVOKE, 0, 0, comm->rank,
                          comm->size};
@@ -479,7 +518,8 @@ static int gcx_shrink_subset(const gcx_shrink_t *sh, const uint8_t *a,
     return 1;
 }
 
-int gcx_shrink_progress(gcx_shrink_t *sh)
+/* One step of the agreement; returns events (0: idle). */
+static int gcx_shrink_progress(gcx_shrink_t *sh)
 {
     gcx_comm_t *comm   = sh->super.comm;
     int         events = 0, r;
@@ -545,6 +585,12 @@ static void gcx_shrink_post(gcx_task_t *task)
 static void gcx_shrink_task_progress(gcx_task_t *task)
 {
     (void)gcx_shrink_progress((gcx_shrink_t *)task);
+}
+
+/* The progress callback a shrink registers while it waits. */
+static int gcx_shrink_progress_cb(void *arg)
+{
+    return gcx_shrink_progress(arg);
 }
 
 static void gcx_shrink_finalize(gcx_task_t *task)
@@ -759,13 +805,14 @@ gcx_status_t gcx_comm_shrink_ranks(gcx_comm_t *comm, const int *exclude,
         gcx_context_create_unlock();
         return GCX_ERR_NOMEM;
     }
-    comm->shrink = sh;
+    gcx_context_progress_register(comm->ctx, &sh->progress_cb,
+                                  gcx_shrink_progress_cb, sh);
     /* the wait drops the context lock between progress calls (the
      * creation lock stays), as a split's exchange does */
     gcx_context_unlock();
     status = gcx_wait((gcx_request_t *)&sh->super);
     gcx_context_lock();
-    comm->shrink = NULL;
+    gcx_context_progress_unregister(comm->ctx, &sh->progress_cb);
     if (status == GCX_OK) {
         status = gcx_shrink_finish(comm, sh, newcomm_p);
     }

@@ -1,6 +1,7 @@
 /*
- * shrink.h - revoke and shrink (shrink.c): what the context and the
- * communicator lifecycle call.
+ * shrink.h - revoke and shrink (shrink.c): what the communicator
+ * lifecycle calls. The context's progress reaches revoke and shrink
+ * through the callbacks they register, never by name.
  */
 #ifndef GCX_CORE_SHRINK_H
 #define GCX_CORE_SHRINK_H
@@ -10,31 +11,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct gcx_shrink;
+/** Register the communicator's control channel with the context's
+ *  progress (a revoke heard acts there) and, the first time, the context's
+ *  control-message handler. */
+void gcx_comm_ctl_attach(gcx_comm_t *comm);
 
-/** The context's control-message handler (transport.h's
- *  gcx_tl_ctl_handler_t; @p arg is the context): queues a message for the
- *  communicator with id @p comm_id, or notes its revoke. */
-void gcx_ctl_deliver(void *arg, uint32_t comm_id, const void *data,
-                     size_t length);
-
-/** Revoke @p comm here: tell every other rank, then fail it with
- *  GCX_ERR_REVOKED (unless it failed already). Idempotent; lock held. */
-void gcx_comm_revoke_locked(gcx_comm_t *comm);
-
-/** One step of a shrink agreement under way; returns events (0: idle). */
-int gcx_shrink_progress(struct gcx_shrink *shrink);
-
-/** Free the control messages @p comm still holds (destroy). */
+/** Unregister it and free the control messages @p comm still holds
+ *  (destroy); with the context's last communicator, also the early ones. */
 void gcx_comm_ctl_free(gcx_comm_t *comm);
 
 /** A new communicator has its id: take the control messages that came for
  *  it before it existed here (a peer that finished the creation first). */
 void gcx_comm_ctl_adopt(gcx_comm_t *comm);
 
-/** Drop the early control messages for id @p id (it is free again), or all
- *  of them (the context goes away). */
+/** Drop the early control messages for id @p id (it is free again). */
 void gcx_ctl_early_forget(gcx_context_t *ctx, uint32_t id);
-void gcx_ctl_early_free(gcx_context_t *ctx);
 
 #endif

@@ -2,8 +2,10 @@
  * task.c - the per-communicator FIFO of tasks, requests, wait, schedules.
  *
  * gcx_progress() = one progress call of the process context: the shared
- * transport once, then the active task of every communicator, so its cost
- * is bounded by what one task's progress() may do per communicator. The
+ * transport once, then the registered callbacks, among them each
+ * communicator's queue (registered here, gcx_comm_queue_attach), which
+ * progresses its active task: the cost is bounded by what one task's
+ * progress() may do per communicator. The
  * deadline of a task (GCX_TIMEOUT) starts when it becomes active, so a
  * queue of many collectives does not time out the later ones.
  * Point-to-point tasks skip the FIFO (a send must not wait behind a
@@ -137,6 +139,29 @@ int gcx_comm_queue_progress(gcx_comm_t *comm)
         }
     }
     return done;
+}
+
+/* The queue's progress callback: nothing to do on a failed communicator
+ * or an empty queue. */
+static int gcx_comm_queue_progress_cb(void *arg)
+{
+    gcx_comm_t *comm = arg;
+
+    if (comm->error != GCX_OK || (comm->head == NULL && comm->p2p == NULL)) {
+        return 0;
+    }
+    return gcx_comm_queue_progress(comm);
+}
+
+void gcx_comm_queue_attach(gcx_comm_t *comm)
+{
+    gcx_context_progress_register(comm->ctx, &comm->queue_cb,
+                                  gcx_comm_queue_progress_cb, comm);
+}
+
+void gcx_comm_queue_detach(gcx_comm_t *comm)
+{
+    gcx_context_progress_unregister(comm->ctx, &comm->queue_cb);
 }
 
 int gcx_comm_progress_once(gcx_comm_t *comm)
