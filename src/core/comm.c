@@ -21,7 +21,6 @@
 #include "bootstrap.h"
 #include "base/log.h"
 #include "service.h"
-#include "shrink.h"
 #include "base/time.h"
 #include "gcx_build_config.h"
 

@@ -1,5 +1,6 @@
 /*
- * comm.h - the communicator object (internal view).
+ * comm.h - the communicator object (internal view): comm.c (lifecycle),
+ * comm_ctl.c (its control channel and revoke); its queue is task.c's.
  */
 #ifndef GCX_CORE_COMM_H
 #define GCX_CORE_COMM_H
@@ -47,13 +48,13 @@ struct gcx_comm {
                                        choose by it, so all ranks alike) */
     gcx_comm_t       *ctx_prev, *ctx_next; /* ctx->comms */
     gcx_progress_cb_t queue_cb; /* the queue's progress (task.c) */
-    gcx_progress_cb_t ctl_cb;   /* the control channel's (shrink.c) */
+    gcx_progress_cb_t ctl_cb;   /* the control channel's (comm_ctl.c) */
     gcx_task_t       *p2p;    /* point-to-point requests in flight */
     /* a collective's transfer got another size than expected (ranks out of
      * step without GCX_CHECK_ARGS): its other transfers may still be in
      * flight, so the mismatch fails the communicator */
     int               transfer_mismatch;
-    /* revoke and shrink (shrink.c) */
+    /* the control channel and revoke (comm_ctl.c), shrink (shrink.c) */
     int               revoked;      /* revoked here: notices sent */
     int               revoke_heard; /* a peer's revoke notice arrived */
     uint32_t          shrink_epoch; /* shrinks of this communicator begun */
@@ -92,6 +93,28 @@ gcx_status_t gcx_comm_derive(gcx_comm_t *parent, const gcx_config_t *config,
                              const void *offers, size_t stride,
                              const int *index, const int *members, int n,
                              int newrank, gcx_comm_t **comm_p);
+
+/* ---- the control channel (comm_ctl.c) ------------------------------------ */
+
+/** Register the communicator's control channel with the context's
+ *  progress (a revoke heard acts there) and, the first time, the context's
+ *  control-message handler. */
+void gcx_comm_ctl_attach(gcx_comm_t *comm);
+
+/** Unregister it and free the control messages @p comm still holds
+ *  (destroy); with the context's last communicator, also the early ones. */
+void gcx_comm_ctl_free(gcx_comm_t *comm);
+
+/** A new communicator has its id: take the control messages that came for
+ *  it before it existed here (a peer that finished the creation first). */
+void gcx_comm_ctl_adopt(gcx_comm_t *comm);
+
+/** Drop the early control messages for id @p id (it is free again). */
+void gcx_ctl_early_forget(gcx_context_t *ctx, uint32_t id);
+
+/** Revoke @p comm here: tell every other rank, then fail it with
+ *  GCX_ERR_REVOKED (unless it failed already). Idempotent; lock held. */
+void gcx_comm_revoke_locked(gcx_comm_t *comm);
 
 /** Scratch space of at least @p size bytes for the active task; NULL: OOM. */
 void *gcx_comm_scratch(gcx_comm_t *comm, size_t size);

@@ -1,21 +1,13 @@
 /*
- * shrink.c - revoke and shrink: what survivors of a failure do to go on
- * (ULFM's MPI_Comm_revoke / MPI_Comm_shrink, NCCL's ncclCommShrink).
+ * shrink.c - shrink: what survivors of a failure do to go on
+ * (ULFM's MPI_Comm_shrink, NCCL's ncclCommShrink).
  *
- * Both speak control messages (transport.h: ctl_send, a context-wide
- * handler), which an aborted view still sends and a failed communicator
- * still hears, tagged with the communicator's id. The handler
- * (gcx_ctl_deliver, inside the transport's progress) only notes a revoke
- * or queues a copy on the communicator; the callbacks registered with the
- * context's progress act on them after the transport's progress returns:
- * each communicator's control channel (a revoke heard: gcx_comm_ctl_attach
- * to gcx_comm_ctl_free) and the shrink under way (while it waits).
- *
- * Revoke: the revoker sends a notice to every rank not known dead, then
- * fails the communicator with GCX_ERR_REVOKED (cancelling its transfers as
- * any failure does). A rank that hears one does the same, once: the
- * notice gets through if the revoker dies half way. Cost: n - 1 small
- * messages per rank, n(n-1) in all.
+ * It speaks control messages (comm_ctl.c: sent even by an aborted view,
+ * heard even by a failed communicator, queued on the communicator by the
+ * context's handler); revoke lives there, with the communicator. This file
+ * is the agreement, which registers its own progress callback with the
+ * context while it waits, and the public calls that run it. Nothing in
+ * core calls into it: it is the top of the core's layers.
  *
  * Shrink: a flooding consensus (Chandra-Toueg / Lynch's FloodSet in the
  * early-deciding form of Cachin, Guerraoui and Rodrigues' "flooding
@@ -57,43 +49,13 @@
  * Messages of rounds a rank has not reached wait in the queue; those of an
  * older shrink of the same parent (epoch) are dropped.
  */
-#include "shrink.h"
+#include "comm.h"
+#include "ctl_wire.h"
 #include "base/log.h"
 #include "base/time.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#define GCX_CTL_MAGIC 0x67637843u /* "gcxC" */
-
-enum {
-    GCX_CTL_REVOKE   = 1,
-    GCX_CTL_PROPOSAL = 2,
-    GCX_CTL_DECIDED  = 3,
-};
-
-/* Every control message starts with this (wire format). */
-typedef struct gcx_ctl_hdr {
-    uint32_t magic;
-    uint32_t type;
-    uint32_t epoch; /* which shrink of the communicator */
-    uint32_t round;
-    int32_t  src;   /* the sender's rank in the communicator */
-    int32_t  size;  /* the communicator's size: the value's layout */
-} gcx_ctl_hdr_t;
-
-/* most control messages kept for communicators not created yet */
-#define GCX_CTL_EARLY_MAX 4096
-
-/* A control message queued on its communicator (or, early, on the
- * context). */
-typedef struct gcx_ctl_msg {
-    struct gcx_ctl_msg *next;
-    uint32_t            comm_id;
-    size_t              length;
-    gcx_ctl_hdr_t       hdr;
-    uint8_t             value[]; /* length - sizeof(hdr) bytes */
-} gcx_ctl_msg_t;
 
 /*
  * A value: | cursor 4 | used ids GCX_CONTEXT_ID_PAIRS/8 | members nb |
@@ -134,227 +96,6 @@ static void gcx_bit_set(uint8_t *set, int r)
 static void gcx_bit_clear(uint8_t *set, int r)
 {
     set[r / 8] &= (uint8_t)~(1u << (r % 8));
-}
-
-/* ---- control messages ------------------------------------------------------ */
-
-static void gcx_ctl_append(gcx_comm_t *comm, gcx_ctl_msg_t *msg)
-{
-    if (comm->ctl_tail != NULL) {
-        comm->ctl_tail->next = msg;
-    } else {
-        comm->ctl_head = msg;
-    }
-    comm->ctl_tail = msg;
-}
-
-static void gcx_comm_revoke_locked(gcx_comm_t *comm);
-
-/* The context's control-message handler (transport.h's
- * gcx_tl_ctl_handler_t; @p arg is the context): queues a message for the
- * communicator with id @p comm_id, or notes its revoke. */
-static void gcx_ctl_deliver(void *arg, uint32_t comm_id, const void *data,
-                            size_t length)
-{
-    gcx_context_t *ctx = arg;
-    gcx_comm_t    *comm;
-    gcx_ctl_msg_t *msg;
-    gcx_ctl_hdr_t  hdr;
-
-    if (length < sizeof(hdr)) {
-        return;
-    }
-    memcpy(&hdr, data, sizeof(hdr)); /* may be unaligned */
-    if (hdr.magic != GCX_CTL_MAGIC) {
-        return;
-    }
-    for (comm = ctx->comms; comm != NULL && comm->id != comm_id;
-         comm = comm->ctx_next) {
-    }
-    if (comm != NULL && (hdr.size != comm->size || hdr.src < 0 ||
-                         hdr.src >= comm->size)) {
-        return; /* not for this communicator */
-    }
-    if (comm != NULL && hdr.type == GCX_CTL_REVOKE) {
-        comm->revoke_heard = 1;
-        return;
-    }
-    msg = malloc(sizeof(*msg) + (length - sizeof(hdr)));
-    if (msg == NULL) {
-        gcx_error("out of memory queueing a control message: dropped");
-        return;
-    }
-    msg->next    = NULL;
-    msg->comm_id = comm_id;
-    msg->length  = length;
-    memcpy(&msg->hdr, data, length);
-    if (comm != NULL) {
-        gcx_ctl_append(comm, msg);
-        return;
-    }
-    /* a peer that finished creating the communicator first (a split)
-     * already revokes or shrinks it: kept until it exists here, newest
-     * first; the oldest go when there are too many */
-    msg->next      = ctx->ctl_early;
-    ctx->ctl_early = msg;
-    if (++ctx->ctl_early_n > GCX_CTL_EARLY_MAX) {
-        gcx_ctl_msg_t **pp = &ctx->ctl_early;
-
-        while ((*pp)->next != NULL) {
-            pp = &(*pp)->next;
-        }
-        free(*pp);
-        *pp = NULL;
-        --ctx->ctl_early_n;
-    }
-}
-
-void gcx_comm_ctl_adopt(gcx_comm_t *comm)
-{
-    gcx_context_t  *ctx = comm->ctx;
-    gcx_ctl_msg_t **pp  = &ctx->ctl_early, *msg, *mine = NULL;
-
-    while ((msg = *pp) != NULL) {
-        if (msg->comm_id != comm->id) {
-            pp = &msg->next;
-            continue;
-        }
-        *pp = msg->next;
-        --ctx->ctl_early_n;
-        msg->next = mine; /* reversed again below: oldest first */
-        mine      = msg;
-    }
-    while ((msg = mine) != NULL) {
-        mine      = msg->next;
-        msg->next = NULL;
-        if (msg->hdr.size != comm->size || msg->hdr.src < 0 ||
-            msg->hdr.src >= comm->size) {
-            free(msg);
-        } else if (msg->hdr.type == GCX_CTL_REVOKE) {
-            comm->revoke_heard = 1;
-            free(msg);
-        } else {
-            gcx_ctl_append(comm, msg);
-        }
-    }
-}
-
-void gcx_ctl_early_forget(gcx_context_t *ctx, uint32_t id)
-{
-    gcx_ctl_msg_t **pp = &ctx->ctl_early, *msg;
-
-    while ((msg = *pp) != NULL) {
-        if (msg->comm_id == id) {
-            *pp = msg->next;
-            --ctx->ctl_early_n;
-            free(msg);
-        } else {
-            pp = &msg->next;
-        }
-    }
-}
-
-static void gcx_ctl_early_free(gcx_context_t *ctx)
-{
-    while (ctx->ctl_early != NULL) {
-        gcx_ctl_msg_t *msg = ctx->ctl_early;
-
-        ctx->ctl_early = msg->next;
-        free(msg);
-    }
-    ctx->ctl_early_n = 0;
-}
-
-/* The control channel's progress callback: a revoke heard acts here, out
- * of the transport's progress (tell the others, fail). */
-static int gcx_comm_ctl_progress(void *arg)
-{
-    gcx_comm_t *comm = arg;
-
-    if (comm->revoke_heard && !comm->revoked) {
-        gcx_comm_revoke_locked(comm);
-        return 1;
-    }
-    return 0;
-}
-
-void gcx_comm_ctl_attach(gcx_comm_t *comm)
-{
-    gcx_context_t *ctx = comm->ctx;
-
-    if (!ctx->ctl_handler_set && ctx->tl_ops->ctx_ctl_handler != NULL) {
-        ctx->tl_ops->ctx_ctl_handler(ctx->tl_ctx, gcx_ctl_deliver, ctx);
-        ctx->ctl_handler_set = 1;
-    }
-    gcx_context_progress_register(ctx, &comm->ctl_cb, gcx_comm_ctl_progress,
-                                  comm);
-}
-
-void gcx_comm_ctl_free(gcx_comm_t *comm)
-{
-    gcx_context_progress_unregister(comm->ctx, &comm->ctl_cb);
-    while (comm->ctl_head != NULL) {
-        gcx_ctl_msg_t *msg = comm->ctl_head;
-
-        comm->ctl_head = msg->next;
-        free(msg);
-    }
-    comm->ctl_tail = NULL;
-    if (comm->ctx->refcount == 1) {
-        gcx_ctl_early_free(comm->ctx); /* the context goes next */
-    }
-}
-
-/* ---- revoke ------------------------------------------------------------------ */
-
-/* Revoke @p comm here: tell every other rank, then fail it with
- * GCX_ERR_REVOKED (unless it failed already). Idempotent; lock held. */
-static void gcx_comm_revoke_locked(gcx_comm_t *comm)
-{
-    gcx_ctl_hdr_t hdr = {GCX_CTL_MAGIC, GCX_CTL_REVOKE, 0, 0, comm->rank,
-                         comm->size};
-    int           r;
-
-    if (comm->revoked) {
-        return;
-    }
-    comm->revoked = 1;
-    for (r = 0; r < comm->size; ++r) {
-        if (r != comm->rank && !comm->tl->ops->peer_lost(comm->tl, r)) {
-            (void)comm->tl->ops->ctl_send(comm->tl, r, &hdr, sizeof(hdr));
-        }
-    }
-    if (comm->error == GCX_OK) {
-        gcx_comm_fail(comm, GCX_ERR_REVOKED);
-    }
-}
-
-gcx_status_t gcx_comm_revoke(gcx_comm_t *comm)
-{
-    if (comm == NULL) {
-        gcx_error("gcx_comm_revoke: the communicator is NULL");
-        return GCX_ERR_INVALID;
-    }
-    gcx_context_lock();
-    if (!comm->revoked) {
-        gcx_info("communicator %u revoked by rank %d", comm->id, comm->rank);
-    }
-    gcx_comm_revoke_locked(comm);
-    gcx_context_unlock();
-    return GCX_OK;
-}
-
-gcx_status_t gcx_comm_error(const gcx_comm_t *comm)
-{
-    gcx_status_t status;
-
-    if (comm == NULL) {
-        return GCX_ERR_INVALID;
-    }
-    gcx_context_lock();
-    status = comm->error;
-    gcx_context_unlock();
-    return status;
 }
 
 /* ---- the agreement --------------------------------------------------------- */
