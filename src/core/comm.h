@@ -1,6 +1,8 @@
 /*
- * comm.h - the communicator object (internal view): comm.c (lifecycle),
- * comm_ctl.c (its control channel and revoke); its queue is task.c's.
+ * comm.h - the communicator object (internal view): comm.c (the object,
+ * derive, destroy), comm_ctl.c (its control channel and revoke); its queue
+ * is task.c's. The constructors that talk (comm_create.c) and shrink
+ * (shrink.c) are above it and declare nothing here.
  */
 #ifndef GCX_CORE_COMM_H
 #define GCX_CORE_COMM_H
@@ -82,6 +84,19 @@ int gcx_comm_queue_progress(gcx_comm_t *comm);
  * buffer afterwards), fail every queued task with @p status. Idempotent.
  */
 void gcx_comm_fail(gcx_comm_t *comm, gcx_status_t status);
+
+/** A new communicator object in the context, linked and registered with
+ *  its progress (lock held); no id, no transport yet. */
+gcx_status_t gcx_comm_new(const gcx_config_t *config, int rank, int size,
+                          gcx_comm_t **comm_p);
+
+/** Releases what a communicator holds, giving its endpoints at most
+ *  @p grace seconds to deliver what was sent; the context lock is held. */
+void gcx_comm_free(gcx_comm_t *comm, double grace);
+
+/** The id @p id is free again, and so are the control messages that came
+ *  for it before its communicator existed here. */
+void gcx_comm_id_release(gcx_context_t *ctx, uint32_t id);
 
 /**
  * The new communicator of @p n members (member i is parent rank
