@@ -8,6 +8,7 @@
 
 #include "core/comm.h"
 #include "base/log.h"
+#include "core/request.h"
 #include "core/task.h"
 #include "reduce.h"
 

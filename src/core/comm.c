@@ -59,6 +59,59 @@ void gcx_comm_id_release(gcx_context_t *ctx, uint32_t id)
     gcx_context_id_release(ctx, id);
 }
 
+int gcx_comm_queue_progress(gcx_comm_t *comm)
+{
+    gcx_task_t *failed;
+    int         done = gcx_queue_progress(&comm->queue,
+                                          &comm->transfer_mismatch, &failed);
+
+    if (failed != NULL) {
+        gcx_comm_fail(comm, failed->status);
+        /* a transfer cancelled because its peer died (the transport's
+         * process watch, or UCX) fails its task with the cause, as
+         * gcx_comm_fail names it for the communicator */
+        if (failed->status == GCX_ERR_CANCELED) {
+            failed->status = comm->error;
+        }
+    }
+    return done;
+}
+
+/* The queue's progress callback: nothing to do on a failed communicator
+ * or an idle queue. */
+static int gcx_comm_queue_progress_cb(void *arg)
+{
+    gcx_comm_t *comm = arg;
+
+    if (comm->error != GCX_OK || gcx_queue_idle(&comm->queue)) {
+        return 0;
+    }
+    return gcx_comm_queue_progress(comm);
+}
+
+void gcx_comm_fail(gcx_comm_t *comm, gcx_status_t status)
+{
+    int r;
+
+    if (comm->error != GCX_OK) {
+        return;
+    }
+    /* UCX cancels the transfers it had with a peer whose connection it
+     * lost: name the cause, not the symptom (a rank stopped for longer
+     * than GCX_TIMEOUT wakes up to such cancellations) */
+    for (r = 0; status == GCX_ERR_CANCELED && r < comm->size; ++r) {
+        if (r != comm->rank && comm->tl->ops->peer_failed(comm->tl, r)) {
+            status = GCX_ERR_PEER;
+        }
+    }
+    comm->error = status;
+    gcx_error("communicator failed: %s; cancelling outstanding transfers "
+              "(destroy the communicator)",
+              gcx_strerror(status));
+    comm->tl->ops->abort(comm->tl);
+    gcx_queue_fail(&comm->queue, status);
+}
+
 /* Links the communicator into the context's list of live ones (newest
  * first), which the control channel searches by id; registers its queue's
  * and its control channel's progress. */
@@ -72,13 +125,14 @@ static void gcx_comm_link(gcx_context_t *ctx, gcx_comm_t *comm)
     ctx->comms = comm;
     /* the newest registration runs first: a revoke heard acts before the
      * queue moves */
-    gcx_comm_queue_attach(comm);
+    gcx_context_progress_register(ctx, &comm->queue_cb,
+                                  gcx_comm_queue_progress_cb, comm);
     gcx_comm_ctl_attach(comm);
 }
 
 static void gcx_comm_unlink(gcx_context_t *ctx, gcx_comm_t *comm)
 {
-    gcx_comm_queue_detach(comm);
+    gcx_context_progress_unregister(ctx, &comm->queue_cb);
     if (comm->ctx_prev != NULL) {
         comm->ctx_prev->ctx_next = comm->ctx_next;
     } else if (ctx->comms == comm) {
@@ -125,6 +179,7 @@ gcx_status_t gcx_comm_new(const gcx_config_t *config, int rank,
     comm->rank   = rank;
     comm->size   = size;
     comm->id     = UINT32_MAX;
+    comm->queue.timeout = config->timeout;
     status       = gcx_context_acquire(config->transport, &comm->ctx);
     if (status != GCX_OK) {
         free(comm);
@@ -195,7 +250,7 @@ void gcx_comm_destroy(gcx_comm_t *comm)
         return;
     }
     gcx_context_lock();
-    if (comm->head != NULL || comm->p2p != NULL) {
+    if (!gcx_queue_idle(&comm->queue)) {
         gcx_warn("communicator destroyed with operations in flight");
         gcx_comm_fail(comm, GCX_ERR_CANCELED);
     }

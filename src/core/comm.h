@@ -1,7 +1,7 @@
 /*
  * comm.h - the communicator object (internal view): comm.c (the object,
- * derive, destroy), comm_ctl.c (its control channel and revoke); its queue
- * is task.c's. The constructors that talk (comm_create.c) and shrink
+ * its queue's progress and failure, derive, destroy), comm_ctl.c (its
+ * control channel and revoke); the queue itself is task.c's. The constructors that talk (comm_create.c) and shrink
  * (shrink.c) are above it and declare nothing here.
  */
 #ifndef GCX_CORE_COMM_H
@@ -38,8 +38,7 @@ struct gcx_comm {
     struct gcx_config config;
     gcx_tl_t         *tl;
     gcx_status_t      error;  /* GCX_OK until the communicator fails */
-    gcx_task_t       *head;   /* active task; the queue continues via next */
-    gcx_task_t       *tail;
+    gcx_queue_t       queue;  /* its tasks (task.h) */
     void             *scratch; /* for the active task only */
     size_t            scratch_size;
     gcx_comm_state_t  state[GCX_COMM_STATE_MAX];
@@ -49,9 +48,8 @@ struct gcx_comm {
                                        (agreed at creation: collectives
                                        choose by it, so all ranks alike) */
     gcx_comm_t       *ctx_prev, *ctx_next; /* ctx->comms */
-    gcx_progress_cb_t queue_cb; /* the queue's progress (task.c) */
+    gcx_progress_cb_t queue_cb; /* the queue's progress (comm.c) */
     gcx_progress_cb_t ctl_cb;   /* the control channel's (comm_ctl.c) */
-    gcx_task_t       *p2p;    /* point-to-point requests in flight */
     /* a collective's transfer got another size than expected (ranks out of
      * step without GCX_CHECK_ARGS): its other transfers may still be in
      * flight, so the mismatch fails the communicator */
@@ -71,12 +69,9 @@ struct gcx_comm {
  */
 int gcx_comm_state_slot(void);
 
-/** Register (unregister) the communicator's queue and point-to-point
- *  requests with the context's progress (task.c). */
-void gcx_comm_queue_attach(gcx_comm_t *comm);
-void gcx_comm_queue_detach(gcx_comm_t *comm);
-
-/** Moves the communicator's queue along; returns tasks completed. */
+/** Moves the communicator's queue along (task.h's gcx_queue_progress) and
+ *  fails the communicator when a task's error says so; returns tasks
+ *  completed. */
 int gcx_comm_queue_progress(gcx_comm_t *comm);
 
 /**

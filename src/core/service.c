@@ -16,8 +16,8 @@
  */
 #include "service.h"
 #include "comm.h"
+#include "request.h"
 #include "base/log.h"
-#include "task.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,9 @@
 /*
- * task.h - the one task type, the per-communicator queue, schedules.
+ * task.h - the one task type, the queue, schedules: the bottom of core,
+ * below the communicator (which embeds a queue) and the context. It knows
+ * a communicator only as the opaque gcx_comm_t the task carries for its
+ * collective; submitting, waiting and a failure's effect on the
+ * communicator are request.c's and comm.c's.
  *
  * Every collective is a task with post / progress / finalize (as in UCC).
  * post starts it and may finish it at once; progress does a bounded amount
@@ -46,26 +50,49 @@ struct gcx_task {
 void gcx_task_init(gcx_task_t *task, const gcx_task_ops_t *ops,
                    gcx_comm_t *comm);
 
-/**
- * Hand a new top-level task to the communicator. With @p req_p the request
- * is returned and GCX_OK; with NULL the call waits and returns the final
- * status (and frees the task). If the communicator has failed, the task is
- * freed and the communicator's error returned.
- */
-gcx_status_t gcx_task_submit(gcx_task_t *task, gcx_request_t **req_p);
+/* ---- the queue ------------------------------------------------------------- */
+
+/** A communicator's tasks: the collective FIFO (the head is active) and
+ *  the point-to-point tasks in flight, which skip it. */
+typedef struct gcx_queue {
+    gcx_task_t *head;    /* active task; the queue continues via next */
+    gcx_task_t *tail;
+    gcx_task_t *p2p;     /* point-to-point requests in flight */
+    double      timeout; /* GCX_TIMEOUT of the communicator: a task's
+                            deadline, from when it becomes active */
+} gcx_queue_t;
+
+/** Whether nothing is queued or in flight. */
+static inline int gcx_queue_idle(const gcx_queue_t *queue)
+{
+    return queue->head == NULL && queue->p2p == NULL;
+}
+
+/** Append a collective task; when it is the head, it becomes active
+ *  (posted, its deadline set) and 1 is returned, else 0. */
+int gcx_queue_push(gcx_queue_t *queue, gcx_task_t *task);
+
+/** Post a point-to-point task now; tracked until done when still in
+ *  progress after post. */
+void gcx_queue_start_p2p(gcx_queue_t *queue, gcx_task_t *task);
 
 /**
- * Start a task outside the FIFO (point-to-point): posted at once, tracked
- * on the communicator's p2p list, GCX_TIMEOUT from now. Otherwise as
- * gcx_task_submit; the sequence number is not used.
+ * Move the queue along: the point-to-point tasks, then the FIFO (the head
+ * stays until done; the next becomes active). Enforces the deadlines
+ * (GCX_ERR_TIMEOUT). A task that ends with an error that fails the
+ * communicator (any but GCX_ERR_MISMATCH, which does only while
+ * *@p mismatch_fails) stops it: unlinked, returned in *@p failed_p for the
+ * communicator to fail (else NULL). Returns tasks completed.
  */
-gcx_status_t gcx_task_start(gcx_task_t *task, gcx_request_t **req_p);
+int gcx_queue_progress(gcx_queue_t *queue, const int *mismatch_fails,
+                       gcx_task_t **failed_p);
 
-/**
- * Progress the process context once: the transport and every
- * communicator's queue; returns work done (0: idle). Context lock held.
- */
-int gcx_comm_progress_once(gcx_comm_t *comm);
+/** Fail every task still queued or in flight with @p status and empty the
+ *  queue (the communicator failed). */
+void gcx_queue_fail(gcx_queue_t *queue, gcx_status_t status);
+
+/** Unlink a point-to-point task (its request is freed while in flight). */
+void gcx_queue_unlink_p2p(gcx_queue_t *queue, gcx_task_t *task);
 
 /* ---- schedules ---------------------------------------------------------- */
 
