@@ -161,20 +161,47 @@ static void free_requests(Job &job, gcx_status_t status)
 void Engine::engine_loop()
 {
     std::vector<std::shared_ptr<Job>> inflight;
+    // jobs taken from the queue, not issued yet: the first waits for its
+    // ready() (a staged chunk), the others for it (FIFO)
+    std::deque<std::shared_ptr<Job>> waiting;
 
     for (;;) {
         std::deque<std::shared_ptr<Job>> fresh;
         bool stopping;
         {
             std::unique_lock<std::mutex> lk(mu_);
-            if (inflight.empty()) {
+            if (inflight.empty() && waiting.empty()) {
                 // idle: sleep until a job or the stop comes
                 cv_.wait(lk, [this] { return stop_ || !queue_.empty(); });
             }
             stopping = stop_;
-            fresh.swap(queue_);
+            for (auto &job : queue_) {
+                waiting.push_back(std::move(job));
+            }
+            queue_.clear();
+        }
+        // issue in order, up to the first job that is not ready
+        while (!waiting.empty() && !stopping) {
+            const auto &head = waiting.front();
+            bool ok = true;
+            if (head->ready) {
+                try {
+                    ok = head->ready();
+                } catch (...) {
+                    ok = true; // start() then fails the job
+                }
+            }
+            if (!ok) {
+                break;
+            }
+            fresh.push_back(head);
+            waiting.pop_front();
         }
         if (stopping) {
+            for (auto &job : waiting) {
+                fresh.push_back(job);
+            }
+            waiting.clear();
             for (auto &job : fresh) {
                 job->status = GCX_ERR_CANCELED;
                 complete(job);
@@ -242,7 +269,14 @@ void Engine::engine_loop()
             complete(inflight[i]);
             inflight.erase(inflight.begin() + static_cast<long>(i));
         }
-        if (!progressed && !inflight.empty()) {
+        if (!progressed && !waiting.empty()) {
+            // a staged chunk's copy is still landing: poll it soon (never
+            // sleep on the transport, which would not wake for it)
+            if (!inflight.empty()) {
+                (void)gcx_progress(inflight.front()->comm);
+            }
+            std::this_thread::yield();
+        } else if (!progressed && !inflight.empty()) {
             // in flight, nothing finished: wait as gcx_wait() would (sleep
             // on the transport with GCX_PROGRESS_SLEEP, else yield)
             gcx_progress_wait(inflight.front()->comm);

@@ -47,6 +47,11 @@ struct Job {
     // (with its status), before the request is freed (e.g. to read the
     // source of an any-source receive).
     std::function<void(gcx_request_t *req, gcx_status_t status)> on_request;
+    // Optional: the job is issued only once ready() returns true (the
+    // host copy of a staged chunk has landed, staging.cc). The engine keeps
+    // FIFO order: jobs behind a job that is not ready wait for it, while
+    // the requests already in flight keep progressing.
+    std::function<bool()> ready;
     // The communicator the job uses; a job with destroys_comm set first
     // cancels (frees) the requests still in flight on it, since
     // gcx_comm_destroy() invalidates them.

@@ -8,7 +8,19 @@
 // tensor; flat_cat/scatter_copy copy the data once (list-shaped calls).
 #include "tensor_args.h"
 
+#include <torch/headeronly/version.h>
+
+#include <optional>
+
 namespace torch_gcx {
+
+// torch 2.11 and 2.12 call PREMUL_SUM's factor NCCLPreMulSumSupplement;
+// 2.13 renamed it PreMulSumSupplement
+#if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 13
+using PreMulSupplement = c10d::NCCLPreMulSumSupplement;
+#else
+using PreMulSupplement = c10d::PreMulSumSupplement;
+#endif
 
 void check_tensor(const at::Tensor &t, const char *op, const char *what)
 {
@@ -20,6 +32,44 @@ void check_tensor(const at::Tensor &t, const char *op, const char *what)
                 " must be a dense (strided) tensor, got layout ", t.layout());
     TORCH_CHECK(t.is_contiguous(), "gcx ", op, ": ", what,
                 " must be contiguous (call .contiguous() first)");
+}
+
+void check_dense(const at::Tensor &t, const char *op, const char *what)
+{
+    TORCH_CHECK(t.defined(), "gcx ", op, ": ", what, " is undefined");
+    TORCH_CHECK(t.layout() == at::kStrided, "gcx ", op, ": ", what,
+                " must be a dense (strided) tensor, got layout ", t.layout());
+    TORCH_CHECK(t.is_contiguous(), "gcx ", op, ": ", what,
+                " must be contiguous (call .contiguous() first)");
+}
+
+c10::Device call_device(const std::vector<const std::vector<at::Tensor> *> &lists,
+                        const char *op)
+{
+    std::optional<c10::Device> dev;
+    for (const auto *l : lists) {
+        for (const auto &t : *l) {
+            if (!t.defined()) {
+                continue;
+            }
+            c10::Device d = t.device();
+            if (!dev) {
+                dev = d;
+                continue;
+            }
+            TORCH_CHECK(*dev == d, "gcx ", op, ": the tensors of one call "
+                        "are on more than one device (", *dev, " and ", d,
+                        "); every tensor of a call must be on the same "
+                        "device");
+        }
+    }
+    if (!dev) {
+        return c10::Device(c10::kCPU);
+    }
+    TORCH_CHECK(dev->is_cpu() || dev->is_cuda(), "gcx ", op,
+                ": the tensors are on ", *dev,
+                "; the gcx backend takes CPU and CUDA tensors");
+    return *dev;
 }
 
 at::Tensor single(std::vector<at::Tensor> &ts, const char *op,
@@ -126,15 +176,14 @@ Reduction reduction(const c10d::ReduceOp &op, const at::Tensor &t,
     TORCH_CHECK(at::isFloatingType(t.scalar_type()), "gcx ", name,
                 ": ReduceOp.PREMUL_SUM needs a floating dtype, got ",
                 t.scalar_type());
-    auto *sup =
-        dynamic_cast<c10d::PreMulSumSupplement *>(op.supplement_.get());
+    auto *sup = dynamic_cast<PreMulSupplement *>(op.supplement_.get());
     TORCH_CHECK(sup != nullptr, "gcx ", name,
                 ": ReduceOp.PREMUL_SUM without its factor (make it with "
                 "torch.distributed._make_nccl_premul_sum)");
     if (sup->tensor_factor.defined()) {
         const at::Tensor &f = sup->tensor_factor;
-        TORCH_CHECK(f.numel() == 1 && f.device().is_cpu(), "gcx ", name,
-                    ": the PREMUL_SUM factor must be a one-element CPU "
+        TORCH_CHECK(f.numel() == 1, "gcx ", name,
+                    ": the PREMUL_SUM factor must be a one-element "
                     "tensor, got ", f.numel(), " elements on ", f.device());
         r.factor = f.item<double>();
     } else {

@@ -14,6 +14,17 @@ namespace torch_gcx {
 
 // t must be defined, on the CPU, strided and contiguous.
 void check_tensor(const at::Tensor &t, const char *op, const char *what);
+// t must be defined, strided and contiguous, on any device (a device
+// tensor is staged through host memory, staging.h).
+void check_dense(const at::Tensor &t, const char *op, const char *what);
+// The one device of a call's tensors (undefined ones skipped; none at all:
+// the CPU). Tensors on two devices (a CPU/CUDA mix, or cuda:0 and cuda:1),
+// or on a device type the backend does not take (it takes cpu and cuda),
+// raise, naming the devices. Every rank checks its own call, as for the
+// other argument checks: a call every rank makes the same way raises on
+// every rank.
+c10::Device call_device(const std::vector<const std::vector<at::Tensor> *> &lists,
+                        const char *op);
 // The one tensor of ts, checked.
 at::Tensor single(std::vector<at::Tensor> &ts, const char *op,
                   const char *what = "the tensor");

@@ -1,7 +1,12 @@
-"""torch_gcx: the "gcx" torch.distributed backend over libgcx (CPU tensors).
+"""torch_gcx: the "gcx" torch.distributed backend over libgcx (CPU and CUDA
+tensors).
 
     import torch_gcx
     torch.distributed.init_process_group("gcx")
+
+The backend is registered for the devices "cpu" and "cuda": CUDA tensors are
+staged through pinned host buffers, pipelined by chunks, with NCCL's stream
+semantics (README.md, "Devices and staging").
 
 Importing registers the backend (once; importing again is harmless). Each
 process group gets one gcx communicator: the default group's is created over
@@ -11,6 +16,8 @@ is created over its own Store. All gcx calls are made by one engine thread
 per process (see README.md).
 """
 import atexit
+import sys
+import weakref
 
 import torch  # noqa: F401  (loads libtorch before the extension)
 import torch.distributed as dist
@@ -21,7 +28,7 @@ from . import elastic  # noqa: F401  (torch_gcx.elastic.ElasticDDP, ...)
 from . import coded  # noqa: F401  (torch_gcx.coded.CodedDataParallel, ...)
 
 __all__ = ["gcx_version", "group_creation", "group_config", "get_error",
-           "hooks", "elastic", "coded"]
+           "stage_stats", "hooks", "elastic", "coded"]
 
 # False: make every gcx group over its own Store, as before create_group
 # (to compare the two; see bench/new_group_time.py)
@@ -58,9 +65,43 @@ def get_error(group=None):
     return _C.get_error(_backend(group))
 
 
+def stage_stats():
+    """Counters of this process's staging of device tensors (and of CPU
+    tensors with GCX_TORCH_STAGE=always): "calls" and "chunks" of the
+    chunked pipeline, "allocs" and "reuses" of its host buffer pool,
+    "mirrors" (calls through host mirrors), "cached_bytes" (idle in the
+    pool)."""
+    return _C.stage_stats()
+
+
 def _backend(group):
     pg = group if group is not None else dist.distributed_c10d._get_default_group()
     return pg._get_backend(torch.device("cpu"))
+
+
+# torch creates a group's backend once per device type it is registered
+# for ("cpu", then "cuda"), in one call of its _new_process_group_helper:
+# the second call gets the backend the first made, so a group has one gcx
+# communicator for both kinds of tensors. That call is told apart by its
+# BackendConfig (a new one per call; held weakly here).
+_made = {}
+
+
+def _creation_call():
+    """The BackendConfig of torch's _new_process_group_helper call that is
+    creating the group (None if torch creates it some other way: then each
+    device type gets its own communicator, which is correct, only dearer)."""
+    f = sys._getframe(2)
+    while f is not None:
+        if f.f_code.co_name == "_new_process_group_helper":
+            cfg = f.f_locals.get("backend_config")
+            try:
+                weakref.ref(cfg)
+            except TypeError:
+                return None
+            return cfg
+        f = f.f_back
+    return None
 
 
 def _create_backend(opts, _backend_options):
@@ -68,14 +109,32 @@ def _create_backend(opts, _backend_options):
     # (empty for the default group itself) and its name, which every member
     # has the same; the timeout (a datetime.timedelta) becomes the
     # communicator's GCX_TIMEOUT
-    return _C.create_backend(opts.store, opts.group_rank, opts.group_size,
-                             opts.timeout.total_seconds(),
-                             list(opts.global_ranks_in_group),
-                             str(opts.group_id), subgroups_from_default)
+    call = _creation_call()
+    key = (str(opts.group_id), opts.group_rank, opts.group_size)
+    if call is not None and key in _made:
+        ref, backend = _made.pop(key)
+        if ref() is call:
+            return backend
+    backend = _C.create_backend(opts.store, opts.group_rank, opts.group_size,
+                                opts.timeout.total_seconds(),
+                                list(opts.global_ranks_in_group),
+                                str(opts.group_id), subgroups_from_default)
+    if call is not None:
+        _made[key] = (weakref.ref(call), backend)
+        # the creation is over when torch drops its BackendConfig
+        weakref.finalize(call, _made.pop, key, None)
+    return backend
+    backend = _C.create_backend(opts.store, opts.group_rank, opts.group_size,
+                                opts.timeout.total_seconds(),
+                                list(opts.global_ranks_in_group),
+                                str(opts.group_id), subgroups_from_default)
+    if call is not None:
+        _made[key] = (weakref.ref(call), backend)
+    return backend
 
 
 if not hasattr(dist.Backend, "GCX"):
     dist.Backend.register_backend("gcx", _create_backend, extended_api=True,
-                                  devices=["cpu"])
+                                  devices=["cpu", "cuda"])
     # stop the engine before the interpreter goes away; never hangs
     atexit.register(_C.shutdown)

@@ -1,0 +1,530 @@
+// staging.cc - the staging pipeline of device tensors (see staging.h): the
+// settings, the host buffer pool, the side streams, a chunked call's run
+// (GcxBackend::submit_staged) and the host mirrors.
+//
+// A chunked call, step by step (device tensors; CPU tensors with
+// GCX_TORCH_STAGE=always take the same steps with plain copies and no
+// streams or events):
+//   at the call (caller's thread): record an event on the current stream;
+//     both side streams wait on it; take the host buffers from the pool;
+//     queue every chunk's device-to-host copy on the d2h stream, one event
+//     after each chunk; submit one engine job per chunk, whose ready() is
+//     that event's query(); return the Work.
+//   engine thread: issues chunk i's gcx call once its copy has landed
+//     (FIFO: later jobs wait for it), polls the requests.
+//   completer thread: chunk i done: queue its host-to-device copies on the
+//     h2d stream. The last chunk done: record the completion event on the
+//     h2d stream (Work::wait() then makes the caller's stream wait on it),
+//     wait for it on the host, give the buffers back, complete the Work and
+//     its Future (under a guard of the h2d stream, so a device-aware
+//     Future's events follow the copies).
+// Cost: beyond the copies themselves, one event query per poll of the
+// engine while a chunk's copy is landing, one event per chunk, and a host
+// wait for the last chunk's copy back before the Future completes.
+#include "staging.h"
+
+#include "backend_impl.h"
+
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+
+namespace torch_gcx {
+
+namespace {
+
+size_t env_size(const char *name, size_t dflt, size_t min)
+{
+    const char *v = std::getenv(name);
+    if (v == nullptr || *v == '\0') {
+        return dflt;
+    }
+    char *end    = nullptr;
+    long long n  = std::strtoll(v, &end, 10);
+    TORCH_CHECK(end != v && *end == '\0' && n >= static_cast<long long>(min),
+                "torch_gcx: ", name, "='", v, "' is not a number >= ", min);
+    return static_cast<size_t>(n);
+}
+
+thread_local Mirror *tl_mirror = nullptr;
+
+} // namespace
+
+bool stage_always()
+{
+    static const int mode = [] {
+        const char *v = std::getenv("GCX_TORCH_STAGE");
+        if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) {
+            return 0;
+        }
+        if (std::strcmp(v, "always") == 0) {
+            return 1;
+        }
+        return -1;
+    }();
+    TORCH_CHECK(mode >= 0, "torch_gcx: GCX_TORCH_STAGE='",
+                std::getenv("GCX_TORCH_STAGE"),
+                "' is not one of auto, always");
+    return mode == 1;
+}
+
+size_t stage_chunk_bytes()
+{
+    static const size_t bytes =
+        env_size("GCX_TORCH_STAGE_CHUNK", size_t(4) << 20, 64);
+    return bytes;
+}
+
+bool staged(c10::Device device)
+{
+    if (tl_mirror != nullptr) {
+        return false;
+    }
+    return !device.is_cpu() || stage_always();
+}
+
+// ---- pool -------------------------------------------------------------------
+
+HostPool &HostPool::get()
+{
+    static HostPool *pool = new HostPool(); // leaked: no exit-time frees
+    return *pool;
+}
+
+at::Tensor HostPool::take(size_t bytes, bool pinned)
+{
+    bytes = std::max<size_t>(bytes, 1);
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        auto &idle = idle_[pinned ? 1 : 0];
+        auto it    = idle.lower_bound(bytes);
+        if (it != idle.end() && it->first <= 2 * bytes) {
+            at::Tensor buf = std::move(it->second);
+            cached_ -= it->first;
+            idle.erase(it);
+            ++stats_.reuses;
+            return buf;
+        }
+        ++stats_.allocs;
+    }
+    // round up to 64 KiB so that sizes close together share buffers
+    size_t size = (bytes + 65535) / 65536 * 65536;
+    return at::empty({static_cast<int64_t>(size)},
+                     at::TensorOptions().dtype(at::kByte).pinned_memory(pinned));
+}
+
+void HostPool::give(at::Tensor buf, bool pinned)
+{
+    static const size_t cap =
+        env_size("GCX_TORCH_STAGE_POOL_MB", 1024, 0) << 20;
+    size_t size = static_cast<size_t>(buf.numel());
+    std::lock_guard<std::mutex> lk(mu_);
+    if (cached_ + size > cap) {
+        return; // freed here (torch's pinned allocator caches it again)
+    }
+    cached_ += size;
+    idle_[pinned ? 1 : 0].emplace(size, std::move(buf));
+}
+
+void HostPool::count_call(size_t chunks)
+{
+    std::lock_guard<std::mutex> lk(mu_);
+    ++stats_.calls;
+    stats_.chunks += chunks;
+}
+
+void HostPool::count_mirror()
+{
+    std::lock_guard<std::mutex> lk(mu_);
+    ++stats_.mirrors;
+}
+
+StageStats HostPool::stats()
+{
+    std::lock_guard<std::mutex> lk(mu_);
+    StageStats s     = stats_;
+    s.cached_bytes   = cached_;
+    return s;
+}
+
+StageStats stage_stats() { return HostPool::get().stats(); }
+
+StageStreams stage_streams(c10::Device device)
+{
+    static std::mutex mu;
+    static auto *streams = new std::unordered_map<c10::Device, StageStreams>();
+    std::lock_guard<std::mutex> lk(mu);
+    auto it = streams->find(device);
+    if (it == streams->end()) {
+        c10::impl::VirtualGuardImpl impl(device.type());
+        StageStreams s{impl.getStreamFromGlobalPool(device, false),
+                       impl.getStreamFromGlobalPool(device, false)};
+        it = streams->emplace(device, s).first;
+    }
+    return it->second;
+}
+
+at::Tensor byte_view(const at::Tensor &t)
+{
+    return t.reshape({-1}).view(at::kByte);
+}
+
+std::vector<std::pair<int64_t, int64_t>> chunk_ranges(int64_t n,
+                                                      size_t elem_size)
+{
+    int64_t per = std::max<int64_t>(
+        1, static_cast<int64_t>(stage_chunk_bytes() / std::max<size_t>(
+                                                          elem_size, 1)));
+    std::vector<std::pair<int64_t, int64_t>> r;
+    if (n == 0) {
+        r.emplace_back(0, 0);
+    }
+    for (int64_t a = 0; a < n; a += per) {
+        r.emplace_back(a, std::min(per, n - a));
+    }
+    return r;
+}
+
+// ---- a chunked call ---------------------------------------------------------
+
+namespace {
+
+struct StageRun {
+    StagePlan plan;
+    bool device = false;
+    at::Tensor hin, hout;
+    std::optional<StageStreams> streams;
+    std::vector<std::unique_ptr<c10::Event>> landed; // per chunk (device)
+    std::atomic<size_t> left{0};
+    std::mutex mu;
+    gcx_status_t status = GCX_OK; // first failure (mu)
+    std::exception_ptr error;     // a copy that raised (mu)
+    c10::intrusive_ptr<GcxWork> work;
+    double timeout_s = 0;
+
+    void fail(gcx_status_t st, std::exception_ptr e)
+    {
+        std::lock_guard<std::mutex> lk(mu);
+        if (status == GCX_OK && !error) {
+            status = st;
+            error  = e;
+        }
+    }
+
+    // completer thread: chunk i's gcx call is done
+    void chunk_done(size_t i, gcx_status_t st)
+    {
+        if (st != GCX_OK) {
+            fail(st, nullptr);
+        } else {
+            try {
+                copy_out(i);
+            } catch (...) {
+                fail(GCX_ERR_INVALID, std::current_exception());
+            }
+        }
+        if (left.fetch_sub(1) == 1) {
+            finish();
+        }
+    }
+
+    void copy_out(size_t i)
+    {
+        const StageChunk &c = plan.chunks[i];
+        if (c.out.empty()) {
+            return;
+        }
+        if (!device) {
+            for (const auto &p : c.out) {
+                p.dev.copy_(hout.narrow(0, p.off, p.dev.numel()));
+            }
+            return;
+        }
+        c10::StreamGuard g(streams->h2d);
+        for (const auto &p : c.out) {
+            p.dev.copy_(hout.narrow(0, p.off, p.dev.numel()), true);
+        }
+    }
+
+    void finish()
+    {
+        std::exception_ptr err;
+        {
+            std::lock_guard<std::mutex> lk(mu);
+            if (error) {
+                err = error;
+            } else if (status == GCX_ERR_TIMEOUT) {
+                err = std::make_exception_ptr(c10::DistBackendError(
+                    {__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
+                    status_message(plan.name, status) +
+                        ": not done within the group's timeout (" +
+                        std::to_string(timeout_s) + " s, its GCX_TIMEOUT)"));
+            } else if (status != GCX_OK) {
+                err = make_error(plan.name, status);
+            }
+        }
+        std::shared_ptr<c10::Event> done;
+        if (device) {
+            try {
+                done = std::make_shared<c10::Event>(plan.device.type());
+                done->record(streams->h2d);
+            } catch (...) {
+                done.reset();
+                if (!err) {
+                    err = std::current_exception();
+                }
+            }
+        }
+        if (err) {
+            // the Work fails before wait() may see the event
+            work->finish_error(err);
+            release(done);
+            return;
+        }
+        if (done) {
+            work->set_recorded(done);
+        }
+        release(done);
+        if (device) {
+            c10::StreamGuard g(streams->h2d);
+            work->finish_ok();
+        } else {
+            work->finish_ok();
+        }
+    }
+
+    // the host buffers go back to the pool once nothing reads them
+    void release(const std::shared_ptr<c10::Event> &done)
+    {
+        if (done) {
+            try {
+                done->synchronize();
+            } catch (...) {
+                return; // a device error: do not reuse the buffers
+            }
+        }
+        HostPool &pool = HostPool::get();
+        pool.give(hin, device);
+        if (!plan.out_is_in) {
+            pool.give(hout, device);
+        }
+        hin  = at::Tensor();
+        hout = at::Tensor();
+    }
+};
+
+} // namespace
+
+c10::intrusive_ptr<c10d::Work> GcxBackend::submit_staged(StagePlan plan)
+{
+    gcx_comm_t *comm = comm_;
+    TORCH_CHECK(comm != nullptr, "gcx ", plan.name,
+                ": the process group has been shut down");
+    TORCH_CHECK(!plan.chunks.empty(), "gcx ", plan.name, ": no chunks");
+    auto run       = std::make_shared<StageRun>();
+    run->device    = !plan.device.is_cpu();
+    run->timeout_s = timeout_s_;
+    HostPool &pool = HostPool::get();
+    std::vector<c10::Device> devices;
+    if (run->device) {
+        devices.push_back(plan.device);
+    }
+    auto work = c10::make_intrusive<GcxWork>(getRank(), plan.type,
+                                             plan.outputs,
+                                             profiling_title(plan.type),
+                                             plan.inputs, devices);
+    run->work = work;
+    run->hin  = pool.take(plan.in_bytes, run->device);
+    run->hout = plan.out_is_in ? run->hin
+                               : pool.take(plan.out_bytes, run->device);
+    const size_t n = plan.chunks.size();
+    if (run->device) {
+        work->set_device_event(plan.device);
+        c10::impl::VirtualGuardImpl impl(plan.device.type());
+        run->streams = stage_streams(plan.device);
+        c10::Event call(plan.device.type());
+        call.record(impl.getStream(plan.device));
+        call.block(run->streams->d2h);
+        call.block(run->streams->h2d);
+        c10::StreamGuard g(run->streams->d2h);
+        for (size_t i = 0; i < n; ++i) {
+            for (const auto &p : plan.chunks[i].in) {
+                run->hin.narrow(0, p.off, p.dev.numel()).copy_(p.dev, true);
+            }
+            run->landed.push_back(
+                std::make_unique<c10::Event>(plan.device.type()));
+            run->landed.back()->record(run->streams->d2h);
+        }
+    } else {
+        for (size_t i = 0; i < n; ++i) {
+            for (const auto &p : plan.chunks[i].in) {
+                run->hin.narrow(0, p.off, p.dev.numel()).copy_(p.dev);
+            }
+        }
+    }
+    pool.count_call(n);
+    run->plan = std::move(plan);
+    run->left = n;
+    for (size_t i = 0; i < n; ++i) {
+        auto job  = std::make_shared<Job>();
+        job->name = run->plan.name;
+        job->comm = comm;
+        if (run->device) {
+            job->ready = [run, i] { return run->landed[i]->query(); };
+        }
+        job->start = [run, i, comm](std::vector<gcx_request_t *> &reqs) {
+            return run->plan.chunks[i].start(
+                comm, reqs, static_cast<uint8_t *>(run->hin.data_ptr()),
+                static_cast<uint8_t *>(run->hout.data_ptr()));
+        };
+        job->done = [run, i](gcx_status_t st) { run->chunk_done(i, st); };
+        try {
+            Engine::get().submit(job);
+        } catch (...) {
+            // the engine is gone: the chunks not queued fail here
+            for (size_t j = i; j < n; ++j) {
+                run->chunk_done(j, GCX_ERR_CANCELED);
+            }
+            throw;
+        }
+    }
+    return work;
+}
+
+// ---- host mirrors -----------------------------------------------------------
+
+Mirror::Mirror(c10::Device device)
+    : device_(device), pinned_(!device.is_cpu())
+{
+    if (pinned_) {
+        c10::impl::VirtualGuardImpl impl(device.type());
+        StageStreams s = stage_streams(device);
+        call_event_.emplace(device.type());
+        call_event_->record(impl.getStream(device));
+        call_event_->block(s.d2h);
+        call_event_->block(s.h2d);
+    }
+    HostPool::get().count_mirror();
+}
+
+at::Tensor Mirror::host_like(const at::Tensor &t)
+{
+    // as check_dense: a mirror must not hide a layout gcx would refuse
+    TORCH_CHECK(t.layout() == at::kStrided, "gcx: every tensor must be a "
+                "dense (strided) tensor, got layout ", t.layout());
+    TORCH_CHECK(t.is_contiguous(), "gcx: every tensor must be contiguous "
+                "(call .contiguous() first)");
+    return at::empty(t.sizes(), at::TensorOptions()
+                                    .dtype(t.scalar_type())
+                                    .pinned_memory(pinned_));
+}
+
+at::Tensor Mirror::in(const at::Tensor &t)
+{
+    if (!t.defined()) {
+        return t;
+    }
+    at::Tensor h = host_like(t);
+    if (pinned_) {
+        c10::StreamGuard g(stage_streams(device_).d2h);
+        h.copy_(t, true);
+    } else {
+        h.copy_(t);
+    }
+    return h;
+}
+
+at::Tensor Mirror::out(const at::Tensor &t)
+{
+    if (!t.defined()) {
+        return t;
+    }
+    at::Tensor h = host_like(t);
+    back_.emplace_back(t, h);
+    users_.push_back(t);
+    return h;
+}
+
+at::Tensor Mirror::inout(const at::Tensor &t)
+{
+    if (!t.defined()) {
+        return t;
+    }
+    at::Tensor h = in(t);
+    back_.emplace_back(t, h);
+    users_.push_back(t);
+    return h;
+}
+
+std::vector<at::Tensor> Mirror::in(const std::vector<at::Tensor> &ts)
+{
+    std::vector<at::Tensor> r;
+    for (const auto &t : ts) {
+        r.push_back(in(t));
+    }
+    return r;
+}
+
+std::vector<at::Tensor> Mirror::out(const std::vector<at::Tensor> &ts)
+{
+    std::vector<at::Tensor> r;
+    for (const auto &t : ts) {
+        r.push_back(out(t));
+    }
+    return r;
+}
+
+std::vector<at::Tensor> Mirror::inout(const std::vector<at::Tensor> &ts)
+{
+    std::vector<at::Tensor> r;
+    for (const auto &t : ts) {
+        r.push_back(inout(t));
+    }
+    return r;
+}
+
+void Mirror::landed()
+{
+    if (!pinned_) {
+        return;
+    }
+    c10::Event e(device_.type());
+    e.record(stage_streams(device_).d2h);
+    e.synchronize();
+}
+
+std::function<void()> Mirror::copy_back() const
+{
+    auto back        = back_;
+    c10::Device dev  = device_;
+    bool pinned      = pinned_;
+    return [back, dev, pinned] {
+        if (!pinned) {
+            for (const auto &b : back) {
+                b.first.copy_(b.second);
+            }
+            return;
+        }
+        StageStreams s = stage_streams(dev);
+        c10::StreamGuard g(s.h2d);
+        for (const auto &b : back) {
+            b.first.copy_(b.second, true);
+        }
+        c10::Event e(dev.type());
+        e.record(s.h2d);
+        e.synchronize();
+    };
+}
+
+MirrorScope::MirrorScope(Mirror &m) : prev_(tl_mirror) { tl_mirror = &m; }
+
+MirrorScope::~MirrorScope() { tl_mirror = prev_; }
+
+Mirror *MirrorScope::current() { return tl_mirror; }
+
+} // namespace torch_gcx
