@@ -3,6 +3,11 @@
 // libgcx's codes (gcx/coding.h) and coded gather (gcx/coded.h); the Python
 // half (coded.py) computes the partition gradients and owns the loop.
 //
+// (Parameters on a GPU: coded.py keeps the slot buffers, the encoding and
+// the top-k residual on the device and hands round() the coded message
+// already staged into message(); round(encoded=true) encodes nothing and
+// coefficients() tells coded.py the combination.)
+//
 // Idea: a worker's partition gradients land, flat, in this object's slot
 // buffers (one per partition of its row for gc, one per pipeline slot for
 // pgc; coded.py points the parameters' .grad at them, so backward writes
@@ -335,20 +340,27 @@ class CodedGather {
     // Encode this step's message (unless nothing was computed: the round is
     // already decoded), and start the round. Returns the Work; after it, the
     // averaged gradient is grad(), result() says what it was decoded from.
-    c10::intrusive_ptr<c10d::Work> round(int64_t t, bool did_compute)
+    //
+    // encoded: coded.py's device path encoded (and compressed) the message
+    // on the parameters' device and staged it into message(); nothing is
+    // encoded here.
+    c10::intrusive_ptr<c10d::Work> round(int64_t t, bool did_compute,
+                                         bool encoded)
     {
         gcx_coded_t *cd = live();
         bool send       = true;
         if (worker_ >= 0 && did_compute) {
             if (code_->pgc == nullptr) {
-                encode(static_cast<int>(parts_.size()), coeffs_.data());
+                if (!encoded) {
+                    encode(static_cast<int>(parts_.size()), coeffs_.data());
+                }
             } else {
                 int valid = 0;
                 check(gcx_pgc_message_valid(code_->pgc, worker_, t,
                                             slot_steps_.data(), &valid),
                       "gcx_pgc_message_valid");
                 send = valid != 0;
-                if (send) {
+                if (send && !encoded) {
                     check(gcx_pgc_coeffs(code_->pgc, worker_, t,
                                          pcoeffs_.data()),
                           "gcx_pgc_coeffs");
@@ -397,6 +409,31 @@ class CodedGather {
         return submit_composite(*backend_, send ? "gcx_coded_gather"
                                                 : "gcx_coded_abstain",
                                 {grad_}, start, post);
+    }
+
+    // The device path: the coefficients of round t's message over the
+    // worker's buffers (gc: its row, ignore: {1}; pgc: one per slot), or
+    // None when this rank sends no message of its own (a master, or a
+    // pipelined message that would read a slot it skipped).
+    py::object coefficients(int64_t t)
+    {
+        if (worker_ < 0) {
+            return py::none();
+        }
+        if (code_->pgc == nullptr) {
+            return py::cast(coeffs_);
+        }
+        int valid = 0;
+        check(gcx_pgc_message_valid(code_->pgc, worker_, t,
+                                    slot_steps_.data(), &valid),
+              "gcx_pgc_message_valid");
+        if (!valid) {
+            return py::none();
+        }
+        std::vector<double> c(static_cast<size_t>(code_->load), 0.0);
+        check(gcx_pgc_coeffs(code_->pgc, worker_, t, c.data()),
+              "gcx_pgc_coeffs");
+        return py::cast(c);
     }
 
     py::dict result() const
@@ -646,8 +683,11 @@ void bind_coded(py::module_ &m)
         .def("pgc_compute", &CodedGather::pgc_compute)
         .def("ready", &CodedGather::ready, Rel())
         .def("computed", &CodedGather::computed)
-        .def("round", &CodedGather::round, Rel(),
-             "Encode this step's message and start its coded round; a Work.")
+        .def("round", &CodedGather::round, Rel(), py::arg("t"),
+             py::arg("did_compute"), py::arg("encoded") = false,
+             "Encode this step's message (encoded: it is in message() "
+             "already) and start its coded round; a Work.")
+        .def("coefficients", &CodedGather::coefficients)
         .def("result", &CodedGather::result)
         .def("stats", &CodedGather::stats)
         .def("residual", &CodedGather::residual)

@@ -38,6 +38,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -205,8 +206,19 @@ class HookBase {
         }
     }
 
+    // The device path (hooks.py keeps residuals and selects on the bucket's
+    // device): account one bucket it sent, like run() does.
+    void device_account(uint64_t bytes, size_t n, bool last)
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        device_level(last);
+        account(bytes, n, last);
+    }
+
   protected:
     virtual void carry(const Bucket &) {}
+    // under mu_: the trace fields of a device-path bucket
+    virtual void device_level(bool /*last*/) {}
 
     // The bucket's state, created on first use; its size must match the
     // residual it was given (hooks.py re-lays residuals out when DDP
@@ -353,6 +365,12 @@ class TopkHook : public HookBase {
     }
 
   private:
+    void device_level(bool) override
+    {
+        cur_.cf    = cf_;
+        cur_.level = "topk";
+    }
+
     double cf_;
 };
 
@@ -423,6 +441,22 @@ class GravacHook : public HookBase {
         return submit(backend, t, b, sent, true, "gravac_hook");
     }
 
+    // The device path, at a step's first bucket: decide the step's level
+    // from the previous step's norms that hooks.py summed (over ranks, then
+    // over buckets in index order); (level, theta_min, theta_s, samples/s).
+    py::tuple device_begin(bool have, const std::vector<double> &sums)
+    {
+        TORCH_CHECK(sums.size() == 4, "torch_gcx.hooks: 4 sums expected");
+        std::lock_guard<std::mutex> lk(mu_);
+        TORCH_CHECK(buckets_.empty(), "torch_gcx.hooks: a hook state serves "
+                    "the device path or the host path, not both");
+        carried_have_ = have;
+        carried_sums_ = {sums[0], sums[1], sums[2], sums[3]};
+        begin_step();
+        return py::make_tuple(std::string(gcx_gravac_level_name(level_)),
+                              theta_min_, theta_s_, samples_per_s_);
+    }
+
     // (controller blob, hook step, whether sums are pending, the sums)
     py::tuple save()
     {
@@ -478,6 +512,13 @@ class GravacHook : public HookBase {
     }
 
   private:
+    void device_level(bool last) override
+    {
+        if (last) {
+            in_step_ = false;
+        }
+    }
+
     struct CtlDeleter {
         void operator()(gcx_gravac_t *c) const { gcx_gravac_destroy(c); }
     };
@@ -569,12 +610,133 @@ class GravacHook : public HookBase {
     gcx_gravac_norms_t carried_sums_ = {};
 };
 
+// The host half of the device path (hooks.py): one bucket's staged
+// selection, nnz strictly increasing indices below n (int32, read as
+// uint32) and their float32 values, summed over the group by
+// gcx_sparse_allreduce into out_idx / out_vals (capacity cap >= the union;
+// out_nnz[0] gets its size), the values scaled by 1/size. idx None: vals
+// holds the n dense floats, summed in place by gcx_allreduce and scaled.
+// norms (GraVAC: 4 float64) are summed in place in the same job. Every
+// tensor is a contiguous CPU tensor (pinned, for the copies) that the
+// caller keeps untouched until the Work completes.
+struct Exchange {
+    at::Tensor idx, vals, out_idx, out_vals, out_nnz, norms;
+    gcx_sparse_vec_t in = {}, out = {};
+    std::string algo;
+};
+
+void check_host(const at::Tensor &t, at::ScalarType type, const char *what)
+{
+    TORCH_CHECK(t.device().is_cpu() && t.is_contiguous() &&
+                    t.scalar_type() == type && t.dim() == 1,
+                "torch_gcx.hooks: ", what, " must be a contiguous 1-d ",
+                type, " CPU tensor, got ", t.scalar_type(), " on ",
+                t.device());
+}
+
+c10::intrusive_ptr<c10d::Work>
+exchange(const c10::intrusive_ptr<c10d::Backend> &pg,
+         std::optional<at::Tensor> idx, at::Tensor vals, int64_t nnz,
+         int64_t n, std::optional<at::Tensor> out_idx,
+         std::optional<at::Tensor> out_vals, std::optional<at::Tensor> out_nnz,
+         std::optional<at::Tensor> norms, const std::string &algo)
+{
+    GcxBackend &backend = as_gcx(pg);
+    auto job            = std::make_shared<Exchange>();
+    job->algo           = algo;
+    TORCH_CHECK(n >= 0 && n < (int64_t{1} << 32),
+                "torch_gcx.hooks: a bucket of ", n,
+                " entries is beyond 2^32 (lower bucket_cap_mb)");
+    check_host(vals, at::kFloat, "the staged values");
+    job->vals = vals;
+    std::vector<at::Tensor> outputs;
+    if (idx.has_value()) {
+        TORCH_CHECK(out_idx && out_vals && out_nnz,
+                    "torch_gcx.hooks: a sparse exchange needs its outputs");
+        check_host(*idx, at::kInt, "the staged indices");
+        check_host(*out_idx, at::kInt, "the result's indices");
+        check_host(*out_vals, at::kFloat, "the result's values");
+        check_host(*out_nnz, at::kLong, "the result's size");
+        TORCH_CHECK(nnz >= 0 && nnz <= idx->numel() && nnz <= vals.numel() &&
+                        out_idx->numel() == out_vals->numel() &&
+                        out_nnz->numel() == 1,
+                    "torch_gcx.hooks: inconsistent exchange sizes");
+        job->idx      = *idx;
+        job->out_idx  = *out_idx;
+        job->out_vals = *out_vals;
+        job->out_nnz  = *out_nnz;
+        check(gcx_sparse_vec_init(
+                  &job->in, reinterpret_cast<uint32_t *>(job->idx.data_ptr()),
+                  job->vals.data_ptr<float>(), static_cast<size_t>(nnz),
+                  static_cast<size_t>(n)),
+              "gcx_sparse_vec_init");
+        job->in.nnz = static_cast<size_t>(nnz);
+        check(gcx_sparse_vec_init(
+                  &job->out,
+                  reinterpret_cast<uint32_t *>(job->out_idx.data_ptr()),
+                  job->out_vals.data_ptr<float>(),
+                  static_cast<size_t>(job->out_idx.numel()),
+                  static_cast<size_t>(n)),
+              "gcx_sparse_vec_init");
+        outputs = {job->out_idx, job->out_vals, job->out_nnz};
+    } else {
+        TORCH_CHECK(vals.numel() == n, "torch_gcx.hooks: a dense exchange "
+                    "takes the bucket's ", n, " floats, got ", vals.numel());
+        outputs = {job->vals};
+    }
+    if (norms.has_value()) {
+        check_host(*norms, at::kDouble, "the norms");
+        TORCH_CHECK(norms->numel() == 4, "torch_gcx.hooks: 4 norms");
+        job->norms = *norms;
+        outputs.push_back(job->norms);
+    }
+    float scale   = 1.0f / static_cast<float>(group_size(backend));
+    StartFn start = [job, n](gcx_comm_t *c, auto &reqs) {
+        if (job->idx.defined()) {
+            gcx_sparse_allreduce_opts_t opts = {};
+            opts.algo = job->algo.empty() ? nullptr : job->algo.c_str();
+            GCX_ISSUE(gcx_sparse_allreduce(c, &job->in, nullptr, &job->out,
+                                           &opts, &r_));
+        } else {
+            GCX_ISSUE(gcx_allreduce(c, GCX_IN_PLACE,
+                                    job->vals.data_ptr<float>(),
+                                    static_cast<size_t>(n), GCX_DT_F32,
+                                    GCX_OP_SUM, &r_));
+        }
+        if (job->norms.defined()) {
+            GCX_ISSUE(gcx_allreduce(c, GCX_IN_PLACE,
+                                    job->norms.data_ptr<double>(), 4,
+                                    GCX_DT_F64, GCX_OP_SUM, &r_));
+        }
+        return GCX_OK;
+    };
+    auto post = [job, scale] {
+        float *v = job->idx.defined() ? job->out.val : job->vals.data_ptr<float>();
+        size_t m = job->idx.defined() ? job->out.nnz
+                                      : static_cast<size_t>(job->vals.numel());
+        for (size_t i = 0; i < m; ++i) {
+            v[i] *= scale;
+        }
+        if (job->idx.defined()) {
+            job->out_nnz.data_ptr<int64_t>()[0] = static_cast<int64_t>(m);
+        }
+    };
+    return submit_composite(backend, "hooks_exchange", outputs, start, post);
+}
+
 } // namespace
 
 void bind_hooks(py::module_ &m)
 {
     using Rel = py::call_guard<py::gil_scoped_release>;
+    m.def("hooks_exchange", &exchange, Rel(), py::arg("pg"), py::arg("idx"),
+          py::arg("vals"), py::arg("nnz"), py::arg("n"), py::arg("out_idx"),
+          py::arg("out_vals"), py::arg("out_nnz"), py::arg("norms"),
+          py::arg("algo"),
+          "The host half of torch_gcx.hooks' device path: a staged "
+          "selection's sparse allreduce (idx None: dense), averaged; a Work.");
     py::class_<HookBase>(m, "_HookBase")
+        .def("device_account", &HookBase::device_account)
         .def("bytes_sent", &HookBase::bytes_sent)
         .def("trace", &HookBase::trace)
         .def("bucket_indices", &HookBase::bucket_indices)
@@ -624,6 +786,7 @@ void bind_hooks(py::module_ &m)
         .def("run", &GravacHook::run, Rel(),
              "Compress one bucket at the step's level and start its "
              "allreduces; a Work.")
+        .def("device_begin", &GravacHook::device_begin)
         .def("save", &GravacHook::save)
         .def("load", &GravacHook::load)
         .def("controller_state", &GravacHook::controller_state);

@@ -332,7 +332,7 @@ class CodedDataParallel(torch.nn.Module):
     def __init__(self, module, code="pgc-fr", s=1, n=None,
                  master_is_worker=True, root=0, straggler=None,
                  compress=None, group=None, decoding="exact", seed=0,
-                 catch_up=True):
+                 catch_up=True, device_path="auto"):
         super().__init__()
         self.module = module
         self.group = group if group is not None else \
@@ -396,16 +396,28 @@ class CodedDataParallel(torch.nn.Module):
             raise ValueError(f"torch_gcx.coded: decoding must be 'exact', or "
                              f"'weighted' for CR codes; got {decoding!r} "
                              f"for {code}")
+        devices = {p.device for p in params}
         for name, p in module.named_parameters():
             if p.requires_grad and (p.dtype != torch.float32 or
-                                    p.device.type != "cpu"):
+                                    len(devices) > 1):
                 raise ValueError(f"torch_gcx.coded: parameter {name} is "
                                  f"{p.dtype} on {p.device}; coded training "
-                                 f"takes float32 CPU parameters")
+                                 f"takes float32 parameters on one device "
+                                 f"(here: {sorted(map(str, devices))})")
+        if device_path not in ("auto", "always"):
+            raise ValueError(f"torch_gcx.coded: device_path must be 'auto' "
+                             f"or 'always', got {device_path!r}")
+        self.device = next(iter(devices)) if devices else \
+            torch.device("cpu")
+        # the device path: partition gradients, encoding and the top-k
+        # residual on the parameters' device, only the message staged
+        self.on_device = self.device.type != "cpu" or \
+            device_path == "always"
         self.code, self.s, self.n = code, s, workers
         self.master_is_worker, self.root = bool(master_is_worker), root
         self.compress, self.decoding, self.seed = compress, decoding, seed
         self.catch_up = bool(catch_up)
+        self.device_path = device_path
         self._exp_m, self._slow_rank, self._slow_ms = strag
         self.pipelined = CODES[code][1]
         self._params = params
@@ -418,12 +430,25 @@ class CodedDataParallel(torch.nn.Module):
             self.group._get_backend(torch.device("cpu")), CODES[code][0],
             self.pipelined, s, not master_is_worker, root, nfloats,
             decoding == "weighted" or code == "ignore",
-            compress.cf if compress else 0.0, seed, ignore=code == "ignore")
+            compress.cf if compress and not self.on_device else 0.0, seed,
+            ignore=code == "ignore")
         w = self._impl.worker()
         self.worker = w if w >= 0 else None
-        self._bufs = [self._impl.buffer(k) for k in range(self._impl.load())]
+        self.copy_bytes = {"d2h": 0, "h2d": 0}  # the device path's staging
+        self._sent_entries = 0
+        if self.on_device:
+            load = 1 if code == "ignore" else self._impl.load()
+            self._bufs = [torch.zeros(nfloats + 1, device=self.device)
+                          for _ in range(load)]
+            self._grad = torch.zeros(nfloats, device=self.device)
+            self._residual = torch.zeros(nfloats, device=self.device) \
+                if compress else None
+        else:
+            self._bufs = [self._impl.buffer(k)
+                          for k in range(self._impl.load())]
+            self._grad = self._impl.grad()
         self._buf_views = [self._views(b) for b in self._bufs]
-        self._grad_views = self._views(self._impl.grad())
+        self._grad_views = self._views(self._grad)
         self.round = 0
         self.lost_rounds = 0     # rounds every rank stepped with zero
         self.skipped = 0         # rounds decoded before this rank got there
@@ -549,7 +574,8 @@ class CodedDataParallel(torch.nn.Module):
             master_is_worker=self.master_is_worker, root=root,
             straggler=straggler, compress=self.compress,
             group=None if is_default else group, decoding=self.decoding,
-            seed=self.seed, catch_up=self.catch_up)
+            seed=self.seed, catch_up=self.catch_up,
+            device_path=self.device_path)
         new.resume_at = at
         ev.update(dead=[before[r] for r in dead], world=size, n=new.n,
                   s=new.s, adopted_from=adopted, t_ready=time.time())
@@ -586,7 +612,10 @@ class CodedDataParallel(torch.nn.Module):
             else:
                 self._compute(step, loss_fn)
                 computed = True
-        work = self._impl.round(self.round, computed)
+        encoded = False
+        if self.on_device and computed:
+            encoded = self._encode_on_device()
+        work = self._impl.round(self.round, computed, encoded)
         try:
             work.wait()
         except RuntimeError as e:
@@ -598,6 +627,10 @@ class CodedDataParallel(torch.nn.Module):
         res = self._impl.result()
         if not res["sent"] and not res["skipped"] and self.worker is not None:
             self.abstained += 1
+        if self.on_device:
+            # the decoded gradient, the only other crossing (host to device)
+            self._grad.copy_(self._impl.grad(), non_blocking=True)
+            self.copy_bytes["h2d"] += 4 * self._grad.numel()
         self.round += 1
         for p, v in zip(self._params, self._grad_views):
             p.grad = v
@@ -635,6 +668,44 @@ class CodedDataParallel(torch.nn.Module):
             self.delay_s += delay
             time.sleep(delay)
 
+    def _encode_on_device(self):
+        """The device path: this round's coded message from the slot
+        buffers, on the device (top-k with error feedback for compress),
+        staged into the C++ half's message. True when staged (False: no
+        message of this rank's own; round() abstains)."""
+        coeffs = self._impl.coefficients(self.round)
+        if coeffs is None:
+            return False
+        msg = torch.zeros_like(self._bufs[0])
+        for c, buf in zip(coeffs, self._bufs):
+            if c != 0.0:
+                msg.add_(buf, alpha=c)
+        host = self._impl.message()
+        nf = msg.numel() - 1
+        if self._residual is None:
+            host.copy_(msg)  # waits for the device: the message is ready
+            self.copy_bytes["d2h"] += 4 * (nf + 1)
+            return True
+        from .hooks import k_of, select_topk
+        if not bool(torch.isfinite(msg).all()):
+            raise RuntimeError("torch_gcx.coded: the coded message holds NaN "
+                               "or Inf")
+        r = self._residual
+        r.add_(msg[:nf])
+        k = k_of(nf, self.compress.cf)
+        idx = select_topk(r.abs(), nf, k)
+        vals = r[idx]
+        r.index_fill_(0, idx, 0.0)
+        # only k indices + values (and the loss) cross to the host
+        staged = torch.cat([vals, msg[nf:]]).cpu()
+        hidx = idx.to(torch.int32).cpu().long()
+        self.copy_bytes["d2h"] += 8 * k + 4
+        self._sent_entries += k
+        host.zero_()
+        host[hidx] = staged[:k]
+        host[nf] = staged[k]
+        return True
+
     def _grad_into(self, k, loss_fn, idx):
         # backward accumulates in place into the parameters' .grad, which
         # are views of slot buffer k: no copy
@@ -648,7 +719,10 @@ class CodedDataParallel(torch.nn.Module):
         for p, v in zip(self._params, views):
             if p.grad is not None and p.grad.data_ptr() != v.data_ptr():
                 v.copy_(p.grad)  # autograd replaced it (e.g. another layout)
-        buf[-1] = float(loss.detach())
+        if self.on_device:
+            buf[-1:].copy_(loss.detach().reshape(1))  # no host sync
+        else:
+            buf[-1] = float(loss.detach())
 
     # ---- checks -----------------------------------------------------------
 
@@ -707,8 +781,18 @@ class CodedDataParallel(torch.nn.Module):
         return d
 
     def residual(self):
-        """compress only: a copy of this worker's error-feedback residual."""
+        """compress only: a copy of this worker's error-feedback residual
+        (a CPU tensor)."""
+        if self.on_device:
+            if self._residual is None:
+                return self._impl.residual()  # raises as the host path
+            return self._residual.cpu()
         return self._impl.residual()
+
+    def sent_entries(self):
+        """compress only: entries this worker sent so far."""
+        return self._sent_entries if self.on_device else \
+            self._impl.sent_entries()
 
     def message(self):
         """The last coded message this worker built (compressed if
