@@ -34,6 +34,33 @@ size_t wrong_in_sum_of_4(const std::vector<float> &sum, uint64_t round)
     return bad;
 }
 
+// Largest |serial sum of partitions 0..n-1 of round r - sum[i]| over i: the
+// independent reference every decoded sum is checked against.
+double max_err_from_serial(const std::vector<float> &sum, int n, uint64_t round)
+{
+    double err = 0;
+    for (size_t i = 0; i < sum.size(); ++i) {
+        double want = 0;
+        for (int j = 0; j < n; ++j) {
+            want += grad(j, round, i);
+        }
+        err = std::max(err, std::fabs(want - sum[i]));
+    }
+    return err;
+}
+
+// A code of n workers and s stragglers (nullptr and a test failure when the
+// parameters have none).
+gcx_code_t *make_code(gcx_code_kind_t kind, int n, int s)
+{
+    gcx_code_params_t cp = {};
+    cp.kind              = kind;
+    cp.n                 = n;
+    cp.s                 = s;
+    gcx_code_t *code     = nullptr;
+    EXPECT_EQ(GCX_OK, gcx_code_create(&cp, &code));
+    return code;
+}
 
 // Builds this worker's message of a round.
 void encode(gcx_code_t *code, int worker, uint64_t round, size_t count, std::vector<float> &msg)
@@ -92,14 +119,7 @@ void run_rounds(gcx_comm_t *comm, gcx_code_kind_t kind, int s, int root, int roo
         ASSERT_EQ(static_cast<uint64_t>(r), res.round);
         ASSERT_NE(0u, res.used);
         ASSERT_EQ(res.used, res.used & res.arrived);
-        double err = 0;
-        for (size_t i = 0; i < run.count; ++i) {
-            double want = 0;
-            for (int j = 0; j < n; ++j) {
-                want += grad(j, r, i);
-            }
-            err = std::max(err, std::fabs(want - sum[i]));
-        }
+        double err = max_err_from_serial(sum, n, r);
         if (err > tol) {
             ++run.wrong;
             ADD_FAILURE() << "round " << r << ": decoded sum off by " << err << " (used 0x"

@@ -32,6 +32,8 @@ struct FrGather {
 
 float    grad(int j, uint64_t round, size_t i);
 size_t   wrong_in_sum_of_4(const std::vector<float> &sum, uint64_t round);
+double   max_err_from_serial(const std::vector<float> &sum, int n, uint64_t round);
+gcx_code_t *make_code(gcx_code_kind_t kind, int n, int s);
 void     encode(gcx_code_t *code, int worker, uint64_t round, size_t count,
                 std::vector<float> &msg);
 void     run_rounds(gcx_comm_t *comm, gcx_code_kind_t kind, int s, int root,
