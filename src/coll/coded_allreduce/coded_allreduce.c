@@ -726,19 +726,24 @@ static void gcx_car_own(gcx_coded_allreduce_t *car, gcx_car_op_t *op, int c)
 
     gcx_car_block(car, c, &off, &len);
     if (ch->ostate == GCX_CAR_COLLECT) {
-        /* off the in-flight list until both fan-outs are posted */
-        slot = gcx_coded_slot_get(&car->base);
-        if (slot == NULL) {
-            op->super.status = GCX_ERR_NOMEM;
-            return;
+        /* the publish slot, taken once for the round (off the in-flight
+         * list until both fan-outs are posted; gcx_car_release frees it
+         * if the round fails first) */
+        if (ch->pub == NULL) {
+            slot = gcx_coded_slot_get(&car->base);
+            if (slot == NULL) {
+                op->super.status = GCX_ERR_NOMEM;
+                return;
+            }
+            slot->round = op->round;
+            slot->nreqs = car->base.comm->size;
+            for (r = 0; r < slot->nreqs; ++r) {
+                slot->reqs[r].status = GCX_OK;
+            }
+            ch->pub = slot;
         }
-        slot->round = op->round;
-        slot->nreqs = car->base.comm->size;
-        for (r = 0; r < slot->nreqs; ++r) {
-            slot->reqs[r].status = GCX_OK;
-        }
+        slot = ch->pub;
         if (!gcx_car_owner_bits(car, op, c, slot->block->data)) {
-            gcx_coded_slot_put(&car->base, slot); /* nothing sent on it */
             if (op->super.status == GCX_INPROGRESS &&
                 !gcx_car_decodable_still(car, op, c)) {
                 gcx_error("coded allreduce round %llu: chunk %d can no "
@@ -756,7 +761,6 @@ static void gcx_car_own(gcx_coded_allreduce_t *car, gcx_car_op_t *op, int c)
                 ch->acks_wanted |= 1ull << r;
             }
         }
-        ch->pub = slot;
         gcx_car_publish_to(car, op, c, slot, ch->acks_wanted);
         ch->ostate = GCX_CAR_ACKS;
     }
