@@ -162,8 +162,12 @@ typedef struct gcx_coded_stats {
     uint64_t rounds_lost;   /**< Rounds completed as lost (lost_rounds). */
     uint64_t transfers_lost; /**< Root: contributions taken for decoding
                                  whose transfer then failed (the sender
-                                 died mid-payload); the round was decoded
-                                 from the others when they could. */
+                                 died mid-payload: counted gone) or was
+                                 still landing at GCX_TIMEOUT (the sender
+                                 stopped or starved mid-payload: given up
+                                 for that round only); the round was
+                                 decoded from the others when they
+                                 could. */
 } gcx_coded_stats_t;
 
 /**

@@ -20,6 +20,11 @@
 /* seconds a non-root rank waits past GCX_TIMEOUT for the root's verdict */
 #define GCX_CODED_VERDICT_GRACE 2.0
 
+/* Root: how long past GCX_TIMEOUT a round rebuilt from kept contributions
+ * (taken ones given up as still landing) may take to land them and decode;
+ * under GCX_CODED_VERDICT_GRACE, so that the other ranks hear the result. */
+#define GCX_CODED_GIVE_UP_GRACE 1.0
+
 enum {
     GCX_CODED_CONTRIB = 1, /* worker -> root: a coded vector of a round */
     GCX_CODED_RESULT  = 2, /* root -> rank: the decoded sum of a round */
@@ -153,6 +158,8 @@ struct gcx_coded_op {
     uint64_t            dropped;  /* not needed, eager: gone for good */
     uint64_t            late_void; /* abstained once decodable: counts
                                       again if the round is rebuilt */
+    uint64_t            given_up; /* taken, still landing at GCX_TIMEOUT:
+                                     left out of this round, not gone */
     int                 nheld;
     gcx_coded_held_t    held[GCX_CODE_MAX_WORKERS];
     /* other ranks */

@@ -31,6 +31,16 @@
  * Lost transfer: a taken payload whose pull fails (its sender died
  * mid-payload) counts its worker gone, and the round is rebuilt from what
  * is left, taking kept payloads in its place (gcx_coded_root_retake).
+ * Stuck transfer: a taken payload still landing in an internal block at
+ * GCX_TIMEOUT (its sender stopped or starved mid-payload; the root cannot
+ * tell that from a slow link, so it waits the whole timeout) is given up
+ * when the kept contributions make the round decodable without it: the
+ * round is rebuilt from those, with GCX_CODED_GIVE_UP_GRACE more to land
+ * them, and the late sender is left out of this round only (not counted
+ * gone; its payload lands in the given-up block, which is reused once the
+ * transfer ends). A payload landing straight into recvbuf (the zero-copy
+ * base: a root that is not a worker, FR or uncoded) is never given up, as
+ * its late bytes would overwrite the result: that round times out.
  *
  * Failure: when the arrived workers plus those that may still arrive (not
  * gone, not abstained) cannot be decoded, the round fails with
@@ -210,7 +220,8 @@ static void gcx_coded_root_arrive(gcx_coded_op_t *op, int w,
 /*
  * A taken contribution whose transfer failed (its sender died mid-payload,
  * or the pull could not start) is lost: the worker counts as gone, and the
- * round is rebuilt from what is left. Entries already folded into recvbuf
+ * round is rebuilt from what is left; one given up as stuck (op->given_up,
+ * gcx_coded_root_give_up) is lost the same way for this round only. Entries already folded into recvbuf
  * stay (a lost one was never folded: folding waits for its landing); the
  * other taken ones are taken again in their order with their buffers
  * (their coefficients do not depend on a later arrival); then the kept
@@ -230,19 +241,30 @@ static void gcx_coded_root_retake(gcx_coded_op_t *op)
     for (i = op->nfolded; i < op->nentries; ++i) {
         gcx_coded_entry_t *e = &op->entries[i];
 
-        if (e->req == NULL || e->req->status == GCX_INPROGRESS ||
-            e->req->status == GCX_OK) {
+        if (e->req == NULL || e->req->status == GCX_OK ||
+            (e->req->status == GCX_INPROGRESS &&
+             !(op->given_up & (1ull << e->worker)))) {
             again[nagain++] = *e;
             continue;
         }
-        gcx_warn("coded gather round %llu: the contribution of worker %d "
-                 "(rank %d) was lost mid-transfer (%s); worker counted "
-                 "gone, decoding from the others",
-                 (unsigned long long)op->round, e->worker,
-                 gcx_coded_rank_of(coded, e->worker),
-                 gcx_strerror(e->req->status));
+        if (e->req->status == GCX_INPROGRESS) {
+            gcx_warn("coded gather round %llu: the contribution of worker "
+                     "%d (rank %d) is still landing at GCX_TIMEOUT=%g s; "
+                     "given up for this round (worker not counted gone), "
+                     "decoding from the kept ones",
+                     (unsigned long long)op->round, e->worker,
+                     gcx_coded_rank_of(coded, e->worker),
+                     coded->comm->config.timeout);
+        } else {
+            gcx_warn("coded gather round %llu: the contribution of worker "
+                     "%d (rank %d) was lost mid-transfer (%s); worker "
+                     "counted gone, decoding from the others",
+                     (unsigned long long)op->round, e->worker,
+                     gcx_coded_rank_of(coded, e->worker),
+                     gcx_strerror(e->req->status));
+            coded->gone |= 1ull << e->worker;
+        }
         lost |= 1ull << e->worker;
-        coded->gone |= 1ull << e->worker;
         ++coded->stats.transfers_lost;
         gcx_coded_root_drop(op, NULL, 0, e->slot);
     }
@@ -286,6 +308,53 @@ static void gcx_coded_root_retake(gcx_coded_op_t *op)
                               kept[i].slot != NULL ? NULL : &kept[i].msg, 1,
                               kept[i].slot, kept[i].t);
     }
+}
+
+/*
+ * At GCX_TIMEOUT the round is decodable but taken payloads have not landed
+ * (their senders stopped or starved mid-payload, or the links are slow):
+ * give them up when the contributions kept since make the round decodable
+ * without them, and give the rebuilt round GCX_CODED_GIVE_UP_GRACE to land
+ * those. Once per round; never a payload landing in recvbuf. 1 when given
+ * up (the caller rebuilds with gcx_coded_root_retake), else 0: the round
+ * times out as before.
+ */
+static int gcx_coded_root_give_up(gcx_coded_op_t *op)
+{
+    gcx_coded_t *coded = op->coded;
+    uint64_t     stuck = 0, kept = 0;
+    int          i, decodable = 0;
+
+    if (op->given_up != 0) {
+        return 0;
+    }
+    for (i = op->nfolded; i < op->nentries; ++i) {
+        const gcx_coded_entry_t *e = &op->entries[i];
+
+        if (e->req == NULL || e->req->status != GCX_INPROGRESS) {
+            continue;
+        }
+        if (e->slot == NULL) {
+            return 0; /* lands in recvbuf: its late bytes would corrupt it */
+        }
+        stuck |= 1ull << e->worker;
+    }
+    for (i = 0; i < op->nheld; ++i) {
+        const gcx_coded_held_t *h = &op->held[i];
+
+        if (h->slot == NULL || h->slot->reqs[0].status == GCX_OK) {
+            kept |= 1ull << h->worker; /* held, or staged and landed */
+        }
+    }
+    if (stuck == 0 ||
+        gcx_code_decodable(coded->code, (op->arrived & ~stuck) | kept,
+                           &decodable) != GCX_OK ||
+        !decodable) {
+        return 0;
+    }
+    op->given_up       = stuck;
+    op->super.deadline = gcx_time_now() + GCX_CODED_GIVE_UP_GRACE;
+    return 1;
 }
 
 /* Worker w abstains from the live round (VOID, or the root's own). */
@@ -458,8 +527,9 @@ static int gcx_coded_root_check_failure(gcx_coded_op_t *op)
             coded->gone |= 1ull << w;
         }
     }
-    /* abstained workers will not contribute to this round: out too */
-    possible = op->arrived | (all & ~coded->gone & ~op->abstained);
+    /* abstained and given-up workers will not contribute to this round */
+    possible = op->arrived |
+               (all & ~coded->gone & ~op->abstained & ~op->given_up);
     if (gcx_code_decodable(coded->code, possible, &decodable) == GCX_OK &&
         !decodable && coded->lost_rounds &&
         gcx_code_decodable(coded->code, all & ~coded->gone, &decodable) ==
@@ -688,6 +758,17 @@ static void gcx_coded_root_progress(gcx_task_t *task)
         return;
     }
     ready = op->streaming ? gcx_coded_root_fold(op) : gcx_coded_root_decode(op);
+    if (!ready && task->status == GCX_INPROGRESS &&
+        gcx_time_now() > task->deadline - 0.01 && gcx_coded_root_give_up(op)) {
+        gcx_coded_root_retake(op); /* 10 ms before task.c's check, as in
+                                      * gcx_coded_root_check_failure */
+        if (!op->decodable) {
+            gcx_coded_root_check_failure(op);
+            return;
+        }
+        ready = op->streaming ? gcx_coded_root_fold(op) :
+                                gcx_coded_root_decode(op);
+    }
     if (ready && task->status == GCX_INPROGRESS) {
         gcx_coded_root_publish(op);
     }
