@@ -68,7 +68,6 @@
 #include <gcx/coded.h>
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1002,26 +1001,6 @@ static void gcx_car_progress(gcx_task_t *task)
     }
     if (task->status == GCX_INPROGRESS && nfinal == car->base.n) {
         gcx_car_done(car, op);
-    }
-    {
-        static int dbg_done; static double dbg_t; static uint64_t dbg_round = ~0ull;
-        if (dbg_round != op->round) { dbg_round = op->round; dbg_t = gcx_time_now(); dbg_done = 0; }
-        if (getenv("CAR_DEBUG") && gcx_time_now() - dbg_t > 3.0 && !dbg_done) {
-        dbg_done = 1;
-        for (c = 0; c < car->base.n; ++c) if (car->kept[c]) fprintf(stderr, "DBG r%d kept chunk %d round %llu served %d\n", me, c, (unsigned long long)car->kept[c]->round, (int)((car->kept_served >> c) & 1));
-        for (c = 0; c < car->base.n; ++c) {
-            gcx_car_chunk_t *ch = &op->ch[c];
-            fprintf(stderr, "DBG r%d round %llu chunk %d acting %d final %d ostate %d arrived %llx taken %llx acks_w %llx acks_g %llx acked %llx committed %llx sent_to %d sending %d copies",
-                    me, (unsigned long long)op->round, c, op->acting[c], ch->final, ch->ostate,
-                    (unsigned long long)ch->arrived, (unsigned long long)ch->taken,
-                    (unsigned long long)ch->acks_wanted, (unsigned long long)ch->acks_got,
-                    (unsigned long long)ch->acked, (unsigned long long)ch->committed, ch->sent_to, op->sending);
-            for (int k = 0; k < car->line; ++k) {
-                fprintf(stderr, " [%d:%d]", k, ch->copy[k] ? ch->copy[k]->reqs[0].status : 99);
-            }
-            fprintf(stderr, "\n");
-        }
-        }
     }
 }
 
