@@ -210,6 +210,13 @@ std::string job_marker(const char *name)
     return "/tmp/gcx-test-coded-" + std::to_string(getppid()) + "-" + name;
 }
 
+void touch_marker(const std::string &path)
+{
+    FILE *f = fopen(path.c_str(), "w");
+    ASSERT_NE(nullptr, f) << path;
+    fclose(f);
+}
+
 bool wait_for_marker(const std::string &path, gcx_comm_t *comm)
 {
     for (int i = 0; i < 6000; ++i) { // 60 s
@@ -232,9 +239,7 @@ void root_waits_for_survivors(gcx_comm_t *comm, int root, const std::vector<int>
                                                      std::to_string(r)).c_str()); };
     auto is_dead = [&dead](int r) { return std::find(dead.begin(), dead.end(), r) != dead.end(); };
     if (rank != root) {
-        FILE *f = fopen(marker(rank).c_str(), "w");
-        ASSERT_NE(nullptr, f);
-        fclose(f);
+        touch_marker(marker(rank));
         return;
     }
     for (int r = 0; r < size; ++r) {

@@ -152,16 +152,12 @@ TEST(CodedFailure, LaggingRank)
     EXPECT_EQ(20, r) << "rounds before the failed one must complete, that one must fail";
     EXPECT_NE(GCX_OK, status);
     if (rank == 0) { // keep the connection up until rank 1 has read everything
-        FILE *f = fopen(root_failed.c_str(), "w");
-        ASSERT_NE(nullptr, f);
-        fclose(f);
+        touch_marker(root_failed);
         EXPECT_TRUE(wait_for_marker(lagger_done, comm)) << "rank 1 never finished";
         unlink(root_failed.c_str());
         unlink(lagger_done.c_str());
     } else {
-        FILE *f = fopen(lagger_done.c_str(), "w");
-        ASSERT_NE(nullptr, f);
-        fclose(f);
+        touch_marker(lagger_done);
     }
     fr_release(fr);
     gcx_comm_destroy(comm);
@@ -212,18 +208,14 @@ void taken_worker(gcx_code_kind_t kind, Taken how)
         if (r == die_round && rank == 3) {
             gcx_request_t *req = nullptr;
             ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, &req));
-            FILE *f = fopen(posted.c_str(), "w"); // the header is on its way
-            ASSERT_NE(nullptr, f);
-            fclose(f);
+            touch_marker(posted); // the header is on its way
             if (how == Taken::Stalls) {
                 // no progress until the root decoded round 5 without us
                 EXPECT_TRUE(wait_for_marker(root_done, nullptr)) << "the root never finished";
                 unlink(root_done.c_str());
                 ASSERT_EQ(GCX_OK, gcx_wait(req)) << "round " << r;
                 gcx_request_free(req);
-                f = fopen(woke.c_str(), "w");
-                ASSERT_NE(nullptr, f);
-                fclose(f);
+                touch_marker(woke);
             } else {
                 EXPECT_TRUE(wait_for_marker(sent2, nullptr)) << "rank 2 never sent";
                 std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -243,18 +235,14 @@ void taken_worker(gcx_code_kind_t kind, Taken how)
             } else {
                 ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, &req));
             }
-            FILE *f = fopen(sent2.c_str(), "w");
-            ASSERT_NE(nullptr, f);
-            fclose(f);
+            touch_marker(sent2);
             ASSERT_EQ(GCX_OK, gcx_wait(req)) << "round " << r;
             gcx_request_free(req);
         } else if (r == die_round && rank == 0 && how == Taken::Stalls) {
             ASSERT_TRUE(wait_for_marker(posted, comm)) << "rank 3 never posted";
             ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr))
                 << "round " << r;
-            FILE *f = fopen(root_done.c_str(), "w");
-            ASSERT_NE(nullptr, f);
-            fclose(f);
+            touch_marker(root_done);
             // round 6 on only once rank 3 has its sum: results to a rank that
             // does not progress would count it gone (GCX_CODED_MAX_LAG)
             EXPECT_TRUE(wait_for_marker(woke, comm)) << "rank 3 never woke";
@@ -341,9 +329,7 @@ TEST(CodedFailure, LostRoundGoesOn)
         << "lost_rounds needs a result";
     for (int r = 0; r < 12; ++r) {
         if (r == 5 && rank == 3) {
-            FILE *f = fopen(gone.c_str(), "w");
-            ASSERT_NE(nullptr, f);
-            fclose(f);
+            touch_marker(gone);
             printf("rank 3: exiting before round %d\n", r);
             fflush(stdout);
             _exit(0);
@@ -421,9 +407,7 @@ TEST(CodedFailure, LateWorkerAndAbstentionLoseTheRound)
                 << "rank " << rank << " round " << r;
         }
         if (r == 5 && rank == 1) {
-            FILE *f = fopen(done1.c_str(), "w");
-            ASSERT_NE(nullptr, f);
-            fclose(f);
+            touch_marker(done1);
         }
         if (r == 5) {
             EXPECT_EQ(1, res.lost) << "rank " << rank;
