@@ -446,11 +446,12 @@ static gcx_status_t gcx_tl_ucx_am_handler(gcx_tl_t *tl, unsigned id,
     return GCX_OK;
 }
 
-static gcx_status_t gcx_tl_ucx_am_send(gcx_tl_t *tl, int peer, unsigned id,
+/* am_send and am_send_eager: @p flags 0 or UCP_AM_SEND_FLAG_EAGER */
+static gcx_status_t gcx_tl_ucx_am_post(gcx_tl_t *tl, int peer, unsigned id,
                                        const void *header,
                                        size_t header_length,
                                        const gcx_iov_t *iov, int iovcnt,
-                                       gcx_tl_req_t *req)
+                                       gcx_tl_req_t *req, uint32_t flags)
 {
     gcx_tl_ucx_t       *ucx   = (gcx_tl_ucx_t *)tl;
     ucp_request_param_t param = {0};
@@ -470,12 +471,36 @@ static gcx_status_t gcx_tl_ucx_am_send(gcx_tl_t *tl, int peer, unsigned id,
     }
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
     param.cb.send      = gcx_tl_ucx_send_cb;
+    if (flags != 0) {
+        param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags         = flags;
+    }
     if (iovcnt > 0) {
         gcx_tl_ucx_fill_param(&param, iov, iovcnt, &buffer, &count);
     }
     return gcx_tl_ucx_attach(ucx, req,
                              ucp_am_send_nbx(ep, id, header, header_length,
                                              buffer, count, &param));
+}
+
+static gcx_status_t gcx_tl_ucx_am_send(gcx_tl_t *tl, int peer, unsigned id,
+                                       const void *header,
+                                       size_t header_length,
+                                       const gcx_iov_t *iov, int iovcnt,
+                                       gcx_tl_req_t *req)
+{
+    return gcx_tl_ucx_am_post(tl, peer, id, header, header_length, iov,
+                              iovcnt, req, 0);
+}
+
+static gcx_status_t gcx_tl_ucx_am_send_eager(gcx_tl_t *tl, int peer,
+                                             unsigned id, const void *header,
+                                             size_t header_length,
+                                             const gcx_iov_t *iov, int iovcnt,
+                                             gcx_tl_req_t *req)
+{
+    return gcx_tl_ucx_am_post(tl, peer, id, header, header_length, iov,
+                              iovcnt, req, UCP_AM_SEND_FLAG_EAGER);
 }
 
 static gcx_status_t gcx_tl_ucx_am_recv(gcx_tl_t *tl, const gcx_tl_am_msg_t *msg,
@@ -1086,6 +1111,7 @@ const gcx_tl_ops_t gcx_tl_ucx_ops = {
     .recv_eager   = gcx_tl_ucx_recv_eager,
     .am_handler   = gcx_tl_ucx_am_handler,
     .am_send      = gcx_tl_ucx_am_send,
+    .am_send_eager = gcx_tl_ucx_am_send_eager,
     .am_recv      = gcx_tl_ucx_am_recv,
     .am_hold      = gcx_tl_ucx_am_hold,
     .am_release   = gcx_tl_ucx_am_release,
