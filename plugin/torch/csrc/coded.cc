@@ -245,7 +245,10 @@ class CodedGather {
         params.count              = count_;
         params.root               = root;
         params.root_not_worker    = master ? 1 : 0;
-        params.lost_rounds        = 1; // pgc: a dead worker's mate abstains
+        // pgc: a dead worker's mate abstains, which can leave a round to
+        // lose; gc workers never abstain, and without lost_rounds
+        // GCX_CODED_ALGO=masterless|auto can serve them
+        params.lost_rounds        = code_->pgc != nullptr ? 1 : 0;
         gcx_coded_t **out         = &coded_;
         try {
             submit_composite(*backend_, "gcx_coded_create", {},
