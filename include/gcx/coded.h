@@ -72,7 +72,10 @@ typedef enum gcx_coded_algo {
      * The cheaper of star and master-less by an alpha-beta model
      * (GCX_NET_LATENCY_US, GCX_NET_BANDWIDTH_GBPS; 20 us and 10 Gbit/s when
      * unset) for the ranks and the vector size; star where master-less
-     * cannot serve the parameters (root_not_worker, lost_rounds).
+     * cannot serve the parameters (root_not_worker, lost_rounds). The model
+     * weighs no stragglers: master-less covers a rank slow to send once in
+     * the round, not one slow to enter it (still computing), which the
+     * star covers.
      */
     GCX_CODED_ALGO_AUTO       = 1,
     /** One root decodes and sends the sum to every rank. */

@@ -51,12 +51,13 @@
  * per owner, one round trip added to a later owner's completion).
  *
  * Stragglers and progress. An owner decodes while its rank is inside the
- * call (or progresses the communicator): straggler injection
- * (GCX_STRAGGLER_*) delays only a rank's chunk messages and the rank goes on
- * taking and publishing meanwhile, which is how a rank behaves whose
- * computation runs beside a progress engine (torch_gcx's engine thread). A
- * rank that makes no progress call for d seconds holds its own chunk (and
- * its ACKs) for d; see README.md of this folder.
+ * call (or progresses the communicator with the round posted): straggler
+ * injection (GCX_STRAGGLER_*) delays only a rank's chunk messages and the
+ * rank goes on taking and publishing meanwhile. A rank that has not entered
+ * the round yet (still computing: gcx-train, and torch_gcx, whose engine
+ * posts the round once the gradient is there) or makes no progress call
+ * for d seconds holds the chunk it owns (and its ACKs) for d; see README.md
+ * of this folder.
  *
  * Dead workers are stragglers that never come: rounds go on while the
  * others decode. Every owner of a chunk lost, or more than s workers: the

@@ -221,10 +221,11 @@ static void gcx_coded_root_arrive(gcx_coded_op_t *op, int w,
  * A taken contribution whose transfer failed (its sender died mid-payload,
  * or the pull could not start) is lost: the worker counts as gone, and the
  * round is rebuilt from what is left; one given up as stuck (op->given_up,
- * gcx_coded_root_give_up) is lost the same way for this round only. Entries already folded into recvbuf
- * stay (a lost one was never folded: folding waits for its landing); the
- * other taken ones are taken again in their order with their buffers
- * (their coefficients do not depend on a later arrival); then the kept
+ * gcx_coded_root_give_up) is lost the same way for this round only.
+ * Entries already folded into recvbuf stay (a lost one was never folded:
+ * folding waits for its landing); the other taken ones are taken again
+ * in their order with their buffers (their coefficients do not depend on
+ * a later arrival); then the kept
  * contributions arrive again, in their order, and one of them may now be
  * taken (FR: another of the lost worker's group; CR: the next arrival).
  * Cost: O(n) per progress call to look, nothing more unless one is lost.
