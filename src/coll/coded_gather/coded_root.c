@@ -511,6 +511,14 @@ static void gcx_coded_root_lose(gcx_coded_op_t *op)
     op->super.status = GCX_OK;
 }
 
+/* GCX_TIMEOUT has come for the round: 10 ms before the queue's own check
+ * (task.c), so that the root's rules (give up a stuck payload, lose or fail
+ * the round) decide, on the first look past it. */
+static int gcx_coded_root_out_of_time(const gcx_coded_op_t *op)
+{
+    return gcx_time_now() > op->super.deadline - 0.01;
+}
+
 /* Cannot finish: too few workers left, or out of time. */
 static int gcx_coded_root_check_failure(gcx_coded_op_t *op)
 {
@@ -551,9 +559,7 @@ static int gcx_coded_root_check_failure(gcx_coded_op_t *op)
         gcx_coded_root_fail(op, GCX_ERR_UNDECODABLE);
         return 1;
     }
-    /* 10 ms before the queue's own GCX_TIMEOUT check (task.c), so that it
-     * is this rule that decides, on the first look past it */
-    if (gcx_time_now() > op->super.deadline - 0.01) {
+    if (gcx_coded_root_out_of_time(op)) {
         if (op->abstained != 0 && coded->lost_rounds &&
             gcx_code_decodable(coded->code, all & ~coded->gone, &decodable) ==
                 GCX_OK &&
@@ -760,9 +766,8 @@ static void gcx_coded_root_progress(gcx_task_t *task)
     }
     ready = op->streaming ? gcx_coded_root_fold(op) : gcx_coded_root_decode(op);
     if (!ready && task->status == GCX_INPROGRESS &&
-        gcx_time_now() > task->deadline - 0.01 && gcx_coded_root_give_up(op)) {
-        gcx_coded_root_retake(op); /* 10 ms before task.c's check, as in
-                                      * gcx_coded_root_check_failure */
+        gcx_coded_root_out_of_time(op) && gcx_coded_root_give_up(op)) {
+        gcx_coded_root_retake(op);
         if (!op->decodable) {
             gcx_coded_root_check_failure(op);
             return;
