@@ -82,13 +82,8 @@ GcxBackend::allgather(std::vector<std::vector<at::Tensor>> &outputs,
     if (staged(dev)) {
         Mirror m(dev);
         std::vector<at::Tensor> hi = m.in(inputs);
-        std::vector<std::vector<at::Tensor>> ho;
-        for (auto &l : outputs) {
-            ho.push_back(m.out(l));
-        }
-        m.landed();
-        MirrorScope scope(m);
-        return allgather(ho, hi, opts);
+        std::vector<std::vector<at::Tensor>> ho = m.out(outputs);
+        return m.run([&] { return allgather(ho, hi, opts); });
     }
     at::Tensor in = single(inputs, "allgather", "the input tensor");
     TORCH_CHECK(outputs.size() == 1,
@@ -156,13 +151,8 @@ GcxBackend::reduce_scatter(std::vector<at::Tensor> &outputs,
     if (staged(dev)) {
         Mirror m(dev);
         std::vector<at::Tensor> ho = m.out(outputs);
-        std::vector<std::vector<at::Tensor>> hi;
-        for (auto &l : inputs) {
-            hi.push_back(m.in(l));
-        }
-        m.landed();
-        MirrorScope scope(m);
-        return reduce_scatter(ho, hi, opts);
+        std::vector<std::vector<at::Tensor>> hi = m.in(inputs);
+        return m.run([&] { return reduce_scatter(ho, hi, opts); });
     }
     at::Tensor out = single(outputs, "reduce_scatter", "the output tensor");
     gcx_dtype_t dt = reduce_dtype(out, "reduce_scatter");
@@ -231,9 +221,8 @@ GcxBackend::alltoall_base(at::Tensor &output, at::Tensor &input,
     if (staged(dev)) {
         Mirror m(dev);
         at::Tensor hi = m.in(input), ho = m.out(output);
-        m.landed();
-        MirrorScope scope(m);
-        return alltoall_base(ho, hi, outSplits, inSplits, opts);
+        return m.run(
+            [&] { return alltoall_base(ho, hi, outSplits, inSplits, opts); });
     }
     const char *name = "all_to_all_single";
     check_tensor(input, name, "the input tensor");
@@ -336,13 +325,8 @@ GcxBackend::gather(std::vector<std::vector<at::Tensor>> &outputs,
     if (staged(dev)) {
         Mirror m(dev);
         std::vector<at::Tensor> hi = m.in(inputs);
-        std::vector<std::vector<at::Tensor>> ho;
-        for (auto &l : outputs) {
-            ho.push_back(m.out(l));
-        }
-        m.landed();
-        MirrorScope scope(m);
-        return gather(ho, hi, opts);
+        std::vector<std::vector<at::Tensor>> ho = m.out(outputs);
+        return m.run([&] { return gather(ho, hi, opts); });
     }
     at::Tensor in = single(inputs, "gather", "the input tensor");
     check_root(opts.rootRank, getSize(), "gather");
@@ -394,13 +378,8 @@ GcxBackend::scatter(std::vector<at::Tensor> &outputs,
     if (staged(dev)) {
         Mirror m(dev);
         std::vector<at::Tensor> ho = m.out(outputs);
-        std::vector<std::vector<at::Tensor>> hi;
-        for (auto &l : inputs) {
-            hi.push_back(m.in(l));
-        }
-        m.landed();
-        MirrorScope scope(m);
-        return scatter(ho, hi, opts);
+        std::vector<std::vector<at::Tensor>> hi = m.in(inputs);
+        return m.run([&] { return scatter(ho, hi, opts); });
     }
     at::Tensor out = single(outputs, "scatter", "the output tensor");
     check_root(opts.rootRank, getSize(), "scatter");
@@ -457,9 +436,7 @@ c10::intrusive_ptr<c10d::Work> GcxBackend::recvAnysource(std::vector<at::Tensor>
     if (staged(dev)) {
         Mirror m(dev);
         std::vector<at::Tensor> h = m.out(tensors);
-        m.landed();
-        MirrorScope scope(m);
-        return recvAnysource(h, tag);
+        return m.run([&] { return recvAnysource(h, tag); });
     }
     at::Tensor t = single(tensors, "recv (any source)");
     TORCH_CHECK(tag >= 0 && tag < kMonitorTag,
@@ -508,9 +485,7 @@ c10::intrusive_ptr<c10d::Work> GcxBackend::p2p(std::vector<at::Tensor> &tensors,
         Mirror m(dev);
         std::vector<at::Tensor> h =
             is_send ? m.in(tensors) : m.out(tensors);
-        m.landed();
-        MirrorScope scope(m);
-        return p2p(h, peer, tag, is_send);
+        return m.run([&] { return p2p(h, peer, tag, is_send); });
     }
     const char *op = is_send ? "send" : "recv";
     at::Tensor  t  = single(tensors, op);

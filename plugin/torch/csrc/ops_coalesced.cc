@@ -41,9 +41,7 @@ GcxBackend::allreduce_coalesced(std::vector<at::Tensor> &tensors,
     if (staged(dev)) {
         Mirror m(dev);
         std::vector<at::Tensor> h = m.inout(tensors);
-        m.landed();
-        MirrorScope scope(m);
-        return allreduce_coalesced(h, opts);
+        return m.run([&] { return allreduce_coalesced(h, opts); });
     }
     const char *name = "allreduce_coalesced";
     TORCH_CHECK(!tensors.empty(), "gcx ", name, ": no tensors given");
@@ -102,13 +100,8 @@ GcxBackend::allgather_coalesced(std::vector<std::vector<at::Tensor>> &outputs,
     if (staged(dev)) {
         Mirror m(dev);
         std::vector<at::Tensor> hi = m.in(inputs);
-        std::vector<std::vector<at::Tensor>> ho;
-        for (auto &l : outputs) {
-            ho.push_back(m.out(l));
-        }
-        m.landed();
-        MirrorScope scope(m);
-        return allgather_coalesced(ho, hi, opts);
+        std::vector<std::vector<at::Tensor>> ho = m.out(outputs);
+        return m.run([&] { return allgather_coalesced(ho, hi, opts); });
     }
     const char *name = "allgather_coalesced";
     const int p      = getSize();
@@ -168,9 +161,8 @@ GcxBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor> &outputs,
         Mirror m(dev);
         std::vector<at::Tensor> hi = m.in(inputs);
         std::vector<at::Tensor> ho = m.out(outputs);
-        m.landed();
-        MirrorScope scope(m);
-        return allgather_into_tensor_coalesced(ho, hi, opts);
+        return m.run(
+            [&] { return allgather_into_tensor_coalesced(ho, hi, opts); });
     }
     const char *name = "allgather_into_tensor_coalesced";
     TORCH_CHECK(!inputs.empty() && inputs.size() == outputs.size(),
@@ -226,9 +218,8 @@ GcxBackend::reduce_scatter_tensor_coalesced(
         Mirror m(dev);
         std::vector<at::Tensor> hi = m.in(inputs);
         std::vector<at::Tensor> ho = m.out(outputs);
-        m.landed();
-        MirrorScope scope(m);
-        return reduce_scatter_tensor_coalesced(ho, hi, opts);
+        return m.run(
+            [&] { return reduce_scatter_tensor_coalesced(ho, hi, opts); });
     }
     const char *name = "reduce_scatter_tensor_coalesced";
     TORCH_CHECK(!inputs.empty() && inputs.size() == outputs.size(),

@@ -19,18 +19,6 @@
 
 namespace torch_gcx {
 
-namespace {
-
-// run `call` on host mirrors of the tensors: inout / out / in lists
-template <typename F>
-c10::intrusive_ptr<c10d::Work> mirrored(c10::Device dev, F call)
-{
-    Mirror m(dev);
-    return call(m);
-}
-
-} // namespace
-
 c10::intrusive_ptr<c10d::Work>
 GcxBackend::staged_allreduce(std::vector<at::Tensor> &tensors,
                              const c10d::AllreduceOptions &opts,
@@ -42,12 +30,9 @@ GcxBackend::staged_allreduce(std::vector<at::Tensor> &tensors,
     at::Tensor t = tensors[0];
     check_dense(t, name, "the tensor");
     if (coalescing() || combined_locally(opts.reduceOp, t)) {
-        return mirrored(dev, [&](Mirror &m) {
-            std::vector<at::Tensor> h = m.inout(tensors);
-            m.landed();
-            MirrorScope scope(m);
-            return allreduce(h, opts);
-        });
+        Mirror m(dev);
+        std::vector<at::Tensor> h = m.inout(tensors);
+        return m.run([&] { return allreduce(h, opts); });
     }
     gcx_dtype_t dt = reduce_dtype(t, name);
     Reduction red  = reduction(opts.reduceOp, t, name);
@@ -93,12 +78,9 @@ GcxBackend::staged_broadcast(std::vector<at::Tensor> &tensors,
     TORCH_CHECK(opts.rootTensor == 0, "gcx broadcast: rootTensor must be 0");
     check_root(opts.rootRank, getSize(), name);
     if (coalescing()) {
-        return mirrored(dev, [&](Mirror &m) {
-            std::vector<at::Tensor> h = m.inout(tensors);
-            m.landed();
-            MirrorScope scope(m);
-            return broadcast(h, opts);
-        });
+        Mirror m(dev);
+        std::vector<at::Tensor> h = m.inout(tensors);
+        return m.run([&] { return broadcast(h, opts); });
     }
     const int root  = static_cast<int>(opts.rootRank);
     const bool mine = root == getRank();
@@ -141,12 +123,9 @@ GcxBackend::staged_reduce(std::vector<at::Tensor> &tensors,
     TORCH_CHECK(opts.rootTensor == 0, "gcx reduce: rootTensor must be 0");
     check_root(opts.rootRank, getSize(), name);
     if (coalescing() || combined_locally(opts.reduceOp, t)) {
-        return mirrored(dev, [&](Mirror &m) {
-            std::vector<at::Tensor> h = m.inout(tensors);
-            m.landed();
-            MirrorScope scope(m);
-            return reduce(h, opts);
-        });
+        Mirror m(dev);
+        std::vector<at::Tensor> h = m.inout(tensors);
+        return m.run([&] { return reduce(h, opts); });
     }
     gcx_dtype_t dt  = reduce_dtype(t, name);
     Reduction red   = reduction(opts.reduceOp, t, name);
@@ -201,12 +180,9 @@ GcxBackend::staged_allgather_base(at::Tensor &output, at::Tensor &input,
                 input.numel(), " elements of ", input.scalar_type(), ", got ",
                 output.numel(), " of ", output.scalar_type());
     if (coalescing()) {
-        return mirrored(dev, [&](Mirror &m) {
-            at::Tensor hi = m.in(input), ho = m.out(output);
-            m.landed();
-            MirrorScope scope(m);
-            return _allgather_base(ho, hi, opts);
-        });
+        Mirror m(dev);
+        at::Tensor hi = m.in(input), ho = m.out(output);
+        return m.run([&] { return _allgather_base(ho, hi, opts); });
     }
     const int64_t e = static_cast<int64_t>(input.element_size());
     const int64_t B = static_cast<int64_t>(nbytes(input));
@@ -258,12 +234,9 @@ GcxBackend::staged_reduce_scatter_base(at::Tensor &output, at::Tensor &input,
                 output.numel(), " elements of ", output.scalar_type(),
                 ", got ", input.numel(), " of ", input.scalar_type());
     if (coalescing()) {
-        return mirrored(dev, [&](Mirror &m) {
-            at::Tensor hi = m.in(input), ho = m.out(output);
-            m.landed();
-            MirrorScope scope(m);
-            return _reduce_scatter_base(ho, hi, opts);
-        });
+        Mirror m(dev);
+        at::Tensor hi = m.in(input), ho = m.out(output);
+        return m.run([&] { return _reduce_scatter_base(ho, hi, opts); });
     }
     at::Tensor in   = premul_input(red, input, false);
     const int64_t e = static_cast<int64_t>(output.element_size());

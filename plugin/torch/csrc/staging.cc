@@ -488,6 +488,26 @@ std::vector<at::Tensor> Mirror::inout(const std::vector<at::Tensor> &ts)
     return r;
 }
 
+std::vector<std::vector<at::Tensor>>
+Mirror::in(const std::vector<std::vector<at::Tensor>> &lists)
+{
+    std::vector<std::vector<at::Tensor>> r;
+    for (const auto &l : lists) {
+        r.push_back(in(l));
+    }
+    return r;
+}
+
+std::vector<std::vector<at::Tensor>>
+Mirror::out(const std::vector<std::vector<at::Tensor>> &lists)
+{
+    std::vector<std::vector<at::Tensor>> r;
+    for (const auto &l : lists) {
+        r.push_back(out(l));
+    }
+    return r;
+}
+
 void Mirror::landed()
 {
     if (!pinned_) {

@@ -137,6 +137,8 @@ std::vector<std::pair<int64_t, int64_t>> chunk_ranges(int64_t n,
 // (queued after the caller's current stream), out() is copied back into
 // the tensor when the job is done (copy_back, on the completer thread,
 // synchronous), inout() both. landed() waits for the copies in.
+class MirrorScope;
+
 class Mirror {
   public:
     explicit Mirror(c10::Device device);
@@ -146,7 +148,15 @@ class Mirror {
     std::vector<at::Tensor> in(const std::vector<at::Tensor> &ts);
     std::vector<at::Tensor> out(const std::vector<at::Tensor> &ts);
     std::vector<at::Tensor> inout(const std::vector<at::Tensor> &ts);
+    // lists of lists (allgather's outputs, reduce_scatter's inputs, ...)
+    std::vector<std::vector<at::Tensor>>
+    in(const std::vector<std::vector<at::Tensor>> &lists);
+    std::vector<std::vector<at::Tensor>>
+    out(const std::vector<std::vector<at::Tensor>> &lists);
     void landed();
+    // landed(), then `call()` on this thread inside a MirrorScope: the one
+    // way an op runs itself again on its mirrors
+    template <typename F> auto run(F &&call);
     // the copies back, for a job's post()
     std::function<void()> copy_back() const;
     // the user's tensors given to out()/inout(), in order
@@ -175,5 +185,12 @@ class MirrorScope {
   private:
     Mirror *prev_;
 };
+
+template <typename F> auto Mirror::run(F &&call)
+{
+    landed();
+    MirrorScope scope(*this);
+    return call();
+}
 
 } // namespace torch_gcx
