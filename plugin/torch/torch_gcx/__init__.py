@@ -124,13 +124,6 @@ def _create_backend(opts, _backend_options):
         # the creation is over when torch drops its BackendConfig
         weakref.finalize(call, _made.pop, key, None)
     return backend
-    backend = _C.create_backend(opts.store, opts.group_rank, opts.group_size,
-                                opts.timeout.total_seconds(),
-                                list(opts.global_ranks_in_group),
-                                str(opts.group_id), subgroups_from_default)
-    if call is not None:
-        _made[key] = (weakref.ref(call), backend)
-    return backend
 
 
 if not hasattr(dist.Backend, "GCX"):
