@@ -17,6 +17,7 @@ import torch
 import torch.distributed as dist
 
 import torch_gcx
+from worker import data  # small integers: exact sums in any order
 
 DEV = torch.device(os.environ.get("TEST_DEVICE", "cpu"))
 CHUNK = int(os.environ.get("GCX_TORCH_STAGE_CHUNK", 4 << 20))
@@ -29,14 +30,6 @@ def init(rank, size, store_file, timeout=60, gloo=True):
                             rank=rank, world_size=size,
                             timeout=datetime.timedelta(seconds=timeout))
     return dist.new_group(backend="gloo") if gloo else None
-
-
-def data(rank, n, dtype, salt=0):
-    g = torch.Generator().manual_seed(1000 * rank + 7 * n + salt)
-    if dtype.is_floating_point:
-        # small integers: sums are exact whatever the order of addition
-        return torch.randint(-8, 9, (n,), generator=g).to(dtype)
-    return torch.randint(-1000, 1000, (n,), generator=g, dtype=dtype)
 
 
 def same(a, b, what):
