@@ -73,9 +73,9 @@ typedef enum gcx_coded_algo {
      * (GCX_NET_LATENCY_US, GCX_NET_BANDWIDTH_GBPS; 20 us and 10 Gbit/s when
      * unset) for the ranks and the vector size; star where master-less
      * cannot serve the parameters (root_not_worker, lost_rounds). The model
-     * weighs no stragglers: master-less covers a rank slow to send once in
-     * the round, not one slow to enter it (still computing), which the
-     * star covers.
+     * weighs no stragglers: master-less covers a rank still computing only
+     * while its process progresses (a progress thread: see
+     * gcx_coded_allreduce_t), the star whatever the rank does.
      */
     GCX_CODED_ALGO_AUTO       = 1,
     /** One root decodes and sends the sum to every rank. */
@@ -315,12 +315,18 @@ gcx_status_t gcx_coded_stats(const gcx_coded_t *coded,
  * gets them), so up to s dead ranks cost no round and every rank still
  * ends with the same bits.
  *
+ * Slow ranks: a rank owns its chunks of a round before it calls it. Each
+ * time its process progresses (any gcx call, or gcx_progress() from a
+ * thread while it computes) it decodes and publishes them from the other
+ * workers' chunks, its own being one more straggler's, for up to
+ * GCX_CODED_AHEAD rounds ahead of its calls; the others do not wait for a
+ * rank still computing, and such a rank can skip computing a round whose
+ * sum is already here (gcx_coded_allreduce_ready(),
+ * gcx_coded_allreduce_abstain()). A rank that computes for d seconds
+ * without any progress holds its chunks for d.
+ *
  * What it does not do (yet): a root that is not a worker, lost_rounds and
- * abstention (pipelined codes). An owner decodes while its rank is inside a
- * gcx call or progresses the communicator: a rank that computes for d
- * seconds without progress holds its own chunk for d (straggler injection,
- * GCX_STRAGGLER_*, delays only a rank's chunk messages, as for a rank whose
- * computation runs beside a progress engine).
+ * pipelined codes (their abstention can leave a round undecodable).
  */
 typedef struct gcx_coded_allreduce gcx_coded_allreduce_t;
 
@@ -369,6 +375,34 @@ gcx_status_t gcx_coded_allreduce(gcx_coded_allreduce_t *car,
                                  const float *sendbuf, float *recvbuf,
                                  gcx_coded_result_t *result,
                                  gcx_request_t **req_p);
+
+/**
+ * One round without a contribution: this rank sends nothing and receives
+ * the decoded sum into @p recvbuf. Meant for a round that
+ * gcx_coded_allreduce_ready() reported decoded; otherwise the owners
+ * decode without this rank's chunks if the code allows, and the round
+ * fails at GCX_TIMEOUT if it does not (no lost rounds here).
+ *
+ * @return As gcx_coded_allreduce().
+ */
+GCX_API
+gcx_status_t gcx_coded_allreduce_abstain(gcx_coded_allreduce_t *car,
+                                         float *recvbuf,
+                                         gcx_coded_result_t *result,
+                                         gcx_request_t **req_p);
+
+/**
+ * Whether the decoded sum of this rank's next round is all here already,
+ * after one progress call (which also serves the chunks this rank owns
+ * ahead of its call): a training loop may then skip computing its vector
+ * and call gcx_coded_allreduce_abstain().
+ *
+ * @param[out] ready_p  1 or 0.
+ * @return GCX_OK; GCX_ERR_INVALID; the communicator's error.
+ */
+GCX_API
+gcx_status_t gcx_coded_allreduce_ready(gcx_coded_allreduce_t *car,
+                                       int *ready_p);
 
 /** Destroy; not collective, rounds must be finished. NULL is allowed. */
 GCX_API

@@ -2,11 +2,15 @@
 // their own communicator split from one parent while one more thread only
 // progresses and completes requests the workers hand it; messages go from
 // one thread's communicator to another thread; communicators are created
-// and destroyed while the others run. Built and run under ThreadSanitizer
+// and destroyed while the others run; a master-less coded allreduce whose
+// rounds a progress thread serves ahead of the main thread's calls. Built and run under ThreadSanitizer
 // too (scripts/test.sh, suite 'threads'), where the interleavings these
 // tests make are checked for data races.
 // Cost: a few hundred small and medium collectives per thread, seconds.
 #include "harness.h"
+
+#include <gcx/coded.h>
+#include <gcx/coding.h>
 
 #include <atomic>
 #include <chrono>
@@ -358,3 +362,79 @@ TEST(Threads, CreateAndDestroyWhileAnotherThreadRuns)
     EXPECT_EQ(0, wrong);
     gcx_comm_destroy(busy);
 }
+
+// The master-less coded allreduce with one progress thread per process
+// (torch_gcx's keeper, gcx-train's): the last rank sleeps before it enters
+// every other round, without a gcx call from its main thread, while its
+// progress thread serves its chunks ahead (the context's progress callback
+// runs on that thread, the round's own progress on the main one); a round
+// found ready is abstained from. FR with s = n - 1 (every worker holds
+// every partition): every round is the exact serial sum.
+TEST(Threads, MasterlessRoundsServedAheadByAProgressThread)
+{
+    int n = gcx_comm_size(g_world), rank = gcx_comm_rank(g_world);
+    if (n < 2) {
+        GTEST_SKIP() << "needs 2 ranks";
+    }
+    gcx_comm_t *comm = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_comm_dup(g_world, &comm));
+    gcx_code_params_t cp = {};
+    cp.kind              = GCX_CODE_FR;
+    cp.n                 = n;
+    cp.s                 = n - 1;
+    gcx_code_t *code     = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_code_create(&cp, &code));
+    gcx_coded_params_t params = {};
+    params.code               = code;
+    params.count              = 4099;
+    gcx_coded_allreduce_t *car = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_coded_allreduce_create(comm, &params, &car));
+    std::atomic<bool> stop{false};
+    std::thread       keeper([&] {
+        while (!stop.load()) {
+            (void)gcx_progress(comm);
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+    });
+    std::vector<int>    parts(static_cast<size_t>(n));
+    std::vector<double> coeffs(static_cast<size_t>(n));
+    int                 nparts = 0, wrong = 0, abstained = 0;
+    ASSERT_EQ(GCX_OK, gcx_code_assignment(code, rank, parts.data(), coeffs.data(), &nparts));
+    std::vector<float> msg(params.count), sum(params.count);
+    for (int r = 0; r < 20; ++r) {
+        if (rank == n - 1 && r % 2 == 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        int ready = 0;
+        ASSERT_EQ(GCX_OK, gcx_coded_allreduce_ready(car, &ready));
+        if (ready) {
+            ASSERT_EQ(GCX_OK, gcx_coded_allreduce_abstain(car, sum.data(), nullptr, nullptr));
+            ++abstained;
+        } else {
+            for (size_t i = 0; i < params.count; ++i) {
+                double m = 0;
+                for (int k = 0; k < nparts; ++k) {
+                    m += coeffs[static_cast<size_t>(k)] * value(parts[static_cast<size_t>(k)], 0, r, i);
+                }
+                msg[i] = static_cast<float>(m);
+            }
+            ASSERT_EQ(GCX_OK, gcx_coded_allreduce(car, msg.data(), sum.data(), nullptr, nullptr));
+        }
+        for (size_t i = 0; i < params.count; ++i) {
+            double want = 0;
+            for (int p = 0; p < n; ++p) {
+                want += value(p, 0, r, i);
+            }
+            wrong += sum[i] != static_cast<float>(want);
+        }
+    }
+    stop = true;
+    keeper.join();
+    EXPECT_EQ(0, wrong);
+    printf("rank %d: abstained from %d of 20 rounds\n", rank, abstained);
+    gcx_coded_allreduce_destroy(car);
+    gcx_code_destroy(code);
+    EXPECT_EQ(GCX_OK, gcx_barrier(comm, nullptr));
+    gcx_comm_destroy(comm);
+}
+

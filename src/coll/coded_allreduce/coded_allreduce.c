@@ -50,14 +50,16 @@
  * Price: one ACK + COMMIT exchange per chunk per round (2s tiny messages
  * per owner, one round trip added to a later owner's completion).
  *
- * Stragglers and progress. An owner decodes while its rank is inside the
- * call (or progresses the communicator with the round posted): straggler
- * injection (GCX_STRAGGLER_*) delays only a rank's chunk messages and the
- * rank goes on taking and publishing meanwhile. A rank that has not entered
- * the round yet (still computing: gcx-train, and torch_gcx, whose engine
- * posts the round once the gradient is there) or makes no progress call
- * for d seconds holds the chunk it owns (and its ACKs) for d; see README.md
- * of this folder.
+ * Stragglers and progress. An owner decodes whenever its process
+ * progresses, inside the round's call or before it: a rank still computing
+ * its gradient serves the chunks it owns of the next GCX_CODED_AHEAD rounds
+ * from the other workers' chunks (gcx_car_ahead, below), so the others do
+ * not wait for it, and when it gets to a round already decoded it can skip
+ * computing (gcx_coded_allreduce_ready, _abstain). What that needs is
+ * progress while the rank computes: a framework's progress thread
+ * (torch_gcx and gcx-train run one). A rank that makes no progress call for
+ * d seconds holds its chunks (and its ACKs) for d. Straggler injection
+ * (GCX_STRAGGLER_*) delays only a rank's chunk messages.
  *
  * Dead workers are stragglers that never come: rounds go on while the
  * others decode. Every owner of a chunk lost, or more than s workers: the
@@ -75,6 +77,7 @@
 
 #define GCX_CAR_COLL_ID (GCX_COLL_INTERNAL + 9) /* for the creation check */
 #define GCX_CAR_MAX     GCX_CODE_MAX_WORKERS
+#define GCX_CAR_AHEAD_MAX 32 /* largest GCX_CODED_AHEAD */
 
 typedef struct gcx_car_op gcx_car_op_t;
 
@@ -84,18 +87,24 @@ struct gcx_coded_allreduce {
      * largest chunk; base.count: the whole vector, for the check) */
     gcx_coded_t   base;
     int           line;       /* owners per chunk: min(s + 1, n) */
-    gcx_car_op_t *live;       /* round in progress here */
-    /* per chunk: the copy this rank, a later owner of the line, took in
-     * the last round it finished (see gcx_car_serve_kept) */
-    gcx_coded_slot_t *kept[GCX_CAR_MAX];
-    uint64_t          kept_served;
+    /* the rounds in progress here, by round: the one this rank's call
+     * entered (the lowest, next_open) and those served ahead of its call
+     * (entered 0; rounds next_open .. next_open + ahead - 1) */
+    gcx_car_op_t *rounds;
+    int           ahead;      /* GCX_CODED_AHEAD */
+    gcx_progress_cb_t ahead_cb; /* gcx_car_ahead, while the object lives */
+    /* per chunk and round % ahead: the copy this rank, a later owner of
+     * the line, took in the last rounds it finished (gcx_car_serve_kept),
+     * and whether it was sent again */
+    gcx_coded_slot_t *kept[GCX_CAR_MAX][GCX_CAR_AHEAD_MAX];
+    uint64_t          kept_served[GCX_CAR_AHEAD_MAX];
     uint64_t      next_round; /* number of the next call */
     uint64_t      next_open;  /* lowest round not finished here */
 };
 
 enum { GCX_CAR_COLLECT, GCX_CAR_ACKS, GCX_CAR_DONE };
 
-/* One chunk of the live round, as worker, owner and receiver. */
+/* One chunk of a round, as worker, owner and receiver. */
 typedef struct gcx_car_chunk {
     /* worker: the owner this rank's chunk went to (-1: not yet) */
     int               sent_to;
@@ -104,7 +113,10 @@ typedef struct gcx_car_chunk {
     uint64_t          arrived, taken, used;
     uint64_t          acks_wanted, acks_got; /* backup ranks */
     gcx_coded_slot_t *in[GCX_CAR_MAX];       /* taken chunks, by worker */
-    gcx_coded_slot_t *pub;                   /* the decoded chunk sent */
+    gcx_coded_slot_t *pub;                   /* the decoded chunk sent;
+                                                held after the round's
+                                                publish until the rank has
+                                                entered (gcx_car_settle) */
     /* receiver: copies by line position of their sender; the final one is
      * copied into recvbuf */
     gcx_coded_slot_t *copy[GCX_CAR_MAX];
@@ -113,15 +125,23 @@ typedef struct gcx_car_chunk {
     int               final;
     int               keep;         /* final from the copy of the earlier
                                        owner at line position keep - 1 */
+    int               from;         /* final, served ahead: the bits are in
+                                       copy[from - 1] until the rank enters
+                                       (gcx_car_settle); else 0 */
 } gcx_car_chunk_t;
 
 struct gcx_car_op {
     gcx_task_t             super;
     gcx_coded_allreduce_t *car;
+    gcx_car_op_t          *next;     /* car->rounds, by round */
     uint64_t               round;
     const float           *sendbuf;
     float                 *recvbuf;
     gcx_coded_result_t    *result;
+    int                    abstain;  /* sends nothing (sendbuf unread) */
+    int                    entered;  /* 0: served ahead of the call */
+    int                    own_taken; /* its own chunk went into a decode
+                                         here (see gcx_car_done) */
     double                 t_start;
     double                 t_send;   /* chunk messages go from this time */
     int                    sending;  /* t_send has passed */
@@ -241,6 +261,16 @@ static gcx_status_t gcx_car_send_ctl(gcx_coded_allreduce_t *car, int kind,
 }
 
 /* ---- messages ------------------------------------------------------------ */
+
+/* The state of @p round here (entered or served ahead), or NULL. */
+static gcx_car_op_t *gcx_car_find(gcx_coded_allreduce_t *car, uint64_t round)
+{
+    gcx_car_op_t *op;
+
+    for (op = car->rounds; op != NULL && op->round < round; op = op->next) {
+    }
+    return op != NULL && op->round == round ? op : NULL;
+}
 
 static gcx_coded_slot_t *gcx_car_stash_find(gcx_coded_allreduce_t *car,
                                             uint64_t round, int kind,
@@ -387,7 +417,7 @@ static void gcx_car_on_chunk(gcx_coded_allreduce_t *car,
                              const gcx_car_hdr_t *hdr,
                              const gcx_tl_am_msg_t *msg)
 {
-    gcx_car_op_t *op = car->live;
+    gcx_car_op_t *op = gcx_car_find(car, hdr->round);
     size_t        off, len;
     int           c = (int)hdr->chunk, me = car->base.comm->rank;
 
@@ -401,8 +431,8 @@ static void gcx_car_on_chunk(gcx_coded_allreduce_t *car,
         ++car->base.stats.late_dropped; /* finished: drop unread */
         return;
     }
-    if (op != NULL && hdr->round == op->round &&
-        op->super.status == GCX_INPROGRESS && op->acting[c] == me) {
+    if (op != NULL && op->super.status == GCX_INPROGRESS &&
+        op->acting[c] == me) {
         if (op->ch[c].ostate != GCX_CAR_COLLECT) {
             ++car->base.stats.late_dropped; /* decoded already */
             return;
@@ -418,7 +448,7 @@ static void gcx_car_on_decoded(gcx_coded_allreduce_t *car,
                                const gcx_car_hdr_t *hdr,
                                const gcx_tl_am_msg_t *msg)
 {
-    gcx_car_op_t     *op = car->live;
+    gcx_car_op_t     *op = gcx_car_find(car, hdr->round);
     gcx_coded_slot_t *slot;
     size_t            off, len;
     int               c = (int)hdr->chunk, pos;
@@ -441,8 +471,7 @@ static void gcx_car_on_decoded(gcx_coded_allreduce_t *car,
         }
         return;
     }
-    if (op != NULL && hdr->round == op->round &&
-        op->super.status == GCX_INPROGRESS) {
+    if (op != NULL && op->super.status == GCX_INPROGRESS) {
         if (op->ch[c].final) {
             /* as for a finished round: this rank has the same bits */
             if (gcx_car_pos(car, c, car->base.comm->rank) > pos) {
@@ -464,10 +493,10 @@ static void gcx_car_on_decoded(gcx_coded_allreduce_t *car,
 
 static void gcx_car_on_ctl(gcx_coded_allreduce_t *car, const gcx_car_hdr_t *hdr)
 {
-    gcx_car_op_t *op = car->live;
+    gcx_car_op_t *op = gcx_car_find(car, hdr->round);
     int           c  = (int)hdr->chunk, pos = gcx_car_pos(car, c, hdr->sender);
 
-    if (op == NULL || hdr->round != op->round || pos < 0) {
+    if (op == NULL || pos < 0) {
         return; /* of a finished round: nothing waits for it */
     }
     if (hdr->kind == GCX_CAR_ACK) {
@@ -596,6 +625,9 @@ static void gcx_car_contribute(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
     size_t            off, len;
     int               c, me = car->base.comm->rank;
 
+    if (op->abstain) {
+        return;
+    }
     for (c = 0; c < car->base.n; ++c) {
         ch = &op->ch[c];
         if (ch->final || ch->sent_to == op->acting[c]) {
@@ -607,6 +639,7 @@ static void gcx_car_contribute(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
                 !(ch->arrived & (1ull << me))) {
                 ch->arrived |= 1ull << me; /* read from sendbuf */
                 ch->taken   |= 1ull << me;
+                op->own_taken = 1;
             }
             continue;
         }
@@ -723,6 +756,32 @@ static int gcx_car_decodable_still(gcx_coded_allreduce_t *car,
     return decodable;
 }
 
+/* Chunk c, final: once the rank has entered the round, its bits go to
+ * recvbuf -- from the owner's publish slot, which then goes to the
+ * in-flight list (back in the pool when its sends end), or from the copy
+ * received. Served ahead of the call, the slots keep them until then. */
+static void gcx_car_settle(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
+                           int c)
+{
+    gcx_car_chunk_t *ch = &op->ch[c];
+    size_t           off, len;
+
+    if (!op->entered || !ch->final) {
+        return;
+    }
+    gcx_car_block(car, c, &off, &len);
+    if (ch->ostate == GCX_CAR_DONE && ch->pub != NULL) {
+        gcx_car_copy(gcx_car_at(op->recvbuf, off), ch->pub->block->data, len);
+        ch->pub->next      = car->base.inflight;
+        car->base.inflight = ch->pub;
+        ch->pub            = NULL;
+    } else if (ch->from > 0) {
+        gcx_car_copy(gcx_car_at(op->recvbuf, off),
+                     ch->copy[ch->from - 1]->block->data, len);
+        ch->from = 0;
+    }
+}
+
 /* Owner of chunk c: decode (or adopt), tell the later owners of the line,
  * then, once they all have it, everyone else. */
 static void gcx_car_own(gcx_coded_allreduce_t *car, gcx_car_op_t *op, int c)
@@ -737,8 +796,9 @@ static void gcx_car_own(gcx_coded_allreduce_t *car, gcx_car_op_t *op, int c)
     gcx_car_block(car, c, &off, &len);
     if (ch->ostate == GCX_CAR_COLLECT) {
         /* the publish slot, taken once for the round (off the in-flight
-         * list until both fan-outs are posted; gcx_car_release frees it
-         * if the round fails first) */
+         * list until both fan-outs are posted and the rank has its bits:
+         * gcx_car_settle; gcx_car_release frees it if the round fails
+         * first) */
         if (ch->pub == NULL) {
             slot = gcx_coded_slot_get(&car->base);
             if (slot == NULL) {
@@ -763,7 +823,6 @@ static void gcx_car_own(gcx_coded_allreduce_t *car, gcx_car_op_t *op, int c)
             }
             return;
         }
-        gcx_car_copy(gcx_car_at(op->recvbuf, off), slot->block->data, len);
         ch->acks_wanted = 0;
         for (pos = gcx_car_pos(car, c, me) + 1; pos < car->line; ++pos) {
             r = gcx_car_owner(car, c, pos);
@@ -798,12 +857,10 @@ static void gcx_car_own(gcx_coded_allreduce_t *car, gcx_car_op_t *op, int c)
             }
         }
         gcx_car_publish_to(car, op, c, ch->pub, rest);
-        ch->pub->next      = car->base.inflight;
-        car->base.inflight = ch->pub;
-        ch->pub            = NULL;
         op->used_union |= ch->used;
         ch->ostate      = GCX_CAR_DONE;
         ch->final       = 1;
+        gcx_car_settle(car, op, c);
     }
 }
 
@@ -814,7 +871,6 @@ static void gcx_car_receive(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
 {
     gcx_car_chunk_t  *ch = &op->ch[c];
     gcx_coded_slot_t *copy;
-    size_t            off, len;
     int               pos, apos, mypos, me = car->base.comm->rank;
 
     /* acknowledge every landed copy from an earlier owner of the line */
@@ -842,11 +898,11 @@ static void gcx_car_receive(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
     if (mypos > apos && !(ch->committed & (1ull << apos))) {
         return;
     }
-    gcx_car_block(car, c, &off, &len);
-    gcx_car_copy(gcx_car_at(op->recvbuf, off), copy->block->data, len);
     op->used_union |= copy->hdr.used;
     ch->final = 1;
     ch->keep  = mypos > apos ? apos + 1 : 0;
+    ch->from  = apos + 1;
+    gcx_car_settle(car, op, c);
 }
 
 /* Free the round's slots; a transfer still in flight is handed to the
@@ -855,18 +911,19 @@ static void gcx_car_release(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
 {
     gcx_coded_slot_t **pp = &car->base.stash, *slot;
     gcx_car_chunk_t   *ch;
-    int                c, i;
+    int                c, i, k;
 
+    k = (int)(op->round % (uint64_t)car->ahead);
     for (c = 0; c < car->base.n; ++c) {
         ch = &op->ch[c];
         if (ch->keep && op->super.status == GCX_OK) {
             i = ch->keep - 1; /* its owner may have been lost since */
-            if (car->kept[c] != NULL) {
-                gcx_coded_slot_put(&car->base, car->kept[c]);
+            if (car->kept[c][k] != NULL) {
+                gcx_coded_slot_put(&car->base, car->kept[c][k]);
             }
-            car->kept[c]      = ch->copy[i];
-            ch->copy[i]       = NULL;
-            car->kept_served &= ~(1ull << c);
+            car->kept[c][k]      = ch->copy[i];
+            ch->copy[i]          = NULL;
+            car->kept_served[k] &= ~(1ull << c);
         }
         for (i = 0; i < GCX_CAR_MAX; ++i) {
             if (ch->in[i] != NULL) {
@@ -912,25 +969,26 @@ static void gcx_car_done(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
         for (w = 0; w < GCX_CODE_MAX_WORKERS; ++w) {
             res->arrival[w] = NAN;
         }
-        res->skipped = op->nsent == 0 && !op->sending;
+        res->skipped = op->nsent == 0 && !op->own_taken;
     }
-    car->base.stats.skipped += (uint64_t)(op->nsent == 0 && !op->sending);
+    car->base.stats.skipped += (uint64_t)(op->nsent == 0 && !op->own_taken);
     ++car->base.stats.rounds;
     op->super.status = GCX_OK;
     gcx_car_release(car, op);
     car->next_open   = op->round + 1;
-    car->live        = NULL;
+    car->rounds      = op->next; /* the lowest round */
 }
 
 /*
  * A later owner of chunk c's line finishes a round with the copy its owner
  * committed; if that owner then dies while sending the copy to the ranks
  * outside the line, some of them still wait for chunk c of that round, and
- * now take this rank for its owner. So the copy is kept for one round (a
- * rank can be at most one round behind a live peer: the next round needs
- * every live owner's chunk), and sent again to every other rank once its
- * owner is lost: a rank that has it drops it (finished round), one that
- * waits takes it -- the same bits as everyone else's.
+ * now take this rank for its owner. So the copy is kept for `ahead`
+ * rounds (a rank can be at most that many rounds behind a live peer: the
+ * peer's next round needs every live owner's chunk, which a rank serves
+ * only that far ahead of its call, gcx_car_ahead), and sent again to every
+ * other rank once its owner is lost: a rank that has it drops it (finished
+ * round), one that waits takes it -- the same bits as everyone else's.
  */
 static void gcx_car_serve_kept(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
 {
@@ -938,15 +996,18 @@ static void gcx_car_serve_kept(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
     gcx_coded_slot_t *kept, *slot;
     gcx_car_hdr_t     hdr;
     size_t            off, len;
-    int               c, r, me = car->base.comm->rank;
+    int               c, k, r, me = car->base.comm->rank;
 
     for (c = 0; c < car->base.n; ++c) {
-        kept = car->kept[c];
-        if (kept == NULL || (car->kept_served & (1ull << c)) ||
-            kept->round + 1 != op->round || op->acting[c] != me) {
+      for (k = 0; k < car->ahead; ++k) {
+        kept = car->kept[c][k];
+        if (kept == NULL || (car->kept_served[k] & (1ull << c)) ||
+            kept->round >= op->round ||
+            kept->round + (uint64_t)car->ahead < op->round ||
+            op->acting[c] != me) {
             continue;
         }
-        car->kept_served |= 1ull << c;
+        car->kept_served[k] |= 1ull << c;
         slot = gcx_car_out_slot(car, kept->round);
         if (slot == NULL) {
             op->super.status = GCX_ERR_NOMEM;
@@ -968,6 +1029,7 @@ static void gcx_car_serve_kept(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
                 (void)gcx_car_send_ctl(car, GCX_CAR_COMMIT, kept->round, c, r);
             }
         }
+      }
     }
 }
 
@@ -983,6 +1045,9 @@ static void gcx_car_progress(gcx_task_t *task)
     gcx_coded_reclaim(&car->base);
     gcx_car_update_acting(car, op);
     for (c = 0; c < car->base.n; ++c) {
+        if (op->acting[c] < 0 && !op->entered) {
+            return; /* the round fails once the rank enters it */
+        }
         if (op->acting[c] < 0) {
             gcx_error("coded allreduce round %llu: every owner of chunk %d "
                       "(ranks %d..%d) is lost",
@@ -994,7 +1059,7 @@ static void gcx_car_progress(gcx_task_t *task)
     }
     gcx_car_unstash(car, op);
     gcx_car_serve_kept(car, op);
-    if (!op->sending && gcx_time_now() >= op->t_send) {
+    if (op->entered && !op->sending && gcx_time_now() >= op->t_send) {
         op->sending = 1;
     }
     if (op->sending) {
@@ -1010,21 +1075,143 @@ static void gcx_car_progress(gcx_task_t *task)
         }
         nfinal += op->ch[c].final;
     }
-    if (task->status == GCX_INPROGRESS && nfinal == car->base.n) {
+    if (task->status == GCX_INPROGRESS && nfinal == car->base.n &&
+        op->entered) {
         gcx_car_done(car, op);
     }
+}
+
+/*
+ * Serving rounds ahead of the call. A rank that has not entered round r
+ * yet (still computing its gradient) owns its chunks of round r all the
+ * same, and the other ranks wait for them. So whenever this process
+ * progresses (any gcx call, gcx_progress from a framework's progress
+ * thread: a progress callback of the context), a round r of the window
+ * next_open .. next_open + ahead - 1 (GCX_CODED_AHEAD) whose messages are
+ * here gets its state without the rank's vector (entered 0): the owner
+ * part decodes its chunks from the other workers' chunks and publishes
+ * them, the rank's own chunk being one more straggler's; a later owner
+ * acknowledges the copies it holds; the decoded chunks of the others wait
+ * in their slots. The rank's call then takes that state over (gcx_car_post):
+ * its chunks still go to the owners that have not decoded yet, and the
+ * round completes with the chunks already there -- or, every chunk there
+ * (gcx_coded_allreduce_ready), the rank need not compute its vector at all
+ * and abstains. The others can thus be `ahead` rounds in front of a rank
+ * that computes slowly; one round further they need a chunk it does not
+ * serve yet, which bounds how far behind a rank can be (the rule
+ * gcx_car_serve_kept relies on). Cost: a walk of the stash per progress
+ * call between rounds (a few entries); on a rank that is behind, up to
+ * `ahead` round states, each holding the chunks taken for its decode and
+ * the decoded chunks received (about two vectors).
+ */
+static gcx_car_op_t *gcx_car_ahead_make(gcx_coded_allreduce_t *car,
+                                        uint64_t round)
+{
+    gcx_car_op_t **pp, *op = calloc(1, sizeof(*op));
+    int            c;
+
+    if (op == NULL) {
+        return NULL; /* served once the rank enters */
+    }
+    op->super.status = GCX_INPROGRESS;
+    op->car          = car;
+    op->round        = round;
+    for (c = 0; c < car->base.n; ++c) {
+        op->ch[c].sent_to = -1;
+    }
+    for (pp = &car->rounds; *pp != NULL && (*pp)->round < round;
+         pp = &(*pp)->next) {
+    }
+    op->next = *pp;
+    *pp      = op;
+    return op;
+}
+
+static int gcx_car_ahead(void *arg)
+{
+    gcx_coded_allreduce_t *car = arg;
+    gcx_coded_slot_t      *slot;
+    gcx_car_op_t          *op, *next;
+    uint64_t               end = car->next_open + (uint64_t)car->ahead;
+    int                    made = 0;
+
+    if (car->base.comm->error != GCX_OK) {
+        return 0;
+    }
+    for (slot = car->base.stash; slot != NULL; slot = slot->next) {
+        if (slot->round >= car->next_open && slot->round < end &&
+            gcx_car_find(car, slot->round) == NULL) {
+            if (gcx_car_ahead_make(car, slot->round) == NULL) {
+                break;
+            }
+            made = 1;
+        }
+    }
+    for (op = car->rounds; op != NULL; op = next) {
+        next = op->next; /* a round served ahead never completes here */
+        if (!op->entered) {
+            gcx_car_progress(&op->super);
+        }
+    }
+    return made;
+}
+
+/* Unlink @p op from car->rounds. */
+static void gcx_car_unlink(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
+{
+    gcx_car_op_t **pp;
+
+    for (pp = &car->rounds; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == op) {
+            *pp = op->next;
+            return;
+        }
+    }
+}
+
+/* A round served ahead of this rank's call, dropped (the object goes, or a
+ * failed round left one below the next call). */
+static void gcx_car_ahead_drop(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
+{
+    gcx_car_unlink(car, op);
+    gcx_car_release(car, op);
+    free(op);
 }
 
 static void gcx_car_post(gcx_task_t *task)
 {
     gcx_car_op_t          *op  = (gcx_car_op_t *)task;
     gcx_coded_allreduce_t *car = op->car;
+    gcx_car_op_t          *ahead;
     double                 delay_ms;
     int                    c;
 
-    car->live = op;
+    while (car->rounds != NULL && car->rounds->round < op->round &&
+           !car->rounds->entered) {
+        gcx_car_ahead_drop(car, car->rounds);
+    }
+    ahead = car->rounds;
+    if (ahead != NULL && ahead->round == op->round && !ahead->entered) {
+        /* served ahead of this call: take its state over */
+        memcpy(op->acting, ahead->acting, sizeof(op->acting));
+        memcpy(op->ch, ahead->ch, sizeof(op->ch));
+        op->used_union = ahead->used_union;
+        if (ahead->super.status != GCX_INPROGRESS) {
+            op->super.status = ahead->super.status;
+        }
+        op->next    = ahead->next;
+        car->rounds = op;
+        free(ahead);
+    } else {
+        for (c = 0; c < car->base.n; ++c) {
+            op->ch[c].sent_to = -1;
+        }
+        op->next    = car->rounds;
+        car->rounds = op;
+    }
+    op->entered = 1;
     for (c = 0; c < car->base.n; ++c) {
-        op->ch[c].sent_to = -1;
+        gcx_car_settle(car, op, c);
     }
     op->t_start = gcx_time_now();
     delay_ms    = gcx_coded_straggler_delay(&car->base, car->base.comm->rank,
@@ -1040,9 +1227,10 @@ static void gcx_car_finalize(gcx_task_t *task)
     gcx_coded_allreduce_t *car = op->car;
 
     if (car != NULL && task->status != GCX_OK) {
+        gcx_car_unlink(car, op);
         gcx_car_release(car, op);
-        if (car->live == op) {
-            car->live = NULL;
+        if (car->next_open <= op->round) {
+            car->next_open = op->round + 1; /* its late messages drop */
         }
     }
     free(op);
@@ -1100,6 +1288,7 @@ static gcx_status_t gcx_car_create_locked(gcx_comm_t *comm,
                                                           comm->size;
     car->base.my_worker  = comm->rank;
     car->base.instance   = comm->seq;
+    car->ahead           = comm->config.coded_ahead;
     status = gcx_coded_straggler_init(&car->base);
     if (status != GCX_OK) {
         goto err_free;
@@ -1119,6 +1308,8 @@ static gcx_status_t gcx_car_create_locked(gcx_comm_t *comm,
     if (status != GCX_OK) {
         goto err_unregister;
     }
+    gcx_context_progress_register(comm->ctx, &car->ahead_cb, gcx_car_ahead,
+                                  car);
     *car_p = car;
     return GCX_OK;
 
@@ -1147,16 +1338,24 @@ gcx_status_t gcx_coded_allreduce_create(gcx_comm_t *comm,
 void gcx_coded_allreduce_destroy(gcx_coded_allreduce_t *car)
 {
     gcx_tl_t *tl;
-    int       c;
+    int       c, k;
 
     if (car == NULL) {
         return;
     }
     gcx_context_lock();
     tl = car->base.comm->tl;
-    if (car->live != NULL) {
-        gcx_warn("coded allreduce destroyed with a round in flight");
-        car->live->car = NULL;
+    gcx_context_progress_unregister(car->base.comm->ctx, &car->ahead_cb);
+    while (car->rounds != NULL) {
+        gcx_car_op_t *op = car->rounds;
+
+        if (op->entered) {
+            gcx_warn("coded allreduce destroyed with a round in flight");
+            car->rounds = op->next;
+            op->car     = NULL;
+        } else {
+            gcx_car_ahead_drop(car, op);
+        }
     }
     if (car->base.comm->error == GCX_OK) {
         tl->ops->progress(tl);
@@ -1164,8 +1363,10 @@ void gcx_coded_allreduce_destroy(gcx_coded_allreduce_t *car)
     }
     tl->ops->am_handler(tl, car->base.am_id, NULL, NULL);
     for (c = 0; c < GCX_CAR_MAX; ++c) {
-        if (car->kept[c] != NULL) {
-            gcx_coded_slot_put(&car->base, car->kept[c]);
+        for (k = 0; k < GCX_CAR_AHEAD_MAX; ++k) {
+            if (car->kept[c][k] != NULL) {
+                gcx_coded_slot_put(&car->base, car->kept[c][k]);
+            }
         }
     }
     gcx_coded_slots_release(&car->base);
@@ -1173,15 +1374,33 @@ void gcx_coded_allreduce_destroy(gcx_coded_allreduce_t *car)
     gcx_context_unlock();
 }
 
+static gcx_status_t gcx_car_submit(gcx_coded_allreduce_t *car,
+                                   const float *sendbuf, float *recvbuf,
+                                   int abstain, gcx_coded_result_t *result,
+                                   gcx_request_t **req_p)
+{
+    gcx_car_op_t *op = calloc(1, sizeof(*op));
+
+    if (op == NULL) {
+        return GCX_ERR_NOMEM;
+    }
+    gcx_task_init(&op->super, &gcx_car_ops, car->base.comm);
+    op->car     = car;
+    op->round   = car->next_round++;
+    op->sendbuf = sendbuf;
+    op->recvbuf = recvbuf;
+    op->abstain = abstain;
+    op->result  = result;
+    return gcx_task_submit(&op->super, req_p);
+}
+
 gcx_status_t gcx_coded_allreduce(gcx_coded_allreduce_t *car,
                                  const float *sendbuf, float *recvbuf,
                                  gcx_coded_result_t *result,
                                  gcx_request_t **req_p)
 {
-    gcx_car_op_t *op;
-    size_t        count;
+    size_t count = car != NULL ? car->base.count : 0;
 
-    count = car != NULL ? car->base.count : 0;
     if (car == NULL ||
         (count > 0 && (sendbuf == NULL || recvbuf == NULL ||
                        (sendbuf < recvbuf + count &&
@@ -1191,17 +1410,47 @@ gcx_status_t gcx_coded_allreduce(gcx_coded_allreduce_t *car,
                   (const void *)sendbuf, (void *)recvbuf);
         return GCX_ERR_INVALID;
     }
-    op = calloc(1, sizeof(*op));
-    if (op == NULL) {
-        return GCX_ERR_NOMEM;
+    return gcx_car_submit(car, sendbuf, recvbuf, 0, result, req_p);
+}
+
+gcx_status_t gcx_coded_allreduce_abstain(gcx_coded_allreduce_t *car,
+                                         float *recvbuf,
+                                         gcx_coded_result_t *result,
+                                         gcx_request_t **req_p)
+{
+    if (car == NULL || (car->base.count > 0 && recvbuf == NULL)) {
+        gcx_error("gcx_coded_allreduce_abstain: invalid arguments (recvbuf "
+                  "%p)", (void *)recvbuf);
+        return GCX_ERR_INVALID;
     }
-    gcx_task_init(&op->super, &gcx_car_ops, car->base.comm);
-    op->car     = car;
-    op->round   = car->next_round++;
-    op->sendbuf = sendbuf;
-    op->recvbuf = recvbuf;
-    op->result  = result;
-    return gcx_task_submit(&op->super, req_p);
+    return gcx_car_submit(car, NULL, recvbuf, 1, result, req_p);
+}
+
+gcx_status_t gcx_coded_allreduce_ready(gcx_coded_allreduce_t *car,
+                                       int *ready_p)
+{
+    gcx_car_op_t *op;
+    gcx_status_t  status;
+    int           c;
+
+    if (car == NULL || ready_p == NULL) {
+        return GCX_ERR_INVALID;
+    }
+    gcx_context_lock();
+    *ready_p = 0;
+    status   = car->base.comm->error;
+    if (status == GCX_OK) {
+        gcx_context_progress(car->base.comm->ctx); /* serves ahead */
+        op = gcx_car_find(car, car->next_round);
+        if (op != NULL && !op->entered &&
+            op->super.status == GCX_INPROGRESS) {
+            for (c = 0; c < car->base.n && op->ch[c].final; ++c) {
+            }
+            *ready_p = c == car->base.n;
+        }
+    }
+    gcx_context_unlock();
+    return status;
 }
 
 gcx_status_t gcx_coded_allreduce_stats(const gcx_coded_allreduce_t *car,

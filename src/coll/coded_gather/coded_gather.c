@@ -441,9 +441,8 @@ gcx_status_t gcx_coded_abstain(gcx_coded_t *coded, float *recvbuf,
         return GCX_ERR_INVALID;
     }
     if (coded->car != NULL) {
-        gcx_error("gcx_coded_abstain: not supported by the master-less "
-                  "algorithm (create the object with algo star)");
-        return GCX_ERR_UNSUPPORTED;
+        return gcx_coded_allreduce_abstain(coded->car, recvbuf, result,
+                                           req_p);
     }
     return gcx_coded_submit(coded, NULL, recvbuf, 1, result, req_p);
 }
@@ -462,9 +461,6 @@ static gcx_status_t gcx_coded_ready_locked(gcx_coded_t *coded, int *ready_p)
     tl = coded->comm->tl;
     tl->ops->progress(tl);
     *ready_p = 0;
-    if (coded->car != NULL) {
-        return GCX_OK; /* a round is never decoded before a rank enters */
-    }
     for (slot = coded->stash; slot != NULL; slot = slot->next) {
         if (coded->comm->rank != coded->root &&
             slot->round == coded->next_round) {
@@ -478,6 +474,9 @@ gcx_status_t gcx_coded_ready(gcx_coded_t *coded, int *ready_p)
 {
     gcx_status_t status;
 
+    if (coded != NULL && coded->car != NULL) {
+        return gcx_coded_allreduce_ready(coded->car, ready_p);
+    }
     gcx_context_lock();
     status = gcx_coded_ready_locked(coded, ready_p);
     gcx_context_unlock();
@@ -511,6 +510,14 @@ static const gcx_config_entry_t gcx_coded_config_rows[] = {
      "a chunk: gcx_coded_allreduce) or auto (the cheaper by the alpha-beta "
      "model of GCX_NET_*); gcx_coded_params_t.algo overrides it",
      offsetof(struct gcx_config, coded_algo), 0, 0, gcx_coded_algo_names},
+    {"CODED_AHEAD", GCX_CONFIG_INT, "8",
+     "Master-less coded allreduce: rounds a rank serves the chunks it owns "
+     "ahead of its own call (decoded from the others' chunks while it still "
+     "computes), i.e. how far the others can run ahead of a slow rank; a "
+     "rank that far behind holds up to about two vectors per round, and "
+     "every rank keeps its committed copies of that many rounds (s/P of a "
+     "vector each)",
+     offsetof(struct gcx_config, coded_ahead), 1, 32, NULL},
     {"STRAGGLER_RANKS", GCX_CONFIG_STRING, "",
      "Coded gather straggler injection: comma-separated ranks delayed by "
      "GCX_STRAGGLER_DELAY_MS every round (tests, perf)",

@@ -5,7 +5,8 @@
 // (every rank must hold the same bits). Random straggler delays
 // (GCX_STRAGGLER_MEAN_MS) make chunks late, early and unneeded, so the
 // owners decode from changing arrival sets; the test checks those paths were
-// taken. Chunk sizes include 0 (count < ranks), 1 and odd ones.
+// taken. Chunk sizes include 0 (count < ranks), 1 and odd ones. A rank
+// slow to enter a round has its chunk served ahead of its call.
 // CodedAllreduceFailure.*: ranks vanish in the middle of a round; the next
 // owner of each of their chunks takes over and every survivor completes
 // every round, right and with the same bits.
@@ -174,6 +175,148 @@ TEST(CodedAllreduce, FixedStragglerIsNeverWaitedFor)
     }
     gcx_coded_allreduce_destroy(car);
     gcx_code_destroy(code);
+    gcx_comm_destroy(comm);
+}
+
+// A rank slow to *enter* a round (still computing its gradient, while its
+// process progresses, as a framework's progress thread does): the chunk it
+// owns is decoded and published ahead of its call, so the others complete
+// the round without it. Ordered by marker files, not by time: the late rank
+// enters round 5 only once every other rank has finished round 5, and
+// progresses the communicator while it waits. Without serving ahead the
+// others wait for its chunk until GCX_TIMEOUT (20 s) fails them.
+void late_entrant(gcx_code_kind_t kind, int s)
+{
+    gcx_comm_t *comm = make_comm({{"TIMEOUT", "20"}});
+    ASSERT_NE(nullptr, comm);
+    int         n = gcx_comm_size(comm), rank = gcx_comm_rank(comm), late = n - 1;
+    gcx_code_t *code = make_code(kind, n, s);
+    ASSERT_NE(nullptr, code);
+    gcx_coded_params_t params = {};
+    params.code               = code;
+    params.count              = 10007;
+    gcx_coded_allreduce_t *car = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_coded_allreduce_create(comm, &params, &car));
+    auto marker = [](int r) { return job_marker(("car-late-" + std::to_string(r)).c_str()); };
+    std::vector<float> msg(params.count), sum(params.count);
+    double             tol = kind == GCX_CODE_FR ? 0.0 : 1e-3 * 11 * n;
+    for (int r = 0; r < 10; ++r) {
+        encode(code, rank, r, params.count, msg);
+        if (rank == late && r == 5) {
+            for (int q = 0; q < n; ++q) {
+                if (q != late) {
+                    ASSERT_TRUE(wait_for_marker(marker(q), comm))
+                        << "rank " << q << " never finished round 5 without the late rank";
+                }
+            }
+        }
+        gcx_coded_result_t res;
+        ASSERT_EQ(GCX_OK, gcx_coded_allreduce(car, msg.data(), sum.data(), &res, nullptr))
+            << "round " << r;
+        EXPECT_LE(max_err_from_serial(sum, n, r), tol) << "round " << r;
+        if (r == 5) {
+            // every chunk of round 5 was decoded without the late rank
+            EXPECT_EQ(0u, (res.used >> late) & 1) << "used " << res.used;
+            if (rank != late) {
+                touch_marker(marker(rank));
+            }
+        }
+        EXPECT_TRUE(same_on_every_rank(comm, checksum(sum))) << "round " << r;
+    }
+    gcx_coded_allreduce_destroy(car);
+    gcx_code_destroy(code);
+    unlink(marker(rank).c_str());
+    gcx_comm_destroy(comm);
+}
+
+TEST(CodedAllreduce, LateEntrantOwnerIsServedAheadCr)
+{
+    if (world_size() < 2) {
+        GTEST_SKIP() << "needs 2 ranks";
+    }
+    late_entrant(GCX_CODE_CR, 1);
+}
+
+TEST(CodedAllreduce, LateEntrantOwnerIsServedAheadFr)
+{
+    int s = fr_s(world_size());
+    if (s == 0) {
+        GTEST_SKIP() << "no FR code with s >= 1 for " << world_size() << " ranks";
+    }
+    late_entrant(GCX_CODE_FR, s);
+}
+
+// A rank far behind: it enters round 0 only once every other rank has
+// finished rounds 0..5 (6 rounds, within GCX_CODED_AHEAD's default 8),
+// progressing meanwhile. Its chunks of all six rounds were served ahead, so
+// the others never waited; it then finds each of those rounds' sums here
+// (gcx_coded_allreduce_ready) and abstains from them without computing, as
+// a training loop catches up; rounds 6..9 run as usual.
+TEST(CodedAllreduce, LaggingRankCatchesUpBySkipping)
+{
+    if (world_size() < 2) {
+        GTEST_SKIP() << "needs 2 ranks";
+    }
+    gcx_comm_t *comm = make_comm({{"TIMEOUT", "20"}});
+    ASSERT_NE(nullptr, comm);
+    int         n = gcx_comm_size(comm), rank = gcx_comm_rank(comm), late = n - 1;
+    const int   lag = 6;
+    gcx_code_t *code = make_code(GCX_CODE_CR, n, 1);
+    ASSERT_NE(nullptr, code);
+    gcx_coded_params_t params = {};
+    params.code               = code;
+    params.count              = 5003;
+    gcx_coded_allreduce_t *car = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_coded_allreduce_create(comm, &params, &car));
+    auto marker = [](int r) { return job_marker(("car-lag-" + std::to_string(r)).c_str()); };
+    std::vector<float> msg(params.count), sum(params.count);
+    int                abstained = 0;
+    uint64_t           bits      = 0;
+    for (int r = 0; r < 10; ++r) {
+        if (rank == late && r == 0) {
+            for (int q = 0; q < n; ++q) {
+                if (q != late) {
+                    ASSERT_TRUE(wait_for_marker(marker(q), comm))
+                        << "rank " << q << " never finished " << lag << " rounds without the late rank";
+                }
+            }
+        }
+        gcx_coded_result_t res;
+        if (rank == late && r < lag) {
+            // the others finished round r: its decoded chunks reach this
+            // rank (a deadline only so that a failure cannot hang)
+            int ready = 0;
+            for (int i = 0; i < 60000 && !ready; ++i) {
+                ASSERT_EQ(GCX_OK, gcx_coded_allreduce_ready(car, &ready));
+                if (!ready) {
+                    usleep(1000);
+                }
+            }
+            ASSERT_TRUE(ready) << "round " << r << " never complete here";
+            ASSERT_EQ(GCX_OK, gcx_coded_allreduce_abstain(car, sum.data(), &res, nullptr))
+                << "round " << r;
+            EXPECT_EQ(1, res.skipped) << "round " << r;
+            ++abstained;
+        } else {
+            encode(code, rank, r, params.count, msg);
+            ASSERT_EQ(GCX_OK, gcx_coded_allreduce(car, msg.data(), sum.data(), &res, nullptr))
+                << "round " << r;
+        }
+        ASSERT_EQ(static_cast<uint64_t>(r), res.round);
+        EXPECT_LE(max_err_from_serial(sum, n, r), 1e-3 * 11 * n) << "round " << r;
+        if (r < lag) {
+            EXPECT_EQ(0u, (res.used >> late) & 1) << "round " << r << " used " << res.used;
+        }
+        if (r == lag - 1 && rank != late) {
+            touch_marker(marker(rank));
+        }
+        bits = bits * 1099511628211ull ^ checksum(sum);
+    }
+    EXPECT_TRUE(same_on_every_rank(comm, bits)) << "ranks hold different bits";
+    EXPECT_EQ(rank == late ? lag : 0, abstained);
+    gcx_coded_allreduce_destroy(car);
+    gcx_code_destroy(code);
+    unlink(marker(rank).c_str());
     gcx_comm_destroy(comm);
 }
 
