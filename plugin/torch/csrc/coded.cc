@@ -50,7 +50,11 @@
 // would hold every other rank's sum back until its next round. A keeper
 // thread therefore submits a gcx_progress job every millisecond while no
 // round of this object is in flight on the root (~1000 tiny jobs a second,
-// a few microseconds each), until close().
+// a few microseconds each), until close(). Master-less (GCX_CODED_ALGO):
+// every rank owns a chunk of the round, and decodes and publishes it ahead
+// of its own round when it progresses (gcx_coded_allreduce), so every rank
+// runs the keeper: a rank still computing its gradient does not hold the
+// others back.
 //
 // Cost per round: encoding, one streaming pass per slot with a nonzero
 // coefficient (s+1 for gc, P for pgc) over N+1 floats; with top-k, one
@@ -271,7 +275,7 @@ class CodedGather {
             coeffs_  = a.second;
         }
         pcoeffs_.assign(static_cast<size_t>(code_->load), 0.0);
-        if (pg->getRank() == root) {
+        if (pg->getRank() == root || gcx_coded_masterless(coded_)) {
             keeper_ = std::thread([this] { keep_progress(); });
         }
     }
