@@ -65,9 +65,10 @@ Schemes (m = |g|/n unless said; s stragglers; FR groups of s+1; CR any n-s):
               are decodable, FR streaming, CR one pass of n-s. Phase 2: the
               owner posts the decoded chunk to the n-1 others at once. Both
               phases share the FIFO uplinks and downlinks.
-              owner role: 'free'  (torch_gcx's engine thread: a straggler's
-              owner work goes on while it computes or sleeps) or 'blocked'
-              (a single-threaded C loop: the owner decodes and posts phase 2
+              owner role: 'free'  (a progress thread: torch_gcx's and
+              gcx-train's keepers; a straggler's owner work goes on while it
+              computes or sleeps) or 'blocked'
+              (no progress while computing: the owner decodes and posts phase 2
               only after its own T_owner).
   masterless-impl  the master-less allreduce as src/coll/coded_allreduce
               implements it (owner role free): every arrival copied once
