@@ -185,6 +185,23 @@ TEST(CodedAllreduce, FixedStragglerIsNeverWaitedFor)
 // enters round 5 only once every other rank has finished round 5, and
 // progresses the communicator while it waits. Without serving ahead the
 // others wait for its chunk until GCX_TIMEOUT (20 s) fails them.
+std::string car_marker(const char *name, int rank)
+{
+    return job_marker((std::string(name) + "-" + std::to_string(rank)).c_str());
+}
+
+// The late rank waits, progressing the communicator, until every other
+// rank has touched its marker @p name (what it has done: @p what).
+void wait_for_the_others(gcx_comm_t *comm, int late, const char *name, const std::string &what)
+{
+    for (int q = 0; q < gcx_comm_size(comm); ++q) {
+        if (q != late) {
+            EXPECT_TRUE(wait_for_marker(car_marker(name, q), comm))
+                << "rank " << q << " never " << what << " without the late rank";
+        }
+    }
+}
+
 void late_entrant(gcx_code_kind_t kind, int s)
 {
     gcx_comm_t *comm = make_comm({{"TIMEOUT", "20"}});
@@ -197,18 +214,13 @@ void late_entrant(gcx_code_kind_t kind, int s)
     params.count              = 10007;
     gcx_coded_allreduce_t *car = nullptr;
     ASSERT_EQ(GCX_OK, gcx_coded_allreduce_create(comm, &params, &car));
-    auto marker = [](int r) { return job_marker(("car-late-" + std::to_string(r)).c_str()); };
     std::vector<float> msg(params.count), sum(params.count);
     double             tol = kind == GCX_CODE_FR ? 0.0 : 1e-3 * 11 * n;
     for (int r = 0; r < 10; ++r) {
         encode(code, rank, r, params.count, msg);
         if (rank == late && r == 5) {
-            for (int q = 0; q < n; ++q) {
-                if (q != late) {
-                    ASSERT_TRUE(wait_for_marker(marker(q), comm))
-                        << "rank " << q << " never finished round 5 without the late rank";
-                }
-            }
+            wait_for_the_others(comm, late, "car-late", "finished round 5");
+            ASSERT_FALSE(::testing::Test::HasFailure());
         }
         gcx_coded_result_t res;
         ASSERT_EQ(GCX_OK, gcx_coded_allreduce(car, msg.data(), sum.data(), &res, nullptr))
@@ -218,14 +230,14 @@ void late_entrant(gcx_code_kind_t kind, int s)
             // every chunk of round 5 was decoded without the late rank
             EXPECT_EQ(0u, (res.used >> late) & 1) << "used " << res.used;
             if (rank != late) {
-                touch_marker(marker(rank));
+                touch_marker(car_marker("car-late", rank));
             }
         }
         EXPECT_TRUE(same_on_every_rank(comm, checksum(sum))) << "round " << r;
     }
     gcx_coded_allreduce_destroy(car);
     gcx_code_destroy(code);
-    unlink(marker(rank).c_str());
+    unlink(car_marker("car-late", rank).c_str());
     gcx_comm_destroy(comm);
 }
 
@@ -268,18 +280,13 @@ TEST(CodedAllreduce, LaggingRankCatchesUpBySkipping)
     params.count              = 5003;
     gcx_coded_allreduce_t *car = nullptr;
     ASSERT_EQ(GCX_OK, gcx_coded_allreduce_create(comm, &params, &car));
-    auto marker = [](int r) { return job_marker(("car-lag-" + std::to_string(r)).c_str()); };
     std::vector<float> msg(params.count), sum(params.count);
     int                abstained = 0;
     uint64_t           bits      = 0;
     for (int r = 0; r < 10; ++r) {
         if (rank == late && r == 0) {
-            for (int q = 0; q < n; ++q) {
-                if (q != late) {
-                    ASSERT_TRUE(wait_for_marker(marker(q), comm))
-                        << "rank " << q << " never finished " << lag << " rounds without the late rank";
-                }
-            }
+            wait_for_the_others(comm, late, "car-lag", "finished " + std::to_string(lag) + " rounds");
+            ASSERT_FALSE(::testing::Test::HasFailure());
         }
         gcx_coded_result_t res;
         if (rank == late && r < lag) {
@@ -308,7 +315,7 @@ TEST(CodedAllreduce, LaggingRankCatchesUpBySkipping)
             EXPECT_EQ(0u, (res.used >> late) & 1) << "round " << r << " used " << res.used;
         }
         if (r == lag - 1 && rank != late) {
-            touch_marker(marker(rank));
+            touch_marker(car_marker("car-lag", rank));
         }
         bits = bits * 1099511628211ull ^ checksum(sum);
     }
@@ -316,7 +323,7 @@ TEST(CodedAllreduce, LaggingRankCatchesUpBySkipping)
     EXPECT_EQ(rank == late ? lag : 0, abstained);
     gcx_coded_allreduce_destroy(car);
     gcx_code_destroy(code);
-    unlink(marker(rank).c_str());
+    unlink(car_marker("car-lag", rank).c_str());
     gcx_comm_destroy(comm);
 }
 
