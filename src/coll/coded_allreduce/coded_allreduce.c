@@ -140,8 +140,6 @@ struct gcx_car_op {
     gcx_coded_result_t    *result;
     int                    abstain;  /* sends nothing (sendbuf unread) */
     int                    entered;  /* 0: served ahead of the call */
-    int                    own_taken; /* its own chunk went into a decode
-                                         here (see gcx_car_done) */
     double                 t_start;
     double                 t_send;   /* chunk messages go from this time */
     int                    sending;  /* t_send has passed */
@@ -639,7 +637,6 @@ static void gcx_car_contribute(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
                 !(ch->arrived & (1ull << me))) {
                 ch->arrived |= 1ull << me; /* read from sendbuf */
                 ch->taken   |= 1ull << me;
-                op->own_taken = 1;
             }
             continue;
         }
@@ -958,7 +955,16 @@ static void gcx_car_release(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
 static void gcx_car_done(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
 {
     gcx_coded_result_t *res = op->result;
-    int                 w, me = car->base.comm->rank;
+    int                 c, w, skipped, me = car->base.comm->rank;
+
+    /* skipped: this rank's vector went into no decode (no chunk sent, its
+     * own not taken by a chunk it acts for) */
+    skipped = op->nsent == 0;
+    for (c = 0; c < car->base.n; ++c) {
+        if (op->ch[c].taken & (1ull << me)) {
+            skipped = 0;
+        }
+    }
 
     if (res != NULL) {
         memset(res, 0, sizeof(*res));
@@ -969,9 +975,9 @@ static void gcx_car_done(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
         for (w = 0; w < GCX_CODE_MAX_WORKERS; ++w) {
             res->arrival[w] = NAN;
         }
-        res->skipped = op->nsent == 0 && !op->own_taken;
+        res->skipped = skipped;
     }
-    car->base.stats.skipped += (uint64_t)(op->nsent == 0 && !op->own_taken);
+    car->base.stats.skipped += (uint64_t)skipped;
     ++car->base.stats.rounds;
     op->super.status = GCX_OK;
     gcx_car_release(car, op);
@@ -990,46 +996,64 @@ static void gcx_car_done(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
  * other rank once its owner is lost: a rank that has it drops it (finished
  * round), one that waits takes it -- the same bits as everyone else's.
  */
-static void gcx_car_serve_kept(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
+/* Send @p kept (chunk c of a finished round) again to every other live
+ * rank, with COMMIT to the later owners of the line. */
+static gcx_status_t gcx_car_resend_kept(gcx_coded_allreduce_t *car, int c,
+                                        const gcx_coded_slot_t *kept)
 {
     gcx_tl_t         *tl = car->base.comm->tl;
-    gcx_coded_slot_t *kept, *slot;
+    gcx_coded_slot_t *slot;
     gcx_car_hdr_t     hdr;
     size_t            off, len;
-    int               c, k, r, me = car->base.comm->rank;
+    int               r, me = car->base.comm->rank;
 
-    for (c = 0; c < car->base.n; ++c) {
-      for (k = 0; k < car->ahead; ++k) {
-        kept = car->kept[c][k];
-        if (kept == NULL || (car->kept_served[k] & (1ull << c)) ||
-            kept->round >= op->round ||
-            kept->round + (uint64_t)car->ahead < op->round ||
-            op->acting[c] != me) {
+    slot = gcx_car_out_slot(car, kept->round);
+    if (slot == NULL) {
+        return GCX_ERR_NOMEM;
+    }
+    gcx_car_block(car, c, &off, &len);
+    gcx_car_copy(slot->block->data, kept->block->data, len);
+    gcx_car_hdr_init(car, kept->round, GCX_CAR_DECODED, c, &hdr);
+    hdr.used = kept->hdr.used;
+    for (r = 0; r < car->base.comm->size; ++r) {
+        if (r == me || tl->ops->peer_failed(tl, r) ||
+            (gcx_car_pos(car, c, r) >= 0 &&
+             gcx_car_pos(car, c, r) < gcx_car_pos(car, c, me))) {
             continue;
         }
-        car->kept_served[k] |= 1ull << c;
-        slot = gcx_car_out_slot(car, kept->round);
-        if (slot == NULL) {
-            op->super.status = GCX_ERR_NOMEM;
-            return;
+        gcx_car_send(car, slot, r, r, &hdr, len);
+        if (gcx_car_pos(car, c, r) >= 0) {
+            (void)gcx_car_send_ctl(car, GCX_CAR_COMMIT, kept->round, c, r);
         }
-        gcx_car_block(car, c, &off, &len);
-        gcx_car_copy(slot->block->data, kept->block->data, len);
-        gcx_car_hdr_init(car, kept->round, GCX_CAR_DECODED, c, &hdr);
-        hdr.used  = kept->hdr.used;
-        slot->round = kept->round;
-        for (r = 0; r < car->base.comm->size; ++r) {
-            if (r == me || tl->ops->peer_failed(tl, r) ||
-                (gcx_car_pos(car, c, r) >= 0 &&
-                 gcx_car_pos(car, c, r) < gcx_car_pos(car, c, me))) {
+    }
+    return GCX_OK;
+}
+
+/* The kept copies of the chunks this rank acts for now (their owner is
+ * lost), each sent again once. Every kept round is below next_open, so the
+ * lowest round in progress (@p op) sees all the window holds. */
+static void gcx_car_serve_kept(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
+{
+    gcx_coded_slot_t *kept;
+    int               c, k, me = car->base.comm->rank;
+
+    for (c = 0; c < car->base.n; ++c) {
+        if (op->acting[c] != me) {
+            continue;
+        }
+        for (k = 0; k < car->ahead; ++k) {
+            kept = car->kept[c][k];
+            if (kept == NULL || (car->kept_served[k] & (1ull << c)) ||
+                kept->round >= op->round ||
+                kept->round + (uint64_t)car->ahead < op->round) {
                 continue;
             }
-            gcx_car_send(car, slot, r, r, &hdr, len);
-            if (gcx_car_pos(car, c, r) >= 0) {
-                (void)gcx_car_send_ctl(car, GCX_CAR_COMMIT, kept->round, c, r);
+            car->kept_served[k] |= 1ull << c;
+            if (gcx_car_resend_kept(car, c, kept) != GCX_OK) {
+                op->super.status = GCX_ERR_NOMEM;
+                return;
             }
         }
-      }
     }
 }
 
@@ -1058,7 +1082,9 @@ static void gcx_car_progress(gcx_task_t *task)
         }
     }
     gcx_car_unstash(car, op);
-    gcx_car_serve_kept(car, op);
+    if (op == car->rounds) {
+        gcx_car_serve_kept(car, op);
+    }
     if (op->entered && !op->sending && gcx_time_now() >= op->t_send) {
         op->sending = 1;
     }
@@ -1104,11 +1130,27 @@ static void gcx_car_progress(gcx_task_t *task)
  * `ahead` round states, each holding the chunks taken for its decode and
  * the decoded chunks received (about two vectors).
  */
+/* A fresh round state: no chunk sent yet; linked into car->rounds in
+ * round order. */
+static void gcx_car_link(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
+{
+    gcx_car_op_t **pp;
+    int            c;
+
+    for (c = 0; c < car->base.n; ++c) {
+        op->ch[c].sent_to = -1;
+    }
+    for (pp = &car->rounds; *pp != NULL && (*pp)->round < op->round;
+         pp = &(*pp)->next) {
+    }
+    op->next = *pp;
+    *pp      = op;
+}
+
 static gcx_car_op_t *gcx_car_ahead_make(gcx_coded_allreduce_t *car,
                                         uint64_t round)
 {
-    gcx_car_op_t **pp, *op = calloc(1, sizeof(*op));
-    int            c;
+    gcx_car_op_t *op = calloc(1, sizeof(*op));
 
     if (op == NULL) {
         return NULL; /* served once the rank enters */
@@ -1116,14 +1158,7 @@ static gcx_car_op_t *gcx_car_ahead_make(gcx_coded_allreduce_t *car,
     op->super.status = GCX_INPROGRESS;
     op->car          = car;
     op->round        = round;
-    for (c = 0; c < car->base.n; ++c) {
-        op->ch[c].sent_to = -1;
-    }
-    for (pp = &car->rounds; *pp != NULL && (*pp)->round < round;
-         pp = &(*pp)->next) {
-    }
-    op->next = *pp;
-    *pp      = op;
+    gcx_car_link(car, op);
     return op;
 }
 
@@ -1203,11 +1238,7 @@ static void gcx_car_post(gcx_task_t *task)
         car->rounds = op;
         free(ahead);
     } else {
-        for (c = 0; c < car->base.n; ++c) {
-            op->ch[c].sent_to = -1;
-        }
-        op->next    = car->rounds;
-        car->rounds = op;
+        gcx_car_link(car, op);
     }
     op->entered = 1;
     for (c = 0; c < car->base.n; ++c) {
