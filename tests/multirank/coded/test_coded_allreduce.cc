@@ -327,6 +327,68 @@ TEST(CodedAllreduce, LaggingRankCatchesUpBySkipping)
     gcx_comm_destroy(comm);
 }
 
+// A COMMIT that comes before its round has a state here (GCX_CODED_AHEAD=1:
+// the window is the round the rank has not finished). The other ranks finish
+// round 0 (the late rank serves its part ahead of its call), wait for the
+// late rank's go, and enter round 1: their chunks for the late rank, their
+// decoded chunks and the COMMITs of the owners whose line does not hold the
+// late rank (3P-4 messages) all reach it before it has begun round 1, and
+// are staged. The late rank counts them landing (stats.early; round 0 stages
+// nothing more once the others finished it), then runs every round: round 1
+// completes only with the staged COMMITs. Every round against the serial
+// sum, bits equal on every rank.
+TEST(CodedAllreduce, CommitBeforeTheRoundBeganIsStaged)
+{
+    if (world_size() < 3) {
+        GTEST_SKIP() << "needs 3 ranks (with 2 the late rank is in every line)";
+    }
+    gcx_comm_t *comm = make_comm({{"TIMEOUT", "20"}, {"CODED_AHEAD", "1"}});
+    ASSERT_NE(nullptr, comm);
+    int         n = gcx_comm_size(comm), rank = gcx_comm_rank(comm), late = n - 1;
+    gcx_code_t *code = make_code(GCX_CODE_CR, n, 1);
+    ASSERT_NE(nullptr, code);
+    gcx_coded_params_t params = {};
+    params.code               = code;
+    params.count              = 4001;
+    gcx_coded_allreduce_t *car = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_coded_allreduce_create(comm, &params, &car));
+    std::vector<float> msg(params.count), sum(params.count);
+    uint64_t           bits = 0;
+    for (int r = 0; r < 6; ++r) {
+        if (rank == late && r == 0) {
+            wait_for_the_others(comm, late, "car-commit0", "finished round 0");
+            ASSERT_FALSE(::testing::Test::HasFailure());
+            gcx_coded_stats_t st;
+            ASSERT_EQ(GCX_OK, gcx_coded_allreduce_stats(car, &st));
+            const uint64_t early0 = st.early, want = 3u * static_cast<unsigned>(n) - 4u;
+            touch_marker(car_marker("car-commit-go", late));
+            for (int i = 0; i < 30000 && st.early - early0 < want; ++i) { // 30 s
+                gcx_progress(comm);
+                usleep(1000);
+                ASSERT_EQ(GCX_OK, gcx_coded_allreduce_stats(car, &st));
+            }
+            ASSERT_EQ(want, st.early - early0) << "messages of round 1 staged here";
+        }
+        if (rank != late && r == 1) {
+            EXPECT_TRUE(wait_for_marker(car_marker("car-commit-go", late), comm));
+        }
+        encode(code, rank, r, params.count, msg);
+        gcx_coded_result_t res;
+        ASSERT_EQ(GCX_OK, gcx_coded_allreduce(car, msg.data(), sum.data(), &res, nullptr))
+            << "round " << r;
+        EXPECT_LE(max_err_from_serial(sum, n, r), 1e-3 * 11 * n) << "round " << r;
+        if (r == 0 && rank != late) {
+            touch_marker(car_marker("car-commit0", rank));
+        }
+        bits = bits * 1099511628211ull ^ checksum(sum);
+    }
+    EXPECT_TRUE(same_on_every_rank(comm, bits)) << "ranks hold different bits";
+    gcx_coded_allreduce_destroy(car);
+    gcx_code_destroy(code);
+    unlink(car_marker(rank == late ? "car-commit-go" : "car-commit0", rank).c_str());
+    gcx_comm_destroy(comm);
+}
+
 // gcx_coded_create with algo: masterless runs the master-less allreduce
 // behind gcx_coded_gather (right sums, gcx_coded_masterless), auto picks it
 // for a large vector on 3+ ranks and the star for a small one or where it
