@@ -33,7 +33,7 @@ TABLE_NS = (4, 8, 16, 64, 256, 1024)
 SCHEMES = ("star", "masterless", "masterless-impl", "masterless-blocked", "ring", "ignore")
 DEAD_EXTRA = "masterless-resplit"   # the dead-ranks panel only
 LABEL = {"star": "star (coded gather)", "masterless": "master-less (idealised), owner role free",
-         "masterless-impl": "master-less as implemented (copies, ACK/COMMIT publish), owner free",
+         "masterless-impl": "master-less as implemented (copies, COMMIT), owner free",
          "masterless-blocked": "master-less, owner role blocked",
          "ring": "DDP ring allreduce", "ignore": "ignore-stragglers (n-s fastest + ring)",
          "masterless-resplit": "master-less, chunks re-split over the live ranks"}

@@ -74,10 +74,12 @@ Schemes (m = |g|/n unless said; s stragglers; FR groups of s+1; CR any n-s):
               implements it (owner role free): every arrival copied once
               on the receiving rank's CPU (kappa per byte, in arrival
               order), decode from the first decodable set that LANDED (all
-              arrivals pulled until then), one pass |used| gamma m; publish
-              in two steps: chunk to the s later owners, their ACK (o +
-              alpha), then COMMIT to them and the chunk to the n-1-s others;
-              every received decoded chunk copied out once (kappa m).
+              arrivals pulled until then), one pass |used| gamma m; the
+              decoded chunk posted to the n-1 others at once, final on the
+              owner's COMMIT (sent once the s later owners' ACKs came back:
+              o + alpha after their copy landed; one o per COMMIT, posted
+              in line order); every received decoded chunk copied out once
+              (kappa m).
   masterless-resplit  the same, owner role free, but with dead ranks the
               vector is cut into one chunk per live rank (the dead known
               before the round) instead of the next live rank owning two.
@@ -696,13 +698,15 @@ def sim_masterless_impl(p, T, live, iters=12):
         LANDED (copied), so it pulls every arrival until then;
       - decoding: one pass over the used set after it is known, |used|
         gamma m (FR: n/(s+1) messages, CR: n-s);
-      - two-step publish: the decoded chunk goes first to the s later
-        owners of the line (c+1..c+s); each answers ACK once it landed (o +
-        alpha back); on the last ACK the owner sends COMMIT to them (a later
-        owner's chunk is final on COMMIT, o + alpha later) and the chunk to
-        the P-1-s others (posted then, after the ACK round trip);
+      - commit: the decoded chunk is posted to the n-1 others at once
+        (the later owners of the line first); each later owner answers ACK
+        once it landed (o + alpha back); on the last ACK the owner sends
+        COMMIT to every rank, one o each in line order, and a rank's chunk
+        is final when it landed and its COMMIT came (+ alpha);
       - the owner's own decoded chunk is copied out once (kappa*m).
-    ACK and COMMIT are header-only: they cost o + alpha, not link time."""
+    ACK and COMMIT are header-only: they cost o + alpha, not link time.
+    (Until 2026-12-05 the implementation sent the chunk to the later owners
+    first and to the others only after their ACKs; this model followed.)"""
     n = p.n
     own = owners(p, live)
     nc = n
@@ -729,7 +733,7 @@ def sim_masterless_impl(p, T, live, iters=12):
     C2, Rr = C2[k2], Rr[k2]
     S2 = own[C2]
     bk = later[C2, Rr]
-    ord2 = (Rr - S2) % n + np.where(bk, n, 2 * n)
+    ord2 = (Rr - S2) % n + n
     src = np.r_[W1, S2]
     dst = np.r_[D1, Rr]
     order = np.r_[ord1, ord2]
@@ -738,18 +742,16 @@ def sim_masterless_impl(p, T, live, iters=12):
     out = np.empty(T.shape[0])
     for r in range(T.shape[0]):
         Tr = T[r]
-        t_dec = t_ack = None
-        arr2 = None
+        t_dec = None
         for _ in range(iters):
-            if t_dec is None:
-                uend = _link_scan(W1, Tr[W1], m, p.B, p.burst, p.o, ord1)
-                arr = _link_scan(D1, uend - tau_d, m, p.B, p.burst, floor=uend) + p.alpha
-            else:
-                post = np.r_[Tr[W1], np.where(bk, t_dec[C2], t_ack[C2])]
-                uend = _link_scan(src, post, m, p.B, p.burst, p.o, order)
-                arr = _link_scan(dst, uend - tau_d, m, p.B, p.burst, floor=uend) + p.alpha
+            # phase 2 posts at the decode times of the last pass (none in
+            # the first): both phases share the links
+            post = Tr[W1] if t_dec is None else np.r_[Tr[W1], t_dec[C2]]
+            s_, d_, o_ = (W1, D1, ord1) if t_dec is None else (src, dst, order)
+            uend = _link_scan(s_, post, m, p.B, p.burst, p.o, o_)
+            arr = _link_scan(d_, uend - tau_d, m, p.B, p.burst, floor=uend) + p.alpha
             # each rank's CPU copies its arrivals in arrival order
-            land = _landed_seg(dst[:len(arr)], arr, km)
+            land = _landed_seg(d_, arr, km)
             A = np.full((nc, n), np.inf)
             A[C1, W1] = land[:n1]
             A[np.arange(nc), own] = Tr[own]          # the owner's own chunk
@@ -759,27 +761,20 @@ def sim_masterless_impl(p, T, live, iters=12):
             else:
                 t_set = np.sort(A, axis=1)[:, n - p.s - 1]
             new = t_set + nused * gm
-            if t_dec is None:
-                t_ack_new = new + 2 * (p.o + p.alpha)  # first guess
-            else:
-                l2 = land[n1:]
-                ack = np.full(nc, -np.inf)
-                np.maximum.at(ack, C2[bk], l2[bk] + p.o + p.alpha)
-                t_ack_new = np.maximum(ack, new)
-            done = (t_dec is not None and np.allclose(new, t_dec, rtol=0, atol=1e-12)
-                    and np.allclose(t_ack_new, t_ack, rtol=0, atol=1e-12))
-            t_dec, t_ack = new, t_ack_new
-            if len(arr) > n1:
-                arr2 = land[n1:]
+            done = (t_dec is not None and len(arr) > n1 and
+                    np.allclose(new, t_dec, rtol=0, atol=1e-12))
+            t_dec = new
             if done:
                 break
-        if arr2 is None or len(arr) == n1:
-            post = np.r_[Tr[W1], np.where(bk, t_dec[C2], t_ack[C2])]
-            uend = _link_scan(src, post, m, p.B, p.burst, p.o, order)
+        if len(arr) == n1:  # iters == 1: phase 2 once at the decode times
+            uend = _link_scan(src, np.r_[Tr[W1], t_dec[C2]], m, p.B, p.burst, p.o, order)
             arr = _link_scan(dst, uend - tau_d, m, p.B, p.burst, floor=uend) + p.alpha
             land = _landed_seg(dst, arr, km)
-            arr2 = land[n1:]
-        final = np.where(bk, np.maximum(arr2, t_ack[C2] + p.o + p.alpha), arr2)
+        arr2 = land[n1:]
+        ack = np.full(nc, -np.inf)
+        np.maximum.at(ack, C2[bk], arr2[bk] + p.o + p.alpha)
+        t_commit = np.maximum(ack, t_dec)
+        final = np.maximum(arr2, t_commit[C2] + ((Rr - S2) % n) * p.o + p.alpha)
         out[r] = max((t_dec + km).max(), final.max() if len(final) else -np.inf)
     return out
 

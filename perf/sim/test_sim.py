@@ -105,7 +105,7 @@ def test_straggler_invariants():
 
 
 def test_masterless_impl():
-    """the implemented protocol (copies, ACK/COMMIT publish): never ahead of
+    """the implemented protocol (copies, ACK/COMMIT): never ahead of
     the idealised master-less step, one ACK round trip plus a chunk behind
     it at most when copies are free; a late rank's chunks do not hold it;
     the CPU slow-down f is o, gamma, kappa scaled by f and alpha + wake (f - 1)."""
