@@ -208,7 +208,8 @@ static const gcx_config_value_t gcx_coded_algo_names[] = {
  * auto: per round, with m = 4 count bytes, P ranks, α, β from GCX_NET_*
  * (20 us, 10 Gbit/s when unset) and a send overhead o = 2 us,
  *   star       2α + (P-1)(o + mβ)          the root's link sends P-1 sums
- *   masterless 4α + 2(P-1)o + 2(P-1)/P mβ  two vectors per link, ACK/COMMIT
+ *   masterless 4α + 3(P-1)o + 2(P-1)/P mβ  two vectors per link; chunk,
+ *                                          decoded chunk, ACK, COMMIT
  * (the decode and the straggler wait are alike). Master-less needs every
  * rank a worker and no lost rounds. A pure function of agreed inputs.
  */
@@ -234,7 +235,7 @@ static int gcx_coded_pick_masterless(const gcx_comm_t *comm,
         return 0;
     }
     star       = 2 * alpha + (P - 1) * (o + m * beta);
-    masterless = 4 * alpha + 2 * (P - 1) * o + 2 * (P - 1) / P * m * beta;
+    masterless = 4 * alpha + 3 * (P - 1) * o + 2 * (P - 1) / P * m * beta;
     return masterless < star;
 }
 
