@@ -442,9 +442,10 @@ static void coded_fini(train_sync_t *sync)
                    "gradients",
                    sync->ops->name, cs->steps, sync->workers, cs->computed);
     } else if (cs != NULL && cs->steps > 0) {
-        train_info("%s: this rank skipped %ld of %ld steps (decoded without "
-                   "it) and abstained from %ld (a skipped slot was still in "
-                   "its message); it computed %ld partition gradients; %ld "
+        train_info("%s: %ld of %ld steps were decoded without this rank's "
+                   "gradient (whether it computed it or not) and it "
+                   "abstained from %ld (a skipped slot was still in its "
+                   "message); it computed %ld partition gradients; %ld "
                    "steps were lost (undecodable: a zero gradient)",
                    sync->ops->name, cs->skipped, cs->steps, cs->abstained,
                    cs->computed, cs->lost);
