@@ -703,22 +703,24 @@ static void gcx_car_contribute(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
     }
 }
 
-/* Owner: send the decoded chunk c (in @p slot) to @p peers' bit set, in
- * shift order from this rank (as gcx_car_contribute sends its chunks): all
+/* Owner: send the decoded chunk c of @p round (in @p slot, decoded from
+ * the workers of @p used) to @p peers' bit set, in shift order from this
+ * rank (as gcx_car_contribute sends its chunks): all
  * owners starting at rank 0 put every fan-out's first bytes on one download
  * (16 emulated ranks at 200 Mbit/s: 7,700-10,300 TCP retransmits per 22
  * rounds in rank order, 420-1,100 in shift order; the round time the same
  * within the runs' spread). */
-static void gcx_car_publish_to(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
-                               int c, gcx_coded_slot_t *slot, uint64_t peers)
+static void gcx_car_publish_to(gcx_coded_allreduce_t *car, uint64_t round,
+                               int c, uint64_t used, gcx_coded_slot_t *slot,
+                               uint64_t peers)
 {
     gcx_car_hdr_t hdr;
     size_t        off, len;
     int           k, r;
 
     gcx_car_block(car, c, &off, &len);
-    gcx_car_hdr_init(car, op->round, GCX_CAR_DECODED, c, &hdr);
-    hdr.used = op->ch[c].used;
+    gcx_car_hdr_init(car, round, GCX_CAR_DECODED, c, &hdr);
+    hdr.used = used;
     for (k = 1; k <= car->base.comm->size; ++k) {
         r = (car->base.comm->rank + k) % car->base.comm->size;
         if (peers & (1ull << r)) {
@@ -882,7 +884,8 @@ static void gcx_car_own(gcx_coded_allreduce_t *car, gcx_car_op_t *op, int c)
                 ch->acks_wanted |= 1ull << r;
             }
         }
-        gcx_car_publish_to(car, op, c, slot, gcx_car_others(car));
+        gcx_car_publish_to(car, op->round, c, ch->used, slot,
+                           gcx_car_others(car));
         ch->ostate = GCX_CAR_ACKS;
     }
     if (ch->ostate == GCX_CAR_ACKS) {
@@ -1046,11 +1049,10 @@ static void gcx_car_done(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
 static gcx_status_t gcx_car_resend_kept(gcx_coded_allreduce_t *car, int c,
                                         const gcx_coded_slot_t *kept)
 {
-    gcx_tl_t         *tl = car->base.comm->tl;
     gcx_coded_slot_t *slot;
-    gcx_car_hdr_t     hdr;
     size_t            off, len;
-    int               r, me = car->base.comm->rank;
+    uint64_t          peers = gcx_car_others(car);
+    int               pos, mypos = gcx_car_pos(car, c, car->base.comm->rank);
 
     slot = gcx_car_out_slot(car, kept->round);
     if (slot == NULL) {
@@ -1058,21 +1060,11 @@ static gcx_status_t gcx_car_resend_kept(gcx_coded_allreduce_t *car, int c,
     }
     gcx_car_block(car, c, &off, &len);
     gcx_car_copy(slot->block->data, kept->block->data, len);
-    gcx_car_hdr_init(car, kept->round, GCX_CAR_DECODED, c, &hdr);
-    hdr.used = kept->hdr.used;
-    for (r = 0; r < car->base.comm->size; ++r) {
-        if (r == me || tl->ops->peer_failed(tl, r) ||
-            (gcx_car_pos(car, c, r) >= 0 &&
-             gcx_car_pos(car, c, r) < gcx_car_pos(car, c, me))) {
-            continue;
-        }
-        gcx_car_send(car, slot, r, r, &hdr, len);
-        if (gcx_car_send_ctl(car, GCX_CAR_COMMIT, kept->round, c, r) !=
-            GCX_OK) {
-            return GCX_ERR_NOMEM;
-        }
+    for (pos = 0; pos < mypos; ++pos) {
+        peers &= ~(1ull << gcx_car_owner(car, c, pos));
     }
-    return GCX_OK;
+    gcx_car_publish_to(car, kept->round, c, kept->hdr.used, slot, peers);
+    return gcx_car_commit_to(car, kept->round, c, peers);
 }
 
 /* The kept copies of the chunks this rank acts for now (their owner is
