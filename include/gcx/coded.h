@@ -171,6 +171,10 @@ typedef struct gcx_coded_stats {
                                  for that round only); the round was
                                  decoded from the others when they
                                  could. */
+    uint64_t in_place;      /**< Master-less allreduce: payloads received
+                                 without a copy (kept in the transport's
+                                 buffer and read there); the others were
+                                 copied into an internal buffer. */
 } gcx_coded_stats_t;
 
 /**

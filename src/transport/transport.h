@@ -88,15 +88,19 @@ typedef struct gcx_tl_am_prefix {
 /**
  * An active message as its handler sees it; valid only during the handler.
  * The payload is taken with am_recv() inside the handler, or dropped by
- * returning without taking it, or kept for later with am_hold() (a
- * rendezvous payload: a copy of this struct then stands for it outside the
- * handler, header excepted, until am_recv() or am_release()).
+ * returning without taking it, or kept for later with am_hold(): a
+ * rendezvous payload, or an eager one that the transport can leave in its
+ * own buffer (in_place). A copy of this struct then stands for it outside
+ * the handler, header excepted: a rendezvous payload until am_recv() or
+ * am_release(), an eager one read at data until am_release().
  */
 typedef struct gcx_tl_am_msg {
     const void *header;        /**< sender's header; may be unaligned */
     size_t      header_length;
     size_t      length;        /**< payload bytes */
     int         rndv;          /**< payload not here yet: am_recv pulls it */
+    int         in_place;      /**< eager payload am_hold() can keep where
+                                    it is (no copy); 0: copy it or drop it */
     void       *data;          /**< eager: payload; rndv: opaque descriptor */
 } gcx_tl_am_msg_t;
 
@@ -306,10 +310,11 @@ typedef struct gcx_tl_ops {
      * copied by am_recv(). For payloads posted many at once whose handshakes
      * would wait behind data queued on the links (on TCP at 8 emulated
      * ranks, the master-less coded allreduce ran at 1.2-1.7x the ring with
-     * rendezvous, 1.07-1.21x eager). The price: a copy on each side, and a
-     * payload the receiver
-     * drops has crossed the link all the same (no am_hold()). The request
-     * completes once the payload is sent.
+     * rendezvous, 1.07-1.21x eager). The price: a copy on the sending
+     * side, one on the receiving side unless the handler keeps the payload
+     * in place (am_hold with in_place), and a payload the receiver drops
+     * has crossed the link all the same. The request completes once the
+     * payload is sent.
      */
     gcx_status_t (*am_send_eager)(gcx_tl_t *tl, int peer, unsigned id,
                                   const void *header, size_t header_length,
@@ -328,16 +333,20 @@ typedef struct gcx_tl_ops {
                             gcx_tl_req_t *req);
 
     /**
-     * Inside a handler only: keep the rendezvous payload of @p msg (not
-     * pulled yet) past the handler, so it can still be taken later:
+     * Inside a handler only: keep the payload of @p msg past the handler.
+     * A rendezvous payload (not pulled yet) can still be taken later:
      * am_recv() or am_release() on a copy of @p msg, exactly once, at any
-     * later point (inside or outside a handler). Its sender's request stays
-     * in flight until then. Costs nothing on the wire. GCX_ERR_UNSUPPORTED for an eager payload (it is
-     * here already: copy it or drop it).
+     * later point (inside or outside a handler); its sender's request
+     * stays in flight until then, and it costs nothing on the wire. An
+     * eager payload with msg->in_place stays in the transport's buffer and
+     * is read at msg->data until am_release() (exactly once; no am_recv):
+     * the receive without a copy. GCX_ERR_UNSUPPORTED for an eager payload
+     * without in_place (copy it or drop it).
      */
     gcx_status_t (*am_hold)(gcx_tl_t *tl, const gcx_tl_am_msg_t *msg);
 
-    /** Drop a payload kept with am_hold(): its sender completes. */
+    /** Drop a payload kept with am_hold(): a rendezvous sender completes;
+     *  an eager payload's buffer goes back to the transport. */
     void (*am_release)(gcx_tl_t *tl, const gcx_tl_am_msg_t *msg);
 
     /**

@@ -480,6 +480,7 @@ class CodedGather {
         d["gone"]           = st->gone;
         d["rounds_lost"]    = st->rounds_lost;
         d["transfers_lost"] = st->transfers_lost;
+        d["in_place"]       = st->in_place;
         return d;
     }
 

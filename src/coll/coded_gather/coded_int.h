@@ -83,7 +83,18 @@ typedef struct gcx_coded_slot {
                                          VOID, or the root's RESULT) */
     int                    nreqs;     /* result fan-out: one per rank */
     gcx_tl_req_t          *reqs;      /* size entries */
+    /* a received eager payload kept where the transport put it (am_hold,
+     * in_place; held.data non-NULL): read there instead of block->data,
+     * released when the slot goes back (gcx_coded_slot_put) */
+    gcx_tl_am_msg_t        held;
 } gcx_coded_slot_t;
+
+/* The slot's payload: the held one, else its block's. */
+static inline const float *gcx_coded_slot_data(const gcx_coded_slot_t *slot)
+{
+    return slot->held.data != NULL ? (const float *)slot->held.data :
+                                     slot->block->data;
+}
 
 /* Root: one taken message of the live round. */
 typedef struct gcx_coded_entry {
@@ -183,7 +194,14 @@ gcx_status_t gcx_coded_agree(gcx_coded_t *coded, uint32_t coll_id);
 /** A slot with a block no transfer holds; NULL when out of memory. */
 gcx_coded_slot_t *gcx_coded_slot_get(gcx_coded_t *coded);
 
-/** Back to the free list (its transfers must be done). */
+/** Keep the eager payload of @p msg in place as the slot's data (inside
+ *  the handler; am_hold with in_place, float-aligned). 1: kept; 0: not
+ *  possible (copy it). */
+int gcx_coded_slot_hold(gcx_coded_t *coded, gcx_coded_slot_t *slot,
+                        const gcx_tl_am_msg_t *msg);
+
+/** Back to the free list (its transfers must be done; a held payload is
+ *  released). */
 void gcx_coded_slot_put(gcx_coded_t *coded, gcx_coded_slot_t *slot);
 
 /** Number of the slot's transfers still in flight. */

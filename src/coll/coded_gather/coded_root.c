@@ -136,7 +136,8 @@ static void gcx_coded_root_keep(gcx_coded_op_t *op, int w,
 
     if (op->nheld < GCX_CODE_MAX_WORKERS &&
         (slot != NULL ||
-         (msg != NULL && (msg_held || tl->ops->am_hold(tl, msg) == GCX_OK)))) {
+         (msg != NULL &&
+          (msg_held || (msg->rndv && tl->ops->am_hold(tl, msg) == GCX_OK))))) {
         h->worker = w;
         h->t      = t;
         h->late   = late;

@@ -10,11 +10,14 @@
  * gets an extra reference that the transport drops when the transfer ends
  * with success (never otherwise: a rendezvous peer may still read it), and
  * the slot takes a fresh block: memory a transfer may still touch is never
- * reused or freed. Cost: a list pop per use; a malloc only when the
+ * reused or freed. A slot may instead stand for a received eager payload
+ * kept in the transport's buffer (gcx_coded_slot_hold: no copy), released
+ * when the slot goes back. Cost: a list pop per use; a malloc only when the
  * pool grows.
  */
 #include "coded_int.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 static gcx_coded_block_t *gcx_coded_block_new(size_t bytes)
@@ -71,8 +74,33 @@ gcx_coded_slot_t *gcx_coded_slot_get(gcx_coded_t *coded)
     return slot;
 }
 
+int gcx_coded_slot_hold(gcx_coded_t *coded, gcx_coded_slot_t *slot,
+                        const gcx_tl_am_msg_t *msg)
+{
+    gcx_tl_t *tl = coded->comm->tl;
+
+    if (msg->rndv || !msg->in_place || msg->data == NULL ||
+        (uintptr_t)msg->data % _Alignof(float) != 0 ||
+        tl->ops->am_hold(tl, msg) != GCX_OK) {
+        return 0;
+    }
+    slot->held               = *msg;
+    slot->held.header        = NULL; /* valid only in the handler */
+    slot->held.header_length = 0;
+    return 1;
+}
+
+static void gcx_coded_slot_unhold(gcx_coded_t *coded, gcx_coded_slot_t *slot)
+{
+    if (slot->held.data != NULL) {
+        coded->comm->tl->ops->am_release(coded->comm->tl, &slot->held);
+        slot->held.data = NULL;
+    }
+}
+
 void gcx_coded_slot_put(gcx_coded_t *coded, gcx_coded_slot_t *slot)
 {
+    gcx_coded_slot_unhold(coded, slot);
     if (slot->block != NULL && slot->block->refs > 1) {
         /* an abandoned transfer still holds it: let go, take a new one */
         gcx_coded_block_unref(slot->block);
@@ -129,6 +157,7 @@ static void gcx_coded_list_release(gcx_coded_t *coded, gcx_coded_slot_t *slot)
         for (i = 0; i < slot->nreqs; ++i) {
             gcx_coded_slot_abandon_req(coded, slot, i);
         }
+        gcx_coded_slot_unhold(coded, slot);
         if (slot->block != NULL) {
             gcx_coded_block_unref(slot->block);
         }

@@ -407,6 +407,7 @@ static ucs_status_t gcx_tl_ucx_am_cb(void *arg, const void *header,
         .header_length = header_length,
         .length        = length,
         .rndv          = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0,
+        .in_place      = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) != 0,
         .data          = data,
     };
 
@@ -439,10 +440,16 @@ gcx_status_t gcx_tl_ucx_am_route(gcx_tl_ctx_t *ctx, unsigned id)
     }
     ctx->am_route[id].ctx = ctx;
     ctx->am_route[id].id  = id;
+    /* PERSISTENT_DATA: an eager payload UCX holds in a buffer of its own
+     * (a message assembled from fragments, a transport descriptor) comes
+     * with UCP_AM_RECV_ATTR_FLAG_DATA and may be kept (am_hold, in_place);
+     * one that is not kept is released when the handler returns UCS_OK */
     params.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                        UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
                         UCP_AM_HANDLER_PARAM_FIELD_CB |
                         UCP_AM_HANDLER_PARAM_FIELD_ARG;
     params.id         = id;
+    params.flags      = UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTENT_DATA;
     params.cb         = gcx_tl_ucx_am_cb;
     params.arg        = &ctx->am_route[id];
     st = ucp_worker_set_am_recv_handler(ctx->worker, &params);

@@ -37,7 +37,9 @@
  * completes (UCX 1.13 semantics). A handler may also keep a rendezvous
  * payload for later (am_hold: the UCP callback returns UCS_INPROGRESS and
  * the descriptor stays valid until ucp_am_recv_data_nbx or
- * ucp_am_data_release). The memory of an abandoned operation is
+ * ucp_am_data_release), or an eager payload that UCX holds in a buffer of
+ * its own (UCP_AM_FLAG_PERSISTENT_DATA; read in place until
+ * ucp_am_data_release: a receive without a copy). The memory of an abandoned operation is
  * released only when it ends with success: a rendezvous peer reads or writes
  * it without us (cma, RDMA), even after an error or after the worker is
  * destroyed, so otherwise it is kept until the process exits.
@@ -554,7 +556,7 @@ static gcx_status_t gcx_tl_ucx_am_recv(gcx_tl_t *tl, const gcx_tl_am_msg_t *msg,
 
 static gcx_status_t gcx_tl_ucx_am_hold(gcx_tl_t *tl, const gcx_tl_am_msg_t *msg)
 {
-    if (!msg->rndv) {
+    if (!msg->rndv && !msg->in_place) {
         return GCX_ERR_UNSUPPORTED;
     }
     tl->ctx->am_held = 1;
