@@ -29,9 +29,11 @@
  *   decode    = |used| n/P γ multiply-adds on each owner (the star's root:
  *               |used| n γ);
  *   memory    = one copy of the message (the chunks in flight), up to P
- *               taken chunks, and the decoded chunks received (landed in
- *               internal blocks, copied out once final): about 3 n, and
- *               one extra pass over n for that copy.
+ *               taken chunks, and the decoded chunks received: about 3 n.
+ *               Received chunks are read where UCX assembled them
+ *               (gcx_car_pull, GCX_CODED_IN_PLACE), so the passes over
+ *               the vector beyond decoding are two: the message copied
+ *               into the send blocks, the final chunks into recvbuf.
  * Against the star (root: n (|used| + P - 1) β), the root's P vectors per
  * link become two vectors per link, whatever P is.
  *
@@ -98,6 +100,8 @@ struct gcx_coded_allreduce {
      * (entered 0; rounds next_open .. next_open + ahead - 1) */
     gcx_car_op_t *rounds;
     int           ahead;      /* GCX_CODED_AHEAD */
+    int           in_place;   /* GCX_CODED_IN_PLACE: read received chunks
+                                 in the transport's buffer (gcx_car_pull) */
     gcx_progress_cb_t ahead_cb; /* gcx_car_ahead, while the object lives */
     /* per chunk and round % ahead: the copy this rank, a later owner of
      * the line, took in the last rounds it finished (gcx_car_serve_kept),
@@ -333,8 +337,10 @@ static void gcx_car_drop(gcx_coded_allreduce_t *car, gcx_coded_slot_t *slot)
     gcx_coded_slot_put(&car->base, slot);
 }
 
-/* Pull a payload into a fresh slot (hdr kept in slot->hdr, chunk in
- * slot->worker); NULL when out of memory. */
+/* A payload into a fresh slot (hdr kept in slot->hdr, chunk in
+ * slot->worker): kept where the transport assembled it when it can
+ * (gcx_coded_slot_hold: no copy), else copied into the slot's block. NULL
+ * when out of memory. */
 static gcx_coded_slot_t *gcx_car_pull(gcx_coded_allreduce_t *car,
                                       const gcx_car_hdr_t *hdr,
                                       const gcx_tl_am_msg_t *msg)
@@ -358,6 +364,10 @@ static gcx_coded_slot_t *gcx_car_pull(gcx_coded_allreduce_t *car,
     slot->t_arrival      = gcx_time_now();
     slot->nreqs          = 1;
     slot->reqs[0].status = GCX_OK;
+    if (car->in_place && gcx_coded_slot_hold(&car->base, slot, msg)) {
+        ++car->base.stats.in_place;
+        return slot;
+    }
     iov.buffer           = slot->block->data;
     iov.length           = msg->length;
     tl->ops->am_recv(tl, msg, &iov, 1, &slot->reqs[0]);
@@ -756,7 +766,7 @@ static int gcx_car_owner_bits(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
             return 0; /* wait: it lands, or fails with its sender */
         }
         if (copy->reqs[0].status == GCX_OK) {
-            gcx_car_copy(out, copy->block->data, len);
+            gcx_car_copy(out, gcx_coded_slot_data(copy), len);
             ch->used = copy->hdr.used;
             return 1;
         }
@@ -783,7 +793,7 @@ static int gcx_car_owner_bits(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
         if (a[w] != 0) {
             ch->used |= 1ull << w;
             vecs[w] = w == me ? gcx_car_at(op->sendbuf, off) :
-                              ch->in[w]->block->data;
+                              gcx_coded_slot_data(ch->in[w]);
         }
     }
     /* canonical: the same taken set gives the same bits on any rank */
@@ -832,7 +842,7 @@ static void gcx_car_settle(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
         ch->pub            = NULL;
     } else if (ch->from > 0) {
         gcx_car_copy(gcx_car_at(op->recvbuf, off),
-                     ch->copy[ch->from - 1]->block->data, len);
+                     gcx_coded_slot_data(ch->copy[ch->from - 1]), len);
         ch->from = 0;
     }
 }
@@ -1059,7 +1069,7 @@ static gcx_status_t gcx_car_resend_kept(gcx_coded_allreduce_t *car, int c,
         return GCX_ERR_NOMEM;
     }
     gcx_car_block(car, c, &off, &len);
-    gcx_car_copy(slot->block->data, kept->block->data, len);
+    gcx_car_copy(slot->block->data, gcx_coded_slot_data(kept), len);
     for (pos = 0; pos < mypos; ++pos) {
         peers &= ~(1ull << gcx_car_owner(car, c, pos));
     }
@@ -1358,6 +1368,7 @@ static gcx_status_t gcx_car_create_locked(gcx_comm_t *comm,
     car->base.my_worker  = comm->rank;
     car->base.instance   = comm->seq;
     car->ahead           = comm->config.coded_ahead;
+    car->in_place        = comm->config.coded_in_place;
     status = gcx_coded_straggler_init(&car->base);
     if (status != GCX_OK) {
         goto err_free;

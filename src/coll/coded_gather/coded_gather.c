@@ -519,6 +519,12 @@ static const gcx_config_entry_t gcx_coded_config_rows[] = {
      "every rank keeps its committed copies of that many rounds (s/P of a "
      "vector each)",
      offsetof(struct gcx_config, coded_ahead), 1, 32, NULL},
+    {"CODED_IN_PLACE", GCX_CONFIG_BOOL, "y",
+     "Master-less coded allreduce: read a received chunk where the "
+     "transport assembled it (y; UCX with persistent active-message data) "
+     "instead of copying it into an internal buffer first (n: one more "
+     "pass over the vector per round, for comparison)",
+     offsetof(struct gcx_config, coded_in_place), 0, 0, NULL},
     {"STRAGGLER_RANKS", GCX_CONFIG_STRING, "",
      "Coded gather straggler injection: comma-separated ranks delayed by "
      "GCX_STRAGGLER_DELAY_MS every round (tests, perf)",

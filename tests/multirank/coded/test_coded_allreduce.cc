@@ -48,9 +48,13 @@ bool same_on_every_rank(gcx_comm_t *comm, uint64_t v)
     return hi[0] == -hi[1];
 }
 
-void rounds(gcx_code_kind_t kind, int s, size_t count, int nrounds)
+// in_place: received chunks read where the transport assembled them
+// (GCX_CODED_IN_PLACE=y, the default) or copied into internal buffers first
+void rounds(gcx_code_kind_t kind, int s, size_t count, int nrounds, bool in_place = true)
 {
-    gcx_comm_t *comm = make_comm({{"STRAGGLER_MEAN_MS", "3"}, {"STRAGGLER_SEED", "11"}});
+    gcx_comm_t *comm = make_comm({{"STRAGGLER_MEAN_MS", "3"},
+                                  {"STRAGGLER_SEED", "11"},
+                                  {"CODED_IN_PLACE", in_place ? "y" : "n"}});
     ASSERT_NE(nullptr, comm);
     int               n  = gcx_comm_size(comm), rank = gcx_comm_rank(comm);
     gcx_code_t *code = make_code(kind, n, s);
@@ -94,18 +98,28 @@ void rounds(gcx_code_kind_t kind, int s, size_t count, int nrounds)
     gcx_coded_stats_t st;
     ASSERT_EQ(GCX_OK, gcx_coded_allreduce_stats(car, &st));
     EXPECT_EQ(static_cast<uint64_t>(nrounds), st.rounds);
-    printf("rank %d: count %zu: %d rounds, late %llu unneeded %llu early %llu skipped %llu, "
-           "%d wrong %d unequal %d differ\n",
+    printf("rank %d: count %zu: %d rounds, late %llu unneeded %llu early %llu skipped %llu "
+           "in place %llu, %d wrong %d unequal %d differ\n",
            rank, count, nrounds, (unsigned long long)st.late_dropped,
            (unsigned long long)st.unneeded, (unsigned long long)st.early,
-           (unsigned long long)st.skipped, wrong, unequal, differ);
+           (unsigned long long)st.skipped, (unsigned long long)st.in_place, wrong, unequal,
+           differ);
     uint64_t late = st.late_dropped + st.unneeded + st.skipped + st.early;
+    uint64_t kept_in_place = sum_over_world(st.in_place);
     gcx_coded_allreduce_destroy(car);
     gcx_coded_destroy(star);
     gcx_code_destroy(code);
     gcx_comm_destroy(comm);
     if (n > 1 && count >= static_cast<size_t>(n)) {
         EXPECT_GT(sum_over_world(late), 0u); // the late/early paths ran somewhere
+    }
+    if (!in_place) {
+        EXPECT_EQ(0u, kept_in_place); // every chunk went through a copy
+    } else if (n > 1) {
+        // UCX 1.13 hands every eager active message of these transports
+        // (shared memory, TCP) over as persistent data: the receive without
+        // a copy is the path these rounds took, not a fallback never run
+        EXPECT_GT(kept_in_place, 0u);
     }
 }
 
@@ -127,6 +141,21 @@ TEST(CodedAllreduce, CrRandomStragglers)
     }
     for (size_t count : {size_t(1001), size_t(world_size() + 2)}) {
         rounds(GCX_CODE_CR, 1, count, count >= 1000 ? 120 : 10);
+    }
+}
+
+// The same rounds with every received chunk copied into an internal buffer
+// first (GCX_CODED_IN_PLACE=n): the path for a transport that cannot keep
+// a payload in place.
+TEST(CodedAllreduce, CopiedChunks)
+{
+    if (world_size() < 2) {
+        GTEST_SKIP() << "needs 2 ranks";
+    }
+    rounds(GCX_CODE_CR, 1, 1001, 60, false);
+    int s = fr_s(world_size());
+    if (s > 0) {
+        rounds(GCX_CODE_FR, s, size_t(world_size() - 1), 10, false);
     }
 }
 
