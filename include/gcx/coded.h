@@ -72,7 +72,7 @@ typedef enum gcx_coded_algo {
      * The cheaper of star and master-less by an alpha-beta model
      * (GCX_NET_LATENCY_US, GCX_NET_BANDWIDTH_GBPS; 20 us and 10 Gbit/s when
      * unset) for the ranks and the vector size; star where master-less
-     * cannot serve the parameters (root_not_worker, lost_rounds). The model
+     * cannot serve the parameters (root_not_worker). The model
      * weighs no stragglers: master-less covers a rank still computing only
      * while its process progresses (a progress thread: see
      * gcx_coded_allreduce_t), the star whatever the rank does.
@@ -82,8 +82,8 @@ typedef enum gcx_coded_algo {
     GCX_CODED_ALGO_STAR       = 2,
     /**
      * No root: gcx_coded_gather() runs a master-less coded allreduce (see
-     * gcx_coded_allreduce() below); root is ignored; root_not_worker and
-     * lost_rounds are GCX_ERR_INVALID.
+     * gcx_coded_allreduce() below); root is ignored; root_not_worker is
+     * GCX_ERR_INVALID.
      */
     GCX_CODED_ALGO_MASTERLESS = 3,
 } gcx_coded_algo_t;
@@ -315,9 +315,9 @@ gcx_status_t gcx_coded_stats(const gcx_coded_t *coded,
  *
  * Deaths: chunk c has owners c, c+1, ..., c+s; when the acting owner's
  * connection is lost, the next one decodes the chunk (or sends on the lost
- * owner's bits, which are committed to the later owners before anyone else
- * gets them), so up to s dead ranks cost no round and every rank still
- * ends with the same bits.
+ * owner's bits: no rank takes a chunk as final before every later owner
+ * holds it), so up to s dead ranks cost no round and every rank still ends
+ * with the same bits.
  *
  * Slow ranks: a rank owns its chunks of a round before it calls it. Each
  * time its process progresses (any gcx call, or gcx_progress() from a
@@ -329,8 +329,16 @@ gcx_status_t gcx_coded_stats(const gcx_coded_t *coded,
  * gcx_coded_allreduce_abstain()). A rank that computes for d seconds
  * without any progress holds its chunks for d.
  *
- * What it does not do (yet): a root that is not a worker, lost_rounds and
- * pipelined codes (their abstention can leave a round undecodable).
+ * Abstentions (gcx_coded_allreduce_abstain(), what pipelined codes need)
+ * reach every chunk's owner as VOID messages; a round they leave
+ * undecodable fails on every rank with GCX_ERR_UNDECODABLE, or with
+ * lost_rounds completes on every rank as lost (the chunks' outcomes are
+ * agreed as their bits are; recvbuf is then not written). Results: arrived
+ * and abstained are what this rank saw as the owner of its chunk, used the
+ * union of the sets the chunks were decoded from. What it does not do
+ * (yet): a root that is not a worker; lost_rounds' GCX_TIMEOUT rule (a
+ * round some worker abstained from that is still undecodable at
+ * GCX_TIMEOUT fails here, where the star loses it).
  */
 typedef struct gcx_coded_allreduce gcx_coded_allreduce_t;
 
@@ -339,8 +347,9 @@ typedef struct gcx_coded_allreduce gcx_coded_allreduce_t;
  *
  * @param comm      Communicator of n ranks, all workers (must outlive the
  *                  object).
- * @param params    code (n workers, borrowed) and count; root is ignored;
- *                  root_not_worker and lost_rounds must be 0.
+ * @param params    code (n workers, borrowed), count and lost_rounds (as
+ *                  for gcx_coded_create()); root is ignored;
+ *                  root_not_worker must be 0.
  * @param[out] car_p  New object (gcx_coded_allreduce_destroy()); NULL on
  *                  error.
  * @return GCX_OK; GCX_ERR_INVALID (bad parameters, code size not the
@@ -359,10 +368,13 @@ gcx_status_t gcx_coded_allreduce_create(gcx_comm_t *comm,
  * gcx_coded_gather(). Every rank calls it once per round, in the same order
  * as its other collectives on the communicator.
  *
- * result->used is the union of the workers the chunks were decoded from,
- * result->arrived the workers whose chunk reached this rank's own chunk,
+ * result->used is the union of the workers the chunks were decoded from
+ * (0 for a lost round), result->arrived the workers whose chunk reached
+ * this rank's own chunk, result->abstained those whose VOID did,
  * result->skipped 1 when every chunk was decoded before this rank sent
- * (straggler injection), result->arrival is NAN.
+ * (straggler injection), result->lost 1 for a round lost (lost_rounds:
+ * recvbuf not written), result->arrival is NAN. With lost_rounds every
+ * call must pass a result (GCX_ERR_INVALID otherwise).
  *
  * @param sendbuf  Read until the request completes (chunks are copied
  *                 into internal buffers before they are sent, and sent
@@ -381,11 +393,13 @@ gcx_status_t gcx_coded_allreduce(gcx_coded_allreduce_t *car,
                                  gcx_request_t **req_p);
 
 /**
- * One round without a contribution: this rank sends nothing and receives
- * the decoded sum into @p recvbuf. Meant for a round that
- * gcx_coded_allreduce_ready() reported decoded; otherwise the owners
- * decode without this rank's chunks if the code allows, and the round
- * fails at GCX_TIMEOUT if it does not (no lost rounds here).
+ * One round without a contribution: this rank sends no chunk, a
+ * header-only VOID to each chunk's owner instead (none for a round
+ * gcx_coded_allreduce_ready() reported decoded: result->skipped), and
+ * receives the decoded sum into @p recvbuf. The owners decode without this
+ * rank's chunks if the code allows; a round the abstentions leave
+ * undecodable fails on every rank at once with GCX_ERR_UNDECODABLE, or
+ * with lost_rounds is lost on every rank (result->lost).
  *
  * @return As gcx_coded_allreduce().
  */

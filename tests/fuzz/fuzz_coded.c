@@ -49,8 +49,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                               (size_t)data[0] * 37u, &ch) == GCX_OK) {
             pos = ((int)ch.sender - (int)ch.chunk + csize) % csize;
             if (ch.sender >= (unsigned)csize || ch.chunk >= (unsigned)csize ||
-                ch.kind < 1 || ch.kind > 4 ||
-                ((ch.kind == 2 || ch.kind == 4) && pos >= line)) {
+                ch.kind < GCX_CAR_CHUNK || ch.kind > GCX_CAR_LOST ||
+                ((ch.kind == GCX_CAR_DECODED || ch.kind == GCX_CAR_COMMIT ||
+                  ch.kind == GCX_CAR_LOST) && pos >= line) ||
+                ((ch.kind == GCX_CAR_VOID || ch.kind == GCX_CAR_LOST) &&
+                 payload != 0)) {
                 abort();
             }
         }

@@ -250,8 +250,7 @@ class CodedGather {
         params.root               = root;
         params.root_not_worker    = master ? 1 : 0;
         // pgc: a dead worker's mate abstains, which can leave a round to
-        // lose; gc workers never abstain, and without lost_rounds
-        // GCX_CODED_ALGO=masterless|auto can serve them
+        // lose (star and master-less alike); gc workers never abstain
         params.lost_rounds        = code_->pgc != nullptr ? 1 : 0;
         gcx_coded_t **out         = &coded_;
         try {

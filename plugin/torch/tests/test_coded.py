@@ -45,12 +45,12 @@ def test_master_is_not_a_worker():
 
 
 def test_masterless_rounds_are_the_reference_and_ranks_agree():
-    # GCX_CODED_ALGO=masterless: gc-fr and gc-cr rounds through the
-    # master-less coded allreduce (every rank decodes a chunk), checked
-    # against the same serial reference, bit-equal parameters on every rank
-    outs = run("exact:gc-fr,gc-cr", 4, timeout=300,
+    # GCX_CODED_ALGO=masterless: gc and pgc rounds through the master-less
+    # coded allreduce (every rank decodes a chunk), checked against the
+    # same serial reference, bit-equal parameters on every rank
+    outs = run("exact:gc-fr,gc-cr,pgc-fr,pgc-cr", 4, timeout=300,
                env={"GCX_CODED_ALGO": "masterless"})
-    for code in ("gc-fr", "gc-cr"):
+    for code in ("gc-fr", "gc-cr", "pgc-fr", "pgc-cr"):
         assert all(f"exact {code} ok" in o for o in outs), (code, outs[0])
 
 
@@ -71,9 +71,12 @@ def test_masterless_stragglers_are_not_waited_for():
     assert all("straggler gc-cr ok" in o for o in outs), outs[0]
 
 
-@pytest.mark.parametrize("code", ["gc-fr", "pgc-fr", "gc-cr"])
-def test_killed_worker_survivors_finish_with_equal_parameters(code):
-    res = launch(f"kill:{code}/1", 4, script="coded_worker.py", timeout=180)
+@pytest.mark.parametrize("code,algo", [("gc-fr", "star"), ("pgc-fr", "star"),
+                                       ("gc-cr", "star"),
+                                       ("pgc-fr", "masterless")])
+def test_killed_worker_survivors_finish_with_equal_parameters(code, algo):
+    res = launch(f"kill:{code}/1", 4, script="coded_worker.py", timeout=180,
+                 env={"GCX_CODED_ALGO": algo})
     assert res[3][0] == -9, res[3]
     for rank, (rc, out) in enumerate(res[:3]):
         assert rc == 0 and f"kill {code} ok" in out, (rank, rc, out[-3000:])

@@ -250,9 +250,7 @@ static gcx_status_t coded_init(train_sync_t *sync, train_kv_t *args,
     params.root = (int)root;
     params.root_not_worker = (int)master;
     /* see coded_exchange; only pipelined workers abstain, so only they can
-     * leave a round to lose (and without it GCX_CODED_ALGO=masterless|auto
-     * can serve gc-fr and gc-cr: the master-less allreduce has no
-     * abstentions) */
+     * leave a round to lose (star and master-less alike) */
     params.lost_rounds = pipelined;
     cs->root = (int)root;
     status = gcx_coded_create(sync->comm->comm, &params, &cs->coded);

@@ -72,6 +72,23 @@
  * Dead workers are stragglers that never come: rounds go on while the
  * others decode. Every owner of a chunk lost, or more than s workers: the
  * round fails (GCX_ERR_PEER, GCX_ERR_UNDECODABLE).
+ *
+ * Abstentions and lost rounds (pipelined codes: a worker that skipped a
+ * slot abstains from the rounds whose message would read it). An
+ * abstaining worker sends each chunk's owner a header-only VOID; an owner
+ * whose chunk the workers left (not lost, not abstained) can no longer
+ * decode gives up: with lost_rounds, when the workers not lost could have
+ * decoded it, its outcome is "lost", published as a header-only LOST and
+ * acknowledged and committed as decoded bits are (so a later owner
+ * adopting it sends LOST on, never bits); otherwise the round fails with
+ * GCX_ERR_UNDECODABLE. Every rank sees the same committed outcome of every
+ * chunk, and takes the round as lost if any chunk's is: so chunks decoded
+ * from different arrival sets (a worker dying between two owners) cannot
+ * leave one rank with a sum and another without. With lost_rounds the
+ * decoded chunks go to recvbuf only once every chunk is final and none
+ * lost (recvbuf untouched by a lost round); the copy is the same one pass,
+ * made at the end instead of as chunks come. Cost of an abstention: P-1
+ * header-only messages.
  */
 #include "coded_allreduce_int.h"
 #include "base/log.h"
@@ -121,6 +138,7 @@ typedef struct gcx_car_chunk {
     /* owner (this rank acts for the chunk) */
     int               ostate;
     uint64_t          arrived, taken, used;
+    uint64_t          abstained;             /* workers that sent VOID */
     uint64_t          acks_wanted, acks_got; /* backup ranks */
     gcx_coded_slot_t *in[GCX_CAR_MAX];       /* taken chunks, by worker */
     gcx_coded_slot_t *pub;                   /* the decoded chunk sent;
@@ -133,6 +151,8 @@ typedef struct gcx_car_chunk {
     uint64_t          acked;        /* line positions acknowledged */
     uint64_t          committed;    /* line positions whose COMMIT came */
     int               final;
+    int               lost;         /* final outcome: the round is lost
+                                       (LOST, lost_rounds only) */
     int               keep;         /* final from the copy of the earlier
                                        owner at line position keep - 1 */
     int               from;         /* final, served ahead: the bits are in
@@ -148,12 +168,17 @@ struct gcx_car_op {
     const float           *sendbuf;
     float                 *recvbuf;
     gcx_coded_result_t    *result;
-    int                    abstain;  /* sends nothing (sendbuf unread) */
+    int                    abstain;  /* sends VOIDs (sendbuf unread) */
+    int                    whole;    /* lost_rounds: every chunk final and
+                                        none lost, recvbuf may be written
+                                        (gcx_car_settle) */
     int                    entered;  /* 0: served ahead of the call */
     double                 t_start;
     double                 t_send;   /* chunk messages go from this time */
     int                    sending;  /* t_send has passed */
     int                    nsent;    /* chunk messages sent */
+    int                    nvoid;    /* abstentions said (VOIDs sent, or
+                                        recorded for a chunk it owns) */
     uint64_t               used_union;
     int                    acting[GCX_CAR_MAX]; /* owner of each chunk */
     gcx_car_chunk_t        ch[GCX_CAR_MAX];
@@ -500,6 +525,9 @@ static void gcx_car_on_decoded(gcx_coded_allreduce_t *car,
 
     pos = gcx_car_pos(car, c, hdr->sender);
     gcx_car_block(car, c, &off, &len);
+    if (hdr->kind == GCX_CAR_LOST) {
+        len = 0; /* the outcome "lost": no bits */
+    }
     if (pos < 0 || msg->length != len * sizeof(float)) {
         gcx_warn("coded allreduce: dropping a decoded chunk %u from rank %u",
                  hdr->chunk, hdr->sender);
@@ -534,6 +562,26 @@ static void gcx_car_on_decoded(gcx_coded_allreduce_t *car,
         return;
     }
     gcx_car_stage(car, hdr, msg); /* this rank is behind */
+}
+
+/* Owner of chunk c: worker hdr->sender abstains from the round (no chunk
+ * will come from it: the decode must do without, or the round is lost). */
+static void gcx_car_on_void(gcx_coded_allreduce_t *car,
+                            const gcx_car_hdr_t *hdr,
+                            const gcx_tl_am_msg_t *msg)
+{
+    gcx_car_op_t *op = gcx_car_find(car, hdr->round);
+    int           c  = (int)hdr->chunk, me = car->base.comm->rank;
+
+    if (gcx_car_pos(car, c, me) < 0 || hdr->round < car->next_open) {
+        return; /* not a chunk this rank can own, or a finished round */
+    }
+    if (op != NULL && op->super.status == GCX_INPROGRESS &&
+        op->acting[c] == me) {
+        op->ch[c].abstained |= 1ull << hdr->sender;
+        return;
+    }
+    gcx_car_stage(car, hdr, msg); /* as a chunk would be */
 }
 
 static void gcx_car_on_ctl(gcx_coded_allreduce_t *car, const gcx_car_hdr_t *hdr,
@@ -583,7 +631,10 @@ gcx_status_t gcx_car_hdr_parse(const void *bytes, size_t len, size_t payload,
         return payload == 0 && pos > 0 && pos < line ? GCX_OK :
                                                        GCX_ERR_INVALID;
     case GCX_CAR_COMMIT: /* from an owner */
+    case GCX_CAR_LOST:
         return payload == 0 && pos < line ? GCX_OK : GCX_ERR_INVALID;
+    case GCX_CAR_VOID: /* from any worker */
+        return payload == 0 ? GCX_OK : GCX_ERR_INVALID;
     default:
         return GCX_ERR_INVALID;
     }
@@ -610,7 +661,11 @@ static void gcx_car_am_handler(void *arg, const gcx_tl_am_msg_t *msg)
         gcx_car_on_chunk(car, &hdr, msg);
         break;
     case GCX_CAR_DECODED:
+    case GCX_CAR_LOST:
         gcx_car_on_decoded(car, &hdr, msg);
+        break;
+    case GCX_CAR_VOID:
+        gcx_car_on_void(car, &hdr, msg);
         break;
     default: /* ACK, COMMIT */
         gcx_car_on_ctl(car, &hdr, msg);
@@ -648,7 +703,8 @@ static void gcx_car_unstash(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
     while ((slot = *pp) != NULL) {
         c = slot->worker;
         if (slot->round != op->round ||
-            (slot->hdr.kind == GCX_CAR_CHUNK && op->acting[c] != me)) {
+            ((slot->hdr.kind == GCX_CAR_CHUNK ||
+              slot->hdr.kind == GCX_CAR_VOID) && op->acting[c] != me)) {
             pp = &slot->next;
             continue;
         }
@@ -656,6 +712,11 @@ static void gcx_car_unstash(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
         if (slot->hdr.kind == GCX_CAR_CHUNK) {
             /* landed or not: the taken slot's request is checked later */
             gcx_car_take(car, &op->ch[c], slot->hdr.sender, NULL, NULL, slot);
+            continue;
+        }
+        if (slot->hdr.kind == GCX_CAR_VOID) {
+            op->ch[c].abstained |= 1ull << slot->hdr.sender;
+            gcx_car_drop(car, slot);
             continue;
         }
         pos = gcx_car_pos(car, c, slot->hdr.sender);
@@ -673,7 +734,8 @@ static void gcx_car_unstash(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
 }
 
 /* Worker: this rank's chunks to their owners (again, if an owner
- * changed), chunk me+1 first (shift order, see gcx_car_publish_to). */
+ * changed), chunk me+1 first (shift order, see gcx_car_publish_to); when
+ * it abstains, a header-only VOID to each instead. */
 static void gcx_car_contribute(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
 {
     gcx_coded_slot_t *slot;
@@ -682,9 +744,6 @@ static void gcx_car_contribute(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
     size_t            off, len;
     int               k, c, me = car->base.comm->rank;
 
-    if (op->abstain) {
-        return;
-    }
     for (k = 1; k <= car->base.n; ++k) {
         c  = (me + k) % car->base.n;
         ch = &op->ch[c];
@@ -692,6 +751,20 @@ static void gcx_car_contribute(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
             continue;
         }
         ch->sent_to = op->acting[c];
+        if (op->abstain && op->acting[c] == me) {
+            ch->abstained |= 1ull << me;
+            ++op->nvoid;
+            continue;
+        }
+        if (op->abstain) {
+            if (gcx_car_send_ctl(car, GCX_CAR_VOID, op->round, c,
+                                 op->acting[c]) != GCX_OK) {
+                op->super.status = GCX_ERR_NOMEM;
+                return;
+            }
+            ++op->nvoid;
+            continue;
+        }
         if (op->acting[c] == me) {
             if (ch->ostate == GCX_CAR_COLLECT &&
                 !(ch->arrived & (1ull << me))) {
@@ -714,23 +787,26 @@ static void gcx_car_contribute(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
 }
 
 /* Owner: send the decoded chunk c of @p round (in @p slot, decoded from
- * the workers of @p used) to @p peers' bit set, in shift order from this
+ * the workers of @p used; @p lost: the outcome "round lost", header only)
+ * to @p peers' bit set, in shift order from this
  * rank (as gcx_car_contribute sends its chunks): all
  * owners starting at rank 0 put every fan-out's first bytes on one download
  * (16 emulated ranks at 200 Mbit/s: 7,700-10,300 TCP retransmits per 22
  * rounds in rank order, 420-1,100 in shift order; the round time the same
  * within the runs' spread). */
 static void gcx_car_publish_to(gcx_coded_allreduce_t *car, uint64_t round,
-                               int c, uint64_t used, gcx_coded_slot_t *slot,
-                               uint64_t peers)
+                               int c, uint64_t used, int lost,
+                               gcx_coded_slot_t *slot, uint64_t peers)
 {
     gcx_car_hdr_t hdr;
     size_t        off, len;
     int           k, r;
 
     gcx_car_block(car, c, &off, &len);
-    gcx_car_hdr_init(car, round, GCX_CAR_DECODED, c, &hdr);
-    hdr.used = used;
+    gcx_car_hdr_init(car, round, lost ? GCX_CAR_LOST : GCX_CAR_DECODED, c,
+                     &hdr);
+    hdr.used = lost ? 0 : used;
+    len      = lost ? 0 : len;
     for (k = 1; k <= car->base.comm->size; ++k) {
         r = (car->base.comm->rank + k) % car->base.comm->size;
         if (peers & (1ull << r)) {
@@ -766,8 +842,11 @@ static int gcx_car_owner_bits(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
             return 0; /* wait: it lands, or fails with its sender */
         }
         if (copy->reqs[0].status == GCX_OK) {
-            gcx_car_copy(out, gcx_coded_slot_data(copy), len);
+            ch->lost = copy->hdr.kind == GCX_CAR_LOST;
             ch->used = copy->hdr.used;
+            if (!ch->lost) {
+                gcx_car_copy(out, gcx_coded_slot_data(copy), len);
+            }
             return 1;
         }
     }
@@ -801,20 +880,24 @@ static int gcx_car_owner_bits(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
     return 1;
 }
 
-/* Can chunk c still be decoded (this rank acting for it)? */
+/* Can chunk c still be decoded (this rank acting for it)? With
+ * @p abstentions 0, whatever the abstentions: could the workers not lost
+ * decode it (then only abstentions stand in the way: a lost round). */
 static int gcx_car_decodable_still(gcx_coded_allreduce_t *car,
-                                   gcx_car_op_t *op, int c)
+                                   gcx_car_op_t *op, int c, int abstentions)
 {
     gcx_tl_t        *tl = car->base.comm->tl;
     gcx_car_chunk_t *ch = &op->ch[c];
-    uint64_t         alive = 0;
+    uint64_t         alive = 0, bit;
     int              w, decodable = 0, me = car->base.comm->rank;
 
     for (w = 0; w < car->base.n; ++w) {
-        if ((ch->taken & (1ull << w)) ||
-            (!(ch->arrived & (1ull << w)) &&
+        bit = 1ull << w;
+        if ((ch->taken & bit) ||
+            (!(ch->arrived & bit) &&
+             (!abstentions || !(ch->abstained & bit)) &&
              (w == me || !tl->ops->peer_failed(tl, w)))) {
-            alive |= 1ull << w; /* taken, or may still come */
+            alive |= bit; /* taken, or may still come */
         }
     }
     gcx_code_decodable(car->base.code, alive, &decodable);
@@ -831,8 +914,8 @@ static void gcx_car_settle(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
     gcx_car_chunk_t *ch = &op->ch[c];
     size_t           off, len;
 
-    if (!op->entered || !ch->final) {
-        return;
+    if (!op->entered || !ch->final || (car->base.lost_rounds && !op->whole)) {
+        return; /* lost_rounds: recvbuf only once no chunk is lost */
     }
     gcx_car_block(car, c, &off, &len);
     if (ch->ostate == GCX_CAR_DONE && ch->pub != NULL) {
@@ -878,14 +961,25 @@ static void gcx_car_own(gcx_coded_allreduce_t *car, gcx_car_op_t *op, int c)
         }
         slot = ch->pub;
         if (!gcx_car_owner_bits(car, op, c, slot->block->data)) {
-            if (op->super.status == GCX_INPROGRESS &&
-                !gcx_car_decodable_still(car, op, c)) {
-                gcx_error("coded allreduce round %llu: chunk %d can no "
-                          "longer be decoded (workers lost)",
-                          (unsigned long long)op->round, c);
-                op->super.status = GCX_ERR_UNDECODABLE;
+            if (op->super.status != GCX_INPROGRESS ||
+                gcx_car_decodable_still(car, op, c, 1)) {
+                return; /* wait for more */
             }
-            return;
+            if (!car->base.lost_rounds ||
+                !gcx_car_decodable_still(car, op, c, 0)) {
+                gcx_error("coded allreduce round %llu: chunk %d can no "
+                          "longer be decoded (workers lost 0x%llx, "
+                          "abstained 0x%llx)",
+                          (unsigned long long)op->round, c,
+                          (unsigned long long)car->base.gone,
+                          (unsigned long long)ch->abstained);
+                op->super.status = GCX_ERR_UNDECODABLE;
+                return;
+            }
+            /* only abstentions stand in the way: the outcome of the
+             * chunk, agreed as bits would be, is "round lost" */
+            ch->lost = 1;
+            ch->used = 0;
         }
         ch->acks_wanted = 0;
         for (pos = gcx_car_pos(car, c, me) + 1; pos < car->line; ++pos) {
@@ -894,7 +988,7 @@ static void gcx_car_own(gcx_coded_allreduce_t *car, gcx_car_op_t *op, int c)
                 ch->acks_wanted |= 1ull << r;
             }
         }
-        gcx_car_publish_to(car, op->round, c, ch->used, slot,
+        gcx_car_publish_to(car, op->round, c, ch->used, ch->lost, slot,
                            gcx_car_others(car));
         ch->ostate = GCX_CAR_ACKS;
     }
@@ -955,6 +1049,7 @@ static void gcx_car_receive(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
     }
     op->used_union |= copy->hdr.used;
     ch->final = 1;
+    ch->lost  = copy->hdr.kind == GCX_CAR_LOST;
     ch->keep  = mypos > apos ? apos + 1 : 0;
     ch->from  = apos + 1;
     gcx_car_settle(car, op, c);
@@ -1013,11 +1108,29 @@ static void gcx_car_release(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
 static void gcx_car_done(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
 {
     gcx_coded_result_t *res = op->result;
-    int                 c, w, skipped, me = car->base.comm->rank;
+    int                 c, w, skipped, lost = 0, me = car->base.comm->rank;
 
-    /* skipped: this rank's vector went into no decode (no chunk sent, its
-     * own not taken by a chunk it acts for) */
-    skipped = op->nsent == 0;
+    /* lost_rounds: the decoded chunks go to recvbuf now, unless a chunk's
+     * agreed outcome is "lost" (every rank sees the same outcomes): then
+     * recvbuf stays as it was and the decoded chunks' slots go */
+    for (c = 0; c < car->base.n; ++c) {
+        lost |= op->ch[c].lost;
+    }
+    op->whole = !lost;
+    for (c = 0; c < car->base.n; ++c) {
+        if (!lost) {
+            gcx_car_settle(car, op, c);
+        } else if (op->ch[c].pub != NULL) {
+            op->ch[c].pub->next = car->base.inflight;
+            car->base.inflight  = op->ch[c].pub;
+            op->ch[c].pub       = NULL;
+        }
+    }
+
+    /* skipped: this rank's vector went into no decode and it said no
+     * abstention (no chunk or VOID sent, its own not taken by a chunk it
+     * acts for): every chunk was final first */
+    skipped = op->nsent == 0 && op->nvoid == 0;
     for (c = 0; c < car->base.n; ++c) {
         if (op->ch[c].taken & (1ull << me)) {
             skipped = 0;
@@ -1028,14 +1141,18 @@ static void gcx_car_done(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
         memset(res, 0, sizeof(*res));
         res->round      = op->round;
         res->arrived    = op->ch[me].arrived;
-        res->used       = op->used_union;
+        res->abstained  = op->ch[me].abstained;
+        res->used       = lost ? 0 : op->used_union;
         res->round_time = gcx_time_now() - op->t_start;
         for (w = 0; w < GCX_CODE_MAX_WORKERS; ++w) {
             res->arrival[w] = NAN;
         }
         res->skipped = skipped;
+        res->lost    = lost;
     }
     car->base.stats.skipped += (uint64_t)skipped;
+    car->base.stats.abstained += (uint64_t)(op->abstain && !skipped);
+    car->base.stats.rounds_lost += (uint64_t)lost;
     ++car->base.stats.rounds;
     op->super.status = GCX_OK;
     gcx_car_release(car, op);
@@ -1069,11 +1186,14 @@ static gcx_status_t gcx_car_resend_kept(gcx_coded_allreduce_t *car, int c,
         return GCX_ERR_NOMEM;
     }
     gcx_car_block(car, c, &off, &len);
-    gcx_car_copy(slot->block->data, gcx_coded_slot_data(kept), len);
+    if (kept->hdr.kind != GCX_CAR_LOST) {
+        gcx_car_copy(slot->block->data, gcx_coded_slot_data(kept), len);
+    }
     for (pos = 0; pos < mypos; ++pos) {
         peers &= ~(1ull << gcx_car_owner(car, c, pos));
     }
-    gcx_car_publish_to(car, kept->round, c, kept->hdr.used, slot, peers);
+    gcx_car_publish_to(car, kept->round, c, kept->hdr.used,
+                       kept->hdr.kind == GCX_CAR_LOST, slot, peers);
     return gcx_car_commit_to(car, kept->round, c, peers);
 }
 
@@ -1335,10 +1455,9 @@ static gcx_status_t gcx_car_create_locked(gcx_comm_t *comm,
     unsigned               id;
 
     if (comm == NULL || params == NULL || params->code == NULL ||
-        car_p == NULL || params->root_not_worker || params->lost_rounds) {
+        car_p == NULL || params->root_not_worker) {
         gcx_error("gcx_coded_allreduce_create: invalid arguments (every rank "
-                  "is a worker; root_not_worker and lost_rounds are not "
-                  "supported)");
+                  "is a worker; root_not_worker is not supported)");
         return GCX_ERR_INVALID;
     }
     if (comm->error != GCX_OK) {
@@ -1369,6 +1488,7 @@ static gcx_status_t gcx_car_create_locked(gcx_comm_t *comm,
     car->base.instance   = comm->seq;
     car->ahead           = comm->config.coded_ahead;
     car->in_place        = comm->config.coded_in_place;
+    car->base.lost_rounds = params->lost_rounds ? 1 : 0; /* checked */
     status = gcx_coded_straggler_init(&car->base);
     if (status != GCX_OK) {
         goto err_free;
@@ -1459,8 +1579,15 @@ static gcx_status_t gcx_car_submit(gcx_coded_allreduce_t *car,
                                    int abstain, gcx_coded_result_t *result,
                                    gcx_request_t **req_p)
 {
-    gcx_car_op_t *op = calloc(1, sizeof(*op));
+    gcx_car_op_t *op;
 
+    if (car->base.lost_rounds && result == NULL) {
+        gcx_error("gcx_coded_allreduce%s: the object was created with "
+                  "lost_rounds: pass a result, it says whether the round "
+                  "was lost", abstain ? "_abstain" : "");
+        return GCX_ERR_INVALID;
+    }
+    op = calloc(1, sizeof(*op));
     if (op == NULL) {
         return GCX_ERR_NOMEM;
     }

@@ -231,7 +231,7 @@ static int gcx_coded_pick_masterless(const gcx_comm_t *comm,
         return 1;
     }
     if (algo != GCX_CODED_ALGO_AUTO || params->root_not_worker ||
-        params->lost_rounds || comm->size < 3) {
+        comm->size < 3) {
         return 0;
     }
     star       = 2 * alpha + (P - 1) * (o + m * beta);

@@ -167,6 +167,124 @@ TEST(CodedAllreduce, CrTwoStragglers)
     rounds(GCX_CODE_CR, 2, 4099, 100);
 }
 
+// FR n = 4, s = 1 (groups {0, 1} and {2, 3}): both workers of one group
+// abstain from round 5 (gcx_coded_allreduce_abstain: a VOID to every
+// chunk's owner; group 0 owns chunks 0 and 1 itself, so its abstention is
+// also local), which no decode can do without. Without lost_rounds every
+// rank fails round 5 with GCX_ERR_UNDECODABLE (every chunk's owner sees
+// the same VOIDs), at once rather than after GCX_TIMEOUT (the test's own
+// timeout is far below it). With lost_rounds round 5 completes on every
+// rank as lost -- result.lost, used 0, recvbuf untouched -- and the rounds
+// around it are decoded right, from the serial sum.
+void abstaining_group(int group, bool lost_rounds)
+{
+    if (world_size() != 4) {
+        GTEST_SKIP() << "needs 4 ranks";
+    }
+    const float sentinel = -7.25f;
+    gcx_comm_t *comm     = make_comm({});
+    ASSERT_NE(nullptr, comm);
+    int         rank = gcx_comm_rank(comm);
+    gcx_code_t *code = make_code(GCX_CODE_FR, 4, 1);
+    ASSERT_NE(nullptr, code);
+    gcx_coded_params_t params = {};
+    params.code               = code;
+    params.count              = 4099;
+    params.lost_rounds        = lost_rounds ? 1 : 0;
+    gcx_coded_allreduce_t *car = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_coded_allreduce_create(comm, &params, &car));
+    std::vector<float> msg(params.count), sum(params.count);
+    gcx_status_t       status = GCX_OK;
+    int                r;
+    for (r = 0; r < 10; ++r) {
+        bool abstain = r == 5 && rank / 2 == group;
+        encode(code, rank, r, params.count, msg);
+        std::fill(sum.begin(), sum.end(), sentinel);
+        gcx_coded_result_t res;
+        status = abstain ? gcx_coded_allreduce_abstain(car, sum.data(), &res, nullptr)
+                         : gcx_coded_allreduce(car, msg.data(), sum.data(), &res, nullptr);
+        if (status != GCX_OK) {
+            break;
+        }
+        if (r == 5) {
+            EXPECT_EQ(1, res.lost) << "round 5 was decoded from 0x" << std::hex << res.used;
+            EXPECT_EQ(0u, res.used);
+            EXPECT_EQ(params.count, static_cast<size_t>(std::count(sum.begin(), sum.end(),
+                                                                   sentinel)))
+                << "a lost round wrote recvbuf";
+        } else {
+            EXPECT_EQ(0, res.lost) << "round " << r;
+            EXPECT_LE(max_err_from_serial(sum, 4, r), 1e-3 * 11 * 4) << "round " << r;
+        }
+        if (abstain) {
+            EXPECT_NE(0u, res.abstained & (1ull << rank)) << "its own VOID, as owner";
+        }
+    }
+    gcx_coded_stats_t st;
+    ASSERT_EQ(GCX_OK, gcx_coded_allreduce_stats(car, &st));
+    printf("rank %d: stopped at round %d with '%s'; rounds %llu, lost %llu, abstained %llu\n",
+           rank, r, gcx_strerror(status), (unsigned long long)st.rounds,
+           (unsigned long long)st.rounds_lost, (unsigned long long)st.abstained);
+    if (lost_rounds) {
+        EXPECT_EQ(GCX_OK, status);
+        EXPECT_EQ(GCX_OK, gcx_barrier(comm, nullptr)); // the others still take our chunks
+        EXPECT_EQ(10, r);
+        EXPECT_EQ(1u, st.rounds_lost);
+        EXPECT_EQ(rank / 2 == group ? 1u : 0u, st.abstained);
+    } else {
+        EXPECT_EQ(GCX_ERR_UNDECODABLE, status) << gcx_strerror(status);
+        EXPECT_EQ(5, r) << "the round the group abstained from";
+    }
+    gcx_coded_allreduce_destroy(car);
+    gcx_code_destroy(code);
+    gcx_comm_destroy(comm);
+}
+
+TEST(CodedAllreduce, AbstentionsFailTheRound)
+{
+    abstaining_group(1, false);
+}
+
+TEST(CodedAllreduce, AbstentionsLoseTheRound)
+{
+    abstaining_group(1, true);
+}
+
+TEST(CodedAllreduce, AbstentionsOfOwnersLoseTheRound)
+{
+    abstaining_group(0, true);
+}
+
+// lost_rounds: every call passes a result (it says whether the round was
+// lost); without one the call is refused, before any message goes.
+TEST(CodedAllreduce, LostRoundsNeedAResult)
+{
+    gcx_comm_t *comm = make_comm({});
+    ASSERT_NE(nullptr, comm);
+    int         n    = gcx_comm_size(comm);
+    gcx_code_t *code = make_code(GCX_CODE_CR, n, n > 1 ? 1 : 0);
+    ASSERT_NE(nullptr, code);
+    gcx_coded_params_t params = {};
+    params.code               = code;
+    params.count              = 16;
+    params.lost_rounds        = 1;
+    gcx_coded_allreduce_t *car = nullptr;
+    ASSERT_EQ(GCX_OK, gcx_coded_allreduce_create(comm, &params, &car));
+    std::vector<float> msg(params.count, 1.0f), sum(params.count);
+    EXPECT_EQ(GCX_ERR_INVALID,
+              gcx_coded_allreduce(car, msg.data(), sum.data(), nullptr, nullptr));
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_coded_allreduce_abstain(car, sum.data(), nullptr, nullptr));
+    gcx_coded_result_t res;
+    encode(code, gcx_comm_rank(comm), 0, params.count, msg);
+    EXPECT_EQ(GCX_OK, gcx_coded_allreduce(car, msg.data(), sum.data(), &res, nullptr));
+    EXPECT_EQ(0u, res.round) << "the refused calls took no round number";
+    EXPECT_EQ(0, res.lost);
+    EXPECT_EQ(GCX_OK, gcx_barrier(comm, nullptr)); // the others still take our chunk
+    gcx_coded_allreduce_destroy(car);
+    gcx_code_destroy(code);
+    gcx_comm_destroy(comm);
+}
+
 // One fixed slow rank: its chunks come after every owner decoded without
 // them (dropped unread) or are not sent at all (skipped), and the results
 // stay right.
@@ -420,8 +538,8 @@ TEST(CodedAllreduce, CommitBeforeTheRoundBeganIsStaged)
 
 // gcx_coded_create with algo: masterless runs the master-less allreduce
 // behind gcx_coded_gather (right sums, gcx_coded_masterless), auto picks it
-// for a large vector on 3+ ranks and the star for a small one or where it
-// cannot serve (lost_rounds), and masterless with root_not_worker is refused.
+// for a large vector on 3+ ranks (lost_rounds or not) and the star for a
+// small one, and masterless with root_not_worker is refused.
 TEST(CodedAllreduce, GatherObjectChoosesItsAlgorithm)
 {
     if (world_size() < 3) {
@@ -439,7 +557,8 @@ TEST(CodedAllreduce, GatherObjectChoosesItsAlgorithm)
     } cases[] = {{GCX_CODED_ALGO_MASTERLESS, 0, 1001, 1},
                  {GCX_CODED_ALGO_AUTO, 0, 1 << 20, 1},
                  {GCX_CODED_ALGO_AUTO, 0, 16, 0},
-                 {GCX_CODED_ALGO_AUTO, 1, 1 << 20, 0},
+                 {GCX_CODED_ALGO_AUTO, 1, 1 << 20, 1},
+                 {GCX_CODED_ALGO_MASTERLESS, 1, 1001, 1},
                  {GCX_CODED_ALGO_DEFAULT, 0, 1 << 20, 0}};
     for (const Case &c : cases) {
         gcx_coded_params_t params = {};

@@ -10,7 +10,8 @@
 #     short window so the controller rescales) keeps the weights of 3 ranks
 #     identical through every check, and its summary reports a CF above 1;
 #  4. every coded sync mode (gc-fr, gc-cr, pgc-fr, pgc-cr, and ignore, the
-#     uncoded drop-the-stragglers baseline; s = 1) on 4 ranks with rank 1
+#     uncoded drop-the-stragglers baseline; s = 1; gc-cr and pgc-fr also
+#     master-less, GCX_CODED_ALGO=masterless) on 4 ranks with rank 1
 #     sleeping 300 ms per step keeps the weights identical, and the slow
 #     rank skipped steps that were decoded without it: it did not hold the
 #     others back; with --straggler exp:2 (every rank delayed at random)
@@ -97,20 +98,24 @@ for mode in topk:cf=50 dgc:cf=50 redsync:cf=50 randomk:cf=20 \
               cat "$tmp/$name.log"; fail=1; }
     fi
 done
-for mode in gc-fr gc-cr pgc-fr pgc-cr ignore; do
-    "$gcxrun" -n 4 -- "$train" $common --batch 12 --sync "$mode" \
-        --straggler 1:300 --json "$tmp/$mode.json" > "$tmp/$mode.log" 2>&1 ||
-        { echo "FAIL: sync $mode"; cat "$tmp/$mode.log"; fail=1; continue; }
-    c=$(field "$tmp/$mode.json" weight_checks)
-    acc=$(field "$tmp/$mode.json" final_test_acc)
+for run in gc-fr gc-cr pgc-fr pgc-cr ignore gc-cr@masterless \
+           pgc-fr@masterless; do
+    mode=${run%@*}; algo=star name=$mode
+    [ "$run" = "$mode" ] || { algo=${run#*@}; name=$mode-$algo; }
+    GCX_CODED_ALGO=$algo "$gcxrun" -n 4 -- "$train" $common --batch 12 \
+        --sync "$mode" --straggler 1:300 --json "$tmp/$name.json" \
+        > "$tmp/$name.log" 2>&1 ||
+        { echo "FAIL: sync $name"; cat "$tmp/$name.log"; fail=1; continue; }
+    c=$(field "$tmp/$name.json" weight_checks)
+    acc=$(field "$tmp/$name.json" final_test_acc)
     skipped=$(sed -n "s/^gcx-train\[1\]: .*$mode: \([0-9]*\) of [0-9]* steps were decoded without this rank's.*/\1/p" \
-        "$tmp/$mode.log")
-    echo "sync $mode: weight_checks $c acc $acc, decoded without the slow" \
+        "$tmp/$name.log")
+    echo "sync $name: weight_checks $c acc $acc, decoded without the slow" \
          "rank: ${skipped:-?} of 40 steps"
-    [ "$c" = 5 ] || { echo "FAIL: sync $mode: $c weight checks"; fail=1; }
+    [ "$c" = 5 ] || { echo "FAIL: sync $name: $c weight checks"; fail=1; }
     [ "${skipped:-0}" -gt 0 ] ||
-        { echo "FAIL: sync $mode: no step was decoded without the slow rank"; \
-          cat "$tmp/$mode.log"; fail=1; }
+        { echo "FAIL: sync $name: no step was decoded without the slow rank"; \
+          cat "$tmp/$name.log"; fail=1; }
 done
 
 for mode in pgc-fr dense; do
