@@ -16,7 +16,8 @@
  *   pgc-fr, pgc-cr  pipelined gradient coding: 1 partition per round
  *            (slot t mod (s+1)), s older ones reused, exact here because the
  *            partition gradients do not change between rounds;
- *   gc-fr-ml, gc-cr-ml  gradient coding through the master-less coded
+ *   gc-fr-ml, gc-cr-ml, pgc-fr-ml, pgc-cr-ml  (pipelined) gradient
+ *            coding through the master-less coded
  *            allreduce (gcx_coded_allreduce: every rank decodes a chunk)
  *            instead of the star (gcx_coded_gather);
  *   dense    1 partition, gcx_allreduce (the data-parallel ring): waits
@@ -40,7 +41,9 @@
  * the ratio straggler/baseline printed. Columns: mode, n, s, partitions
  * computed per round, mean / p50 / max round time (ms) on the root, mean
  * time inside the aggregation call (agg_ms: no compute, no encode),
- * #wrong rounds (decoded sum off the exact one; "-" for ignore).
+ * #wrong rounds (decoded sum off the exact one; "-" for ignore), #lost rounds
+ * (pgc: a round abstentions leave undecodable is lost on every rank,
+ * lost_rounds; "-" for none).
  */
 #include <gcx/coded.h>
 #include <gcx/coding.h>
@@ -70,6 +73,7 @@ typedef struct perf_row {
     double      mean_ms, p50_ms, max_ms;
     double      agg_ms;   /* mean time inside the aggregation call */
     long        wrong;    /* -1: not checked */
+    long        lost;     /* rounds lost on rank 0 (pgc: lost_rounds) */
 } perf_row_t;
 
 static double now_s(void)
@@ -199,7 +203,7 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
     double             *coeffs, *times;
     int                *parts, cnt = 0;
     int64_t            *slot_steps; /* PGC: step each slot was computed */
-    long                wrong = 0;
+    long                wrong = 0, lost = 0;
     double              agg_s = 0;
     int                 check = strcmp(mode, "ignore") != 0;
     gcx_status_t        st;
@@ -235,6 +239,9 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
     }
     params.code  = code;
     params.count = o->count;
+    /* pgc: a round that abstentions leave undecodable is lost on every
+     * rank (as gcx-train and torch_gcx run them), not an error */
+    params.lost_rounds = pgc;
     if (ml ? gcx_coded_allreduce_create(comm, &params, &car) != GCX_OK :
              gcx_coded_create(comm, &params, &coded) != GCX_OK) {
         return 1;
@@ -254,9 +261,13 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
     for (r = 0; r < o->warmup + o->rounds; ++r) {
         double t0 = now_s(), t_agg;
         int    ready = 0, abstain = 0, valid = 0, slot, part;
+        gcx_coded_result_t res;
 
+        memset(&res, 0, sizeof(res));
         if (coded != NULL) {
             gcx_coded_ready(coded, &ready);
+        } else if (car != NULL) {
+            gcx_coded_allreduce_ready(car, &ready);
         }
         if (ready && pgc) {
             abstain = 1; /* decoded without us: nothing computed */
@@ -293,9 +304,11 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
         t_agg = now_s();
         st = dense ? gcx_allreduce(comm, msg, sum, o->count, GCX_DT_F32,
                                    GCX_OP_SUM, NULL) :
-             ml      ? gcx_coded_allreduce(car, msg, sum, NULL, NULL) :
-             abstain ? gcx_coded_abstain(coded, sum, NULL, NULL) :
-                       gcx_coded_gather(coded, msg, sum, NULL, NULL);
+             ml && abstain ? gcx_coded_allreduce_abstain(car, sum, &res,
+                                                         NULL) :
+             ml      ? gcx_coded_allreduce(car, msg, sum, &res, NULL) :
+             abstain ? gcx_coded_abstain(coded, sum, &res, NULL) :
+                       gcx_coded_gather(coded, msg, sum, &res, NULL);
         if (st != GCX_OK) {
             fprintf(stderr, "rank %d: %s round %d: %s\n", rank, mode, r,
                     gcx_strerror(st));
@@ -304,7 +317,8 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
         if (r >= o->warmup) {
             times[r - o->warmup] = now_s() - t0;
             agg_s += (now_s() - t_agg) / o->rounds;
-            if (check && (!pgc || r >= P - 1)) {
+            lost += res.lost;
+            if (check && !res.lost && (!pgc || r >= P - 1)) {
                 size_t i;
                 for (i = 0; i < o->count; ++i) {
                     double want = 0;
@@ -334,6 +348,7 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
     row->p50_ms = times[o->rounds / 2] * 1e3;
     row->max_ms = times[o->rounds - 1] * 1e3;
     row->wrong  = check ? wrong : -1;
+    row->lost   = lost;
     /* let a straggler finish its rounds first: it may still pull decoded
      * sums from the root, which only moves while the root progresses this
      * communicator (not while it waits on the world one) */
@@ -366,7 +381,7 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
 
 static void print_row(const perf_row_t *row, double base_mean)
 {
-    char ratio[32] = "-", wrong[32] = "-";
+    char ratio[32] = "-", wrong[32] = "-", lost[32] = "-";
 
     if (base_mean > 0) {
         snprintf(ratio, sizeof(ratio), "%.2f", row->mean_ms / base_mean);
@@ -374,10 +389,13 @@ static void print_row(const perf_row_t *row, double base_mean)
     if (row->wrong >= 0) {
         snprintf(wrong, sizeof(wrong), "%ld", row->wrong);
     }
-    printf("%10s %9s %4d %4d %6d %10.2f %10.2f %10.2f %10.2f %8s %7s\n",
+    if (row->lost > 0) {
+        snprintf(lost, sizeof(lost), "%ld", row->lost);
+    }
+    printf("%10s %9s %4d %4d %6d %10.2f %10.2f %10.2f %10.2f %8s %7s %6s\n",
            row->mode, row->straggle ? "yes" : "no", row->n, row->s,
            row->partitions, row->mean_ms, row->p50_ms, row->max_ms,
-           row->agg_ms, ratio, wrong);
+           row->agg_ms, ratio, wrong, lost);
 }
 
 int main(int argc, char **argv)
@@ -447,9 +465,9 @@ int main(int argc, char **argv)
                o.compute_ms,
                o.straggler_exp > 0 ? " (every worker Exp(mean M x compute), "
                                      "--straggler-exp)" : "");
-        printf("%10s %9s %4s %4s %6s %10s %10s %10s %10s %8s %7s\n", "mode",
-               "straggler", "n", "s", "parts", "mean_ms", "p50_ms",
-               "max_ms", "agg_ms", "vs_base", "#wrong");
+        printf("%10s %9s %4s %4s %6s %10s %10s %10s %10s %8s %7s %6s\n",
+               "mode", "straggler", "n", "s", "parts", "mean_ms", "p50_ms",
+               "max_ms", "agg_ms", "vs_base", "#wrong", "#lost");
     }
     for (mode = strtok_r(o.modes, ",", &save); mode != NULL && rc == 0;
          mode = strtok_r(NULL, ",", &save)) {
@@ -488,11 +506,12 @@ int main(int argc, char **argv)
                     "%s\n {\"mode\": \"%s\", \"straggler\": %s, \"n\": %d, "
                     "\"s\": %d, \"partitions\": %d, \"mean_ms\": %.4f, "
                     "\"p50_ms\": %.4f, \"max_ms\": %.4f, \"agg_ms\": %.4f, "
-                    "\"wrong\": %ld}",
+                    "\"wrong\": %ld, \"lost\": %ld}",
                     i ? "," : "", rows[i].mode,
                     rows[i].straggle ? "true" : "false", rows[i].n, rows[i].s,
                     rows[i].partitions, rows[i].mean_ms, rows[i].p50_ms,
-                    rows[i].max_ms, rows[i].agg_ms, rows[i].wrong);
+                    rows[i].max_ms, rows[i].agg_ms, rows[i].wrong,
+                    rows[i].lost);
         }
         fprintf(json, "\n]}\n");
         fclose(json);
