@@ -161,7 +161,8 @@ typedef struct gcx_coded_stats {
     uint64_t abstained;     /**< Rounds this rank (a worker) abstained from
                                  and said so: gcx_coded_abstain() calls
                                  that were not skipped. */
-    uint64_t gone;          /**< Root: bit w set for workers counted gone. */
+    uint64_t gone;          /**< Root (master-less: every rank): bit w
+                                 set for workers counted gone. */
     uint64_t rounds_lost;   /**< Rounds completed as lost (lost_rounds). */
     uint64_t transfers_lost; /**< Root: contributions taken for decoding
                                  whose transfer then failed (the sender

@@ -676,11 +676,21 @@ static void gcx_car_am_handler(void *arg, const gcx_tl_am_msg_t *msg)
 /* ---- the round ----------------------------------------------------------- */
 
 /* Owner of chunk c now: the first owner of its line whose connection is
- * not lost (this rank's view); -1 when every one is lost. */
+ * not lost (this rank's view); -1 when every one is lost. Ranks whose
+ * connection is lost are counted gone (stats.gone: what a training loop
+ * leaves out of its checks, as the star's root reports them). */
 static void gcx_car_update_acting(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
 {
     gcx_tl_t *tl = car->base.comm->tl;
     int       c, pos, r, me = car->base.comm->rank;
+
+    for (r = 0; r < car->base.n; ++r) {
+        if (r != me && !(car->base.gone & (1ull << r)) &&
+            tl->ops->peer_failed(tl, r)) {
+            gcx_warn("coded allreduce: rank %d is gone: connection lost", r);
+            car->base.gone |= 1ull << r;
+        }
+    }
 
     for (c = 0; c < car->base.n; ++c) {
         op->acting[c] = -1;

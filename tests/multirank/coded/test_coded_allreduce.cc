@@ -680,6 +680,14 @@ void vanish_mid_round(int nvictims)
     printf("rank %d: 20 rounds, late %llu unneeded %llu early %llu gone 0x%llx\n", rank,
            (unsigned long long)st.late_dropped, (unsigned long long)st.unneeded,
            (unsigned long long)st.early, (unsigned long long)st.gone);
+    // the dead are counted gone, the live not (a victim dies by round 11:
+    // a later round needed its chunk from the next owner, so every survivor
+    // saw its connection lost)
+    uint64_t dead = 0;
+    for (int v : victims) {
+        dead |= 1ull << v;
+    }
+    EXPECT_EQ(dead, st.gone);
     // a survivor that shrinks revokes the communicator: every survivor must
     // be done with its rounds first (they meet through marker files, each
     // progressing the communicator so the others' last chunks can move)
