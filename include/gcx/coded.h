@@ -423,7 +423,13 @@ GCX_API
 gcx_status_t gcx_coded_allreduce_ready(gcx_coded_allreduce_t *car,
                                        int *ready_p);
 
-/** Destroy; not collective, rounds must be finished. NULL is allowed. */
+/**
+ * Destroy; not collective, rounds must be finished. NULL is allowed. A rank
+ * that finished its last round may still have messages of it on their way
+ * to the others (its decoded chunks, its COMMITs): they go on after this
+ * call while the communicator lives, but a process that exits at once can
+ * cut them, so meet the others (a barrier, any collective) before exiting.
+ */
 GCX_API
 void gcx_coded_allreduce_destroy(gcx_coded_allreduce_t *car);
 
