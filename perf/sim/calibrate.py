@@ -77,6 +77,9 @@ def point_params(pt, fit, rounds=None):
     c = pt.get("compute", 0)
     if isinstance(c, str):
         c = fit["compute"][c[4:]]
+    step = pt.get("step_compute", 0)
+    if isinstance(step, str):
+        step = fit["compute"][step[4:]]
     straggler = pt.get("straggler", "none")
     st = sim.parse_straggler(straggler)[0]
     R = rounds or pt.get("rounds") or (1 if st in ("none", "dead", "slow") else 32)
@@ -92,7 +95,8 @@ def point_params(pt, fit, rounds=None):
                       load=float(pt.get("load", 0)), cpus=float(pt.get("cpus", 0)),
                       n=pt["n"], gbytes=float(pt["bytes"]), rate=rate, burst=burst,
                       eff=fit["eff"], alpha=fit["alpha"], o=fit["o"], gamma=fit["gamma"],
-                      compute=float(c), cores=float(pt.get("cores", 0)), s=int(pt.get("s", 1)), code=pt.get("code", "fr"),
+                      compute=float(c), step=float(step), cores=float(pt.get("cores", 0)),
+                      s=int(pt.get("s", 1)), code=pt.get("code", "fr"),
                       coded_parts=pt.get("parts", "pgc"), straggler=straggler,
                       seed=int(pt.get("seed", 1)), rounds=R)
 
@@ -104,7 +108,7 @@ def entry_times(pt, p):
     (the perf driver sleeps it before gcx_allreduce; the coded calls take
     the delay inside, on the rank's own chunk sends)."""
     parts = 1 if pt["scheme"] == "ring" or p.coded_parts == "pgc" else p.s + 1
-    e = np.full(p.rounds, parts * p.compute)
+    e = np.full(p.rounds, parts * p.compute + p.step)
     if pt["scheme"] == "ring":
         e = e + sim.delays(p, parts, p.rounds, p.compute)[:, 0]
     return e
@@ -252,7 +256,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     points = load_points(a.points)
     _BYID.update({p["id"]: p for p in points})
-    keys = compute_keys(points)
+    keys = compute_keys(points) + compute_keys(points, "step_compute")
     ckeys = cpu_keys(points)
     if a.mode == "show":
         print(json.dumps(json.load(open(a.params)), indent=1))

@@ -33,8 +33,10 @@ gcx_coded_gather_perf points with one f per rank count and box load
 (README).
 
 Compute and stragglers. Every worker computes `parts` partitions of c
-seconds each (DDP, ignore, pgc: 1; gc: s+1) and is then ready at
-    T_w = parts * c + delay_w
+seconds each (DDP, ignore, pgc: 1; gc: s+1) and `step` seconds outside
+them (optimizer, data, encode; not scaled by the stragglers) and is then
+ready at
+    T_w = step + parts * c + delay_w
   exp:M     delay_w = M * c * sum_{parts} Exp(1)   (torch_gcx.coded / the
             papers: after each partition gradient, sleep its compute time x
             M x an Exp(1) draw; DDP's comm hook sleeps the same draw)
@@ -185,6 +187,8 @@ class Params:
     cpu_scale: float = 0.0     # the CPU slow-down given directly (0: from cpus, load)
     wake: float = 0.0          # s per message: receiver wake-up on a loaded box, x (cpu_factor - 1)
     compute: float = 0.0       # c: s per partition gradient
+    step: float = 0.0          # s per step outside the partitions (optimizer,
+                               # data, encode): not scaled by the stragglers
     s: int = 1                 # stragglers tolerated
     code: str = "fr"           # fr | cr (star and masterless); 'ignore' star
     coded_parts: str = "pgc"   # pgc: coded workers compute 1 partition; gc: s+1
@@ -254,7 +258,7 @@ def ready_times(p, parts, rounds=None):
     scheme; schemes with fewer partitions use the first ones."""
     R = rounds or p.rounds
     c = p.compute * contention(p, int((~dead_ranks(p)).sum()))
-    return parts * c + delays(p, parts, R, c)
+    return p.step + parts * c + delays(p, parts, R, c)
 
 
 def contention(p, active):
@@ -531,8 +535,9 @@ def sim_star_chained(p, parts, live, warmup=4):
         for _ in range(3):               # who computes: not the caught-up
             fin = start.copy()
             idx = np.flatnonzero(comp)
-            fin[idx] = ps_finish(start[idx], np.full(len(idx), parts * p.compute), p.cores)
-            dur = (fin - start) / parts
+            work = parts * p.compute + p.step
+            fin[idx] = ps_finish(start[idx], np.full(len(idx), work), p.cores)
+            dur = (fin - start) * (p.compute / work) if work > 0 else fin - start
             delay = E[k] * dur if st[0] == "exp" else E[k]
             T = fin + np.where(comp, delay, 0.0)
             h = T + p.o + p.alpha
@@ -818,13 +823,13 @@ def closed(p, scheme):
     if scheme in ("ring", "ignore"):
         P = n if scheme == "ring" else n - s
         m = G / P
-        C = p.compute
+        C = p.compute + p.step
         extra = p.alpha if scheme == "ignore" else 0.0
         if P == 1:
             return C + extra
         return C + extra + 2 * (P - 1) * (p.o + m / B + p.alpha) + (P - 1) * p.gamma * m
     parts = 1 if p.coded_parts == "pgc" else s + 1
-    C = parts * p.compute
+    C = parts * p.compute + p.step
     up = lambda k, m: max(k * p.o + m / B, p.o + k * m / B)  # noqa: E731
     if scheme.startswith("star"):
         k = n // (s + 1) - 1 if p.code == "fr" else n - s - 1
@@ -896,6 +901,8 @@ def main(argv=None):
     ap.add_argument("--params", default=None,
                     help="fit to start from (default perf/sim/params.json if present)")
     ap.add_argument("--compute", type=float, default=0.0, help="c, s per partition")
+    ap.add_argument("--step", type=float, default=0.0,
+                    help="s per step outside the partitions (not scaled by stragglers)")
     ap.add_argument("--s", type=int, default=1)
     ap.add_argument("--code", default="fr", choices=["fr", "cr", "ignore"])
     ap.add_argument("--parts", default="pgc", choices=["pgc", "gc"])
@@ -911,7 +918,7 @@ def main(argv=None):
             kw[k] = getattr(a, k)
     kw["cpu_scale"], kw["wake"] = a.cpu_scale, a.wake
     p = params(n=a.n, gbytes=parse_bytes(a.bytes), rate=parse_rate(a.rate),
-               compute=a.compute, s=a.s, code=a.code, coded_parts=a.parts,
+               compute=a.compute, step=a.step, s=a.s, code=a.code, coded_parts=a.parts,
                straggler=a.straggler, seed=a.seed, rounds=a.rounds, **kw)
     schemes = a.schemes.split(",")
     tab = step_table(p, schemes)
