@@ -7,6 +7,8 @@
 // owners decode from changing arrival sets; the test checks those paths were
 // taken. Chunk sizes include 0 (count < ranks), 1 and odd ones. A rank
 // slow to enter a round has its chunk served ahead of its call.
+// CodedAllreduce.Abstention*: a whole FR group abstains from a round: it
+// fails at once, or with lost_rounds is lost on every rank alike.
 // CodedAllreduceFailure.*: ranks vanish in the middle of a round; the next
 // owner of each of their chunks takes over and every survivor completes
 // every round, right and with the same bits.
