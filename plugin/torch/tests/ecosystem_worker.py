@@ -91,6 +91,14 @@ def lightning(backend, out):
                     model.net.state_dict().items()}, out)
     print(f"rank {trainer.global_rank}: lightning {backend} ok after "
           f"{trainer.global_step} steps", flush=True)
+    if backend == "gloo":
+        # the reference run: gloo's process group torn down at interpreter
+        # exit once aborted rank 1 ("terminate called without an active
+        # exception", SIGABRT after "ok"; scripts/test.sh, 2026-12-06), so
+        # it is destroyed here as torch recommends. gcx's run keeps the
+        # implicit teardown a Lightning script gets.
+        dist.barrier()
+        dist.destroy_process_group()
 
 
 def sc_compress_hooks(rank, size, gloo):
