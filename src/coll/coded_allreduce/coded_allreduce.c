@@ -681,22 +681,25 @@ static void gcx_car_am_handler(void *arg, const gcx_tl_am_msg_t *msg)
  * leaves out of its checks, as the star's root reports them). */
 static void gcx_car_update_acting(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
 {
-    gcx_tl_t *tl = car->base.comm->tl;
+    gcx_tl_t *tl     = car->base.comm->tl;
+    uint64_t  failed = 0;
     int       c, pos, r, me = car->base.comm->rank;
 
     for (r = 0; r < car->base.n; ++r) {
-        if (r != me && !(car->base.gone & (1ull << r)) &&
-            tl->ops->peer_failed(tl, r)) {
-            gcx_warn("coded allreduce: rank %d is gone: connection lost", r);
-            car->base.gone |= 1ull << r;
+        if (r != me && tl->ops->peer_failed(tl, r)) {
+            failed |= 1ull << r;
+            if (!(car->base.gone & (1ull << r))) {
+                gcx_warn("coded allreduce: rank %d is gone: connection lost",
+                         r);
+            }
         }
     }
-
+    car->base.gone |= failed;
     for (c = 0; c < car->base.n; ++c) {
         op->acting[c] = -1;
         for (pos = 0; pos < car->line; ++pos) {
             r = gcx_car_owner(car, c, pos);
-            if (r == me || !tl->ops->peer_failed(tl, r)) {
+            if (!(failed & (1ull << r))) {
                 op->acting[c] = r;
                 break;
             }
@@ -761,14 +764,11 @@ static void gcx_car_contribute(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
             continue;
         }
         ch->sent_to = op->acting[c];
-        if (op->abstain && op->acting[c] == me) {
-            ch->abstained |= 1ull << me;
-            ++op->nvoid;
-            continue;
-        }
-        if (op->abstain) {
-            if (gcx_car_send_ctl(car, GCX_CAR_VOID, op->round, c,
-                                 op->acting[c]) != GCX_OK) {
+        if (op->abstain) { /* a VOID to the owner; noted here if it is me */
+            if (op->acting[c] == me) {
+                ch->abstained |= 1ull << me;
+            } else if (gcx_car_send_ctl(car, GCX_CAR_VOID, op->round, c,
+                                        op->acting[c]) != GCX_OK) {
                 op->super.status = GCX_ERR_NOMEM;
                 return;
             }
@@ -914,6 +914,16 @@ static int gcx_car_decodable_still(gcx_coded_allreduce_t *car,
     return decodable;
 }
 
+/* The owner's publish slot of chunk c to the in-flight list (back in the
+ * pool when its sends end). */
+static void gcx_car_pub_release(gcx_coded_allreduce_t *car,
+                                gcx_car_chunk_t *ch)
+{
+    ch->pub->next      = car->base.inflight;
+    car->base.inflight = ch->pub;
+    ch->pub            = NULL;
+}
+
 /* Chunk c, final: once the rank has entered the round, its bits go to
  * recvbuf -- from the owner's publish slot, which then goes to the
  * in-flight list (back in the pool when its sends end), or from the copy
@@ -930,9 +940,7 @@ static void gcx_car_settle(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
     gcx_car_block(car, c, &off, &len);
     if (ch->ostate == GCX_CAR_DONE && ch->pub != NULL) {
         gcx_car_copy(gcx_car_at(op->recvbuf, off), ch->pub->block->data, len);
-        ch->pub->next      = car->base.inflight;
-        car->base.inflight = ch->pub;
-        ch->pub            = NULL;
+        gcx_car_pub_release(car, ch);
     } else if (ch->from > 0) {
         gcx_car_copy(gcx_car_at(op->recvbuf, off),
                      gcx_coded_slot_data(ch->copy[ch->from - 1]), len);
@@ -1131,9 +1139,7 @@ static void gcx_car_done(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
         if (!lost) {
             gcx_car_settle(car, op, c);
         } else if (op->ch[c].pub != NULL) {
-            op->ch[c].pub->next = car->base.inflight;
-            car->base.inflight  = op->ch[c].pub;
-            op->ch[c].pub       = NULL;
+            gcx_car_pub_release(car, &op->ch[c]);
         }
     }
 
