@@ -5,7 +5,7 @@
  *
  *   gcxrun -n 4 -- gcx_coded_gather_perf [--count N] [--rounds R]
  *          [--warmup W] [--s S] [--compute-ms X] [--modes a,b,..]
- *          [--straggler-exp M] [--baseline] [--json FILE]
+ *          [--straggler-exp M] [--baseline] [--json FILE] [--trace]
  *
  * A round on every rank = compute (a busy loop of X ms per partition
  * gradient, the cost of one partition) + encode + coded gather. Modes:
@@ -43,7 +43,11 @@
  * time inside the aggregation call (agg_ms: no compute, no encode),
  * #wrong rounds (decoded sum off the exact one; "-" for ignore), #lost rounds
  * (pgc: a round abstentions leave undecodable is lost on every rank,
- * lost_rounds; "-" for none).
+ * lost_rounds; "-" for none). --trace: every rank prints, for every round,
+ * when it entered the aggregation call and when the call returned
+ * (CLOCK_MONOTONIC seconds: one clock for the ranks of one host, as on the
+ * emulated cluster), on stderr as "trace MODE ROUND RANK ENTER DONE": who
+ * got the star's result when, and how the rounds overlap.
  */
 #include <gcx/coded.h>
 #include <gcx/coding.h>
@@ -59,7 +63,7 @@
 
 typedef struct perf_opts {
     size_t count;
-    int    rounds, warmup, s, baseline;
+    int    rounds, warmup, s, baseline, trace;
     double compute_ms;
     double straggler_exp; /* --straggler-exp M; 0: GCX_STRAGGLER_* as set */
     char   modes[256];
@@ -314,6 +318,10 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
                     gcx_strerror(st));
             return 1;
         }
+        if (o->trace) {
+            fprintf(stderr, "trace %s %d %d %.6f %.6f\n", mode, r, rank,
+                    t_agg, now_s());
+        }
         if (r >= o->warmup) {
             times[r - o->warmup] = now_s() - t0;
             agg_s += (now_s() - t_agg) / o->rounds;
@@ -413,6 +421,10 @@ int main(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--baseline")) {
             o.baseline = 1;
+            continue;
+        }
+        if (!strcmp(a, "--trace")) {
+            o.trace = 1;
             continue;
         }
         if (v == NULL) {
