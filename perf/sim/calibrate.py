@@ -44,15 +44,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import sim  # noqa: E402
 
-GLOBALS = ("alpha", "o", "gamma", "eff", "kappa", "wake")
+GLOBALS = ("alpha", "o", "gamma", "eff", "kappa", "wake", "lead")
 # kappa at most 1.5 ns/B (a copy pass at >= 0.67 GB/s on one node): on the
 # emulator only kappa x the CPU slow-down f is identified (the same fit with
 # kappa 7.8 ns/B and f ~ 1, or kappa 1.5 and f ~ 5), and the plots use f = 1
 BOUNDS = {"alpha": (1e-6, 1e-2), "o": (1e-7, 1e-2), "gamma": (1e-12, 1e-8),
           "eff": (0.5, 1.0), "compute": (1e-4, 1.0), "kappa": (1e-12, 1.5e-9),
-          "cpu": (1.0, 200.0), "wake": (1e-7, 1e-2)}
+          "cpu": (1.0, 200.0), "wake": (1e-7, 1e-2), "lead": (1e-3, 1.0)}
 START = {"alpha": 50e-6, "o": 20e-6, "gamma": 0.3e-9, "eff": 0.956, "compute": 0.01,
-         "kappa": 0.3e-9, "cpu": 10.0, "wake": 1e-4}
+         "kappa": 0.3e-9, "cpu": 10.0, "wake": 1e-4, "lead": 0.15}
 
 
 def load_points(path):
@@ -92,6 +92,7 @@ def point_params(pt, fit, rounds=None):
     if isinstance(cs, str):
         cs = fit.get("cpu", {}).get(cs[4:], START["cpu"])
     return sim.params(kappa=fit.get("kappa", 0.0), cpu_scale=float(cs), wake=fit.get("wake", 0.0),
+                      uplink=pt.get("uplink", "fifo"), lead=fit.get("lead", START["lead"]),
                       load=float(pt.get("load", 0)), cpus=float(pt.get("cpus", 0)),
                       n=pt["n"], gbytes=float(pt["bytes"]), rate=rate, burst=burst,
                       eff=fit["eff"], alpha=fit["alpha"], o=fit["o"], gamma=fit["gamma"],
@@ -267,7 +268,7 @@ def main(argv=None):
         fit0["cpu"] = {k: START["cpu"] for k in ckeys}
         if os.path.exists(a.params):  # warm start
             old = json.load(open(a.params))
-            for k in ("alpha", "o", "eff", "kappa", "wake") + \
+            for k in ("alpha", "o", "eff", "kappa", "wake", "lead") + \
                     (("gamma",) if "gamma" in a.hold.split(",") else ()):
                 fit0[k] = old.get(k, fit0[k])
             for k in keys:
@@ -284,7 +285,7 @@ def main(argv=None):
         old_pts = [p for p in points if not p["id"].startswith("car-")]
         stages = [(["eff", "alpha"], [p for p in old_pts if p.get("compute", 0) == 0]),
                   (["o"] + ["fit:" + k for k in keys], old_pts),
-                  (["kappa", "gamma", "wake"] + ["cpu:" + k for k in ckeys], box)]
+                  (["kappa", "gamma", "wake", "lead"] + ["cpu:" + k for k in ckeys], box)]
         if a.stages:
             stages = [stages[int(i) - 1] for i in a.stages.split(",")]
         held = set(a.hold.split(",")) - {""}

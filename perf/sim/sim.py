@@ -47,7 +47,12 @@ the time at which the last live rank holds the whole result. Except
 star-chained: the star as torch_gcx.coded runs it, rounds in a row, a worker
 starting round k+1 when round k's result reached it (skipping it when it was
 decoded already), the root when it has decoded (its result sends go on under
-the next round); its step time is the root's, decode to decode.
+the next round); its step time is the root's, decode to decode. Its result
+sends go one after another (uplink "fifo") or share the root's link
+("fair": they end together, the worker pulled last `lead` earlier); a
+worker asleep in its injected delay takes its result when it wakes. CR
+decodes from the first decodable prefix of the arrivals (cr_prefix: gcx's
+matrix, not only any n-s).
 
 Schemes (m = |g|/n unless said; s stragglers; FR groups of s+1; CR any n-s):
   ring        DDP: reduce-scatter + allgather over the live ranks, 2(n-1)
@@ -180,6 +185,11 @@ class Params:
     o: float = 20e-6           # s per message on the sender (CPU + posting)
     gamma: float = 0.25e-9     # s per byte decoded / reduced
     burst: float = 0.0         # token bucket of each link, payload bytes (tbf)
+    uplink: str = "fifo"       # star-chained: the root's result sends, one
+                               # after another in post order ("fifo") or all
+                               # at once ("fair", see sim_star_chained)
+    lead: float = 0.4          # "fair": how much earlier the favoured result
+                               # ends, as a share of (last end - first end)
     cores: float = 0.0         # CPUs the ranks' compute shares (0: one each)
     kappa: float = 0.0         # s per byte of one memcpy pass (masterless-impl)
     cpus: float = 0.0          # CPUs the ranks' communication work shares (0: one each)
@@ -449,11 +459,43 @@ def _needed_star(p, h, own_t):
             first = mem[np.argmin(h[:, mem], axis=1)]
             used[np.arange(R), first] = True
         return used
-    k = n - p.s
-    order = np.argsort(h, axis=1, kind="stable")
-    used = np.zeros((R, n), bool)
-    np.put_along_axis(used, order[:, :k], True, axis=1)
-    return used
+    # headers at the same time (workers whose results came together)
+    # come in no particular order: ties broken by a draw, seeded by the
+    # times themselves so that a simulation stays deterministic
+    fin = np.isfinite(h)
+    key = int(np.abs(np.where(fin, h, 0)).sum() * 1e9) % (2**32)
+    tie = np.random.default_rng([p.seed, 31, key]).random(h.shape)
+    order = np.lexsort((tie, h), axis=1)
+    k = cr_prefix(order, n, p.s)
+    used = np.arange(n)[None, :] < k[:, None]
+    out = np.zeros((R, n), bool)
+    np.put_along_axis(out, order, used, axis=1)
+    return out
+
+
+def cr_set(A, s):
+    """A[R, n]: arrival times (inf: never); when the CR decoder has its
+    first decodable set, and its size (cr_prefix)."""
+    order = np.argsort(A, axis=1, kind="stable")
+    k = cr_prefix(order, A.shape[1], s)
+    return np.take_along_axis(np.sort(A, axis=1), (k - 1)[:, None], axis=1)[:, 0], k
+
+
+def cr_prefix(order, n, s):
+    """order[R, n]: workers by arrival; how many of the first arrivals the
+    CR decoder takes (the first decodable prefix). Any n-s decode (the
+    code's guarantee); for s = 1 and n even, gcx's CR matrix (src/coding/
+    cr.c: n + s odd, the cos row of frequency n/2) has rows e_i + e_{i+1},
+    so all the even or all the odd workers decode too (the star's root at
+    4 ranks decodes from its own and worker 2's). Other n, s: n-s."""
+    R = order.shape[0]
+    k = np.full(R, n - s)
+    if s == 1 and n % 2 == 0 and n >= 4:
+        pos = np.empty_like(order)
+        np.put_along_axis(pos, order, np.arange(n)[None, :].repeat(R, 0), axis=1)
+        k = np.minimum(k, pos[:, 0::2].max(axis=1) + 1)
+        k = np.minimum(k, pos[:, 1::2].max(axis=1) + 1)
+    return k
 
 
 def sim_star(p, T, live, blocked=False):
@@ -490,9 +532,9 @@ def sim_star(p, T, live, blocked=False):
     if blocked:
         a = np.maximum(a, own[:, None])
     j = np.arange(a.shape[1])
-    if p.code == "cr":      # one pass over the n-s after the set is known
+    if p.code == "cr":      # one pass over the set once it is known
         last = np.max(np.where(j[None, :] < cnt[:, None], a, -np.inf), axis=1)
-        t_dec = last + (n - p.s) * g
+        t_dec = last + cnt * g
     else:                   # fr, ignore: streaming, as they land
         t_dec = cnt * g + np.max(np.where(j[None, :] < cnt[:, None],
                                           a - j * g, -np.inf), axis=1)
@@ -529,6 +571,7 @@ def sim_star_chained(p, parts, live, warmup=4):
     down = _Shaper((), p.B, p.burst)     # the root's downlink
     up = _Shaper((), p.B, p.burst)       # the root's uplink
     cpu_free = -np.inf
+    fav = -1                             # the worker pulled last
     prev, steps = 0.0, []
     for k in range(R):
         comp = live.copy()
@@ -553,7 +596,7 @@ def sim_star_chained(p, parts, live, warmup=4):
             g = p.gamma * G
             a = sorted(arr + ([T[0]] if used[0] else []))
             if p.code == "cr":
-                t_dec = a[-1] + (n - p.s) * g
+                t_dec = a[-1] + len(a) * g
             else:
                 t_dec = -np.inf
                 for x in a:
@@ -565,11 +608,34 @@ def sim_star_chained(p, parts, live, warmup=4):
             comp = new
         down = d2
         res = np.full(n, t_dec)
-        for w in range(1, n):
-            if not live[w]:
-                continue
+        ws = [w for w in range(1, n) if live[w]]
+        post = []
+        for w in ws:
             cpu_free = max(cpu_free, t_dec) + p.o
-            res[w] = float(up.send(cpu_free, G)) + p.alpha
+            post.append(cpu_free)
+        # a worker still in its injected delay (asleep: no progress call)
+        # takes its result only once awake (late, alone on the link). The
+        # others': "fifo", one after another in post order; "fair", all
+        # at once (equal sizes: all end when the last would), except the
+        # worker whose message the root pulled last, whose result goes
+        # first (its connection is the one in use: what a per-worker trace
+        # of gcx_coded_gather_perf at 4 emulated ranks shows, perf/sim/
+        # README.md)
+        awake = [w for w in ws if not (comp[w] and T[w] > t_dec)]
+        if p.uplink == "fair" and fav in awake:
+            awake.remove(fav)
+            awake.insert(0, fav)
+        fifo = [float(up.send(post[j], G)) for j in range(len(awake))]
+        for i, w in enumerate(awake):
+            end = fifo[i]
+            if p.uplink == "fair":   # the favoured one: `lead` of the way
+                end = fifo[-1] - (p.lead * (fifo[-1] - fifo[0]) if w == fav else 0)
+            res[w] = end + p.alpha
+        for w in ws:
+            if w not in awake:
+                res[w] = T[w] + G / p.B + p.alpha
+        if len(pulled):
+            fav = int(pulled[np.argsort(h[pulled])][-1])
         nxt = np.where(comp, np.maximum(res, T), res)
         nxt[0] = max(t_dec, T[0])
         start = nxt
@@ -646,9 +712,7 @@ def sim_masterless(p, T, live, blocked=False, iters=8, resplit=False):
                 Ag = A.reshape(nc, ngr, p.s + 1).min(axis=2)  # first of each group
                 new = _stream_decode(Ag, gm, start)
             else:
-                k = n - p.s
-                Ak = np.sort(A, axis=1)[:, :k]
-                last = Ak[:, -1]
+                last, k = cr_set(A, p.s)
                 if blocked:
                     last = np.maximum(last, start)
                 new = last + k * gm
@@ -763,9 +827,10 @@ def sim_masterless_impl(p, T, live, iters=12):
             if p.code == "fr":
                 ngr = n // (p.s + 1)
                 t_set = A.reshape(nc, ngr, p.s + 1).min(axis=2).max(axis=1)
+                k = nused
             else:
-                t_set = np.sort(A, axis=1)[:, n - p.s - 1]
-            new = t_set + nused * gm
+                t_set, k = cr_set(A, p.s)
+            new = t_set + k * gm
             done = (t_dec is not None and len(arr) > n1 and
                     np.allclose(new, t_dec, rtol=0, atol=1e-12))
             t_dec = new

@@ -41,11 +41,35 @@ def test_closed_formulas():
 
 
 def test_gc_parts_and_star_ignore():
-    p = _p(CASES[1], coded_parts="gc")
+    # n = 7: the closed forms take CR's guarantee (any n-s), which is the
+    # decoder's rule there (n + s even, cr_prefix)
+    p = _p((7,) + CASES[1][1:], coded_parts="gc")
     for sc in ("star", "masterless"):
         assert abs(sim.simulate(p, sc)[0] / sim.closed(p, sc) - 1) < 1e-9
     p = _p(CASES[0], code="ignore")
     assert abs(sim.simulate(p, "star")[0] / sim.closed(p, "star") - 1) < 1e-9
+
+
+def test_cr_prefix_is_the_first_decodable_set():
+    """cr_prefix against linear algebra on src/coding/cr.c's matrix for
+    s = 1, n + s odd (H: the cos row of frequency n/2; B_ii = 1,
+    B_i,i+1 = -H_i+1 / H_i): a set decodes when the all-ones vector is
+    in the span of its rows."""
+    rng = np.random.default_rng(5)
+    for n in (4, 6, 8, 16):
+        H = np.cos(np.pi * np.arange(n))
+        B = np.zeros((n, n))
+        for i in range(n):
+            B[i, i] = 1.0
+            B[i, (i + 1) % n] = -H[(i + 1) % n] / H[i]
+        order = np.array([rng.permutation(n) for _ in range(40)])
+        got = sim.cr_prefix(order, n, 1)
+        for row, k in zip(order, got):
+            want = next(j for j in range(1, n + 1)
+                        if np.linalg.norm(np.linalg.lstsq(B[row[:j]].T, np.ones(n),
+                                                          rcond=None)[0] @ B[row[:j]]
+                                          - np.ones(n)) < 1e-9)
+            assert k == want, (n, row, k, want)
 
 
 def test_link_scan_matches_a_loop():
