@@ -13,7 +13,14 @@ mode promises:
     GCX_TIMEOUT, makes every other rank exit non-zero with gcx's error naming the cause;
   - coded sync (gc-*/pgc-*, root 0, s stragglers) goes on while at most s workers (not
     the root) are gone and finishes with its weight checks passed and a sane accuracy;
-  - short stalls and link changes only slow a run down.
+  - short stalls and link changes only slow a run down;
+  - with --algo masterless (GCX_CODED_ALGO for the ranks: the coded rounds through the
+    master-less coded allreduce, no root, every rank owns a chunk): up to s dead ranks
+    are tolerated, but not rank 0, gcx-train's coordinator (its checks, evaluation and
+    reductions over the live ranks go through it); a rank stopped or slowed past
+    GCX_TIMEOUT owns a chunk every round needs, so every rank finishes or every rank
+    fails cleanly naming GCX_TIMEOUT (src/coll/coded_allreduce/README.md: a stopped
+    owner is not covered).
 Output: OUT/results.csv and OUT/results.md (one row per run), raw logs in OUT/logs/.
 
 Cost: each run is one gcx-train job of ~10-40 s (4 ranks, MLP 784-128-10, batch 16, a
@@ -66,12 +73,14 @@ STEP_RE = re.compile(r"^\[0\] epoch \d+ step \d+/\d+ \(global (\d+)\)")
 UCX_LEAK_RE = re.compile(r"was not returned to mpool|unexpected tag-receive descriptor")
 
 
-def draw_schedule(seed, runs, timeout_s):
-    """The whole schedule from the seed: a list of run descriptions."""
+def draw_schedule(seed, runs, timeout_s, modes=None, algo="star"):
+    """The whole schedule from the seed: a list of run descriptions (modes: the
+    sync modes to draw from, default all; algo: the coded algorithm, star or
+    masterless)."""
     rng = random.Random(seed)
     kinds = [k for k, _ in FAULTS]
     weights = [w for _, w in FAULTS]
-    modes = list(MODES)
+    modes = list(modes or MODES)
     sched = []
     for i in range(runs):
         mode = modes[i % len(modes)] if i < len(modes) else rng.choice(modes)
@@ -81,7 +90,7 @@ def draw_schedule(seed, runs, timeout_s):
         # inside training however fast the box is (a time after the start did not:
         # on an idle box whole runs ended before it)
         steps = MODES[mode][2]
-        run = {"run": i, "mode": mode, "fault": kind,
+        run = {"run": i, "mode": mode, "algo": algo, "fault": kind,
                "at_step": int(round(rng.uniform(0.15, 0.6) * steps, -1)),
                "ranks": [], "dur_s": 0.0, "rate": ""}
         if kind == "kill":
@@ -114,6 +123,15 @@ def expectation(run):
     kind, ranks = run["fault"], run["ranks"]
     if kind == "stall":
         return "ok"
+    if s > 0 and run.get("algo") == "masterless":
+        # no root in the rounds: up to s dead ranks; but gcx-train's own
+        # reductions over the live ranks, checks and evaluation go through rank 0
+        # (train_comm_live_open), so its death ends the run (cleanly). A stopped
+        # or slowed rank owns a chunk every round needs: every rank waits for
+        # it, up to GCX_TIMEOUT
+        if kind == "kill":
+            return "ok" if len(ranks) <= s and ROOT not in ranks else "fail"
+        return "ok-or-timeout"
     if kind == "link":
         # a slowed link is a slow rank: a coded worker behind it may fall so
         # far behind that the root counts it gone (GCX_CODED_MAX_LAG, or a
@@ -133,7 +151,8 @@ def expectation(run):
 def check_every(spec):
     """A weight check waits for every live rank: a coded worker stopped for longer than
     GCX_TIMEOUT across one fails the run by design, so those runs check at the end only."""
-    if spec["fault"] == "stall-long" and MODES[spec["mode"]][1] > 0:
+    if spec["fault"] == "stall-long" and MODES[spec["mode"]][1] > 0 and \
+            spec.get("algo") != "masterless":
         return 0
     return 50
 
@@ -237,7 +256,8 @@ class Run:
     def execute(self):
         a, spec = self.args, self.spec
         sync, _, steps = MODES[spec["mode"]]
-        env = dict(os.environ, GCX_TIMEOUT=str(a.gcx_timeout), OPENBLAS_NUM_THREADS="1")
+        env = dict(os.environ, GCX_TIMEOUT=str(a.gcx_timeout), OPENBLAS_NUM_THREADS="1",
+                   GCX_CODED_ALGO=spec.get("algo", "star"))
         cmd = [EMULATE, "-n", str(RANKS), "--rate", LINK_RATE, "--keep-going", "--timeout",
                str(a.limit), "--grace", "3", "--",
                a.train, "--hidden", "128", "--batch", "16", "--epochs", "1",
@@ -367,9 +387,11 @@ class Run:
                 cls, why = "unexpected-error", "no error naming the cause on ranks %s" % \
                     [r for r in others if not causes[r]]
             elif not any(timeouts[r] for r in others):
-                cls, why = "unexpected-error", "failed after a slowed link, no rank timed out"
+                cls, why = "unexpected-error", "failed after a %s, no rank timed out" % (
+                    "slowed link" if spec["fault"] == "link" else "stop")
             else:
-                cls, why = "timeout-clean", "a wait outlasted GCX_TIMEOUT behind the slowed link"
+                cls, why = "timeout-clean", "a wait outlasted GCX_TIMEOUT behind the %s rank" % (
+                    "slowed" if spec["fault"] == "link" else "stopped")
         else:
             need = survivors if exp in ("ok-but-stalled", "ok-but-slowed") else others
             bad = [r for r in need if status[r] != 0]
@@ -391,7 +413,7 @@ class Run:
         return res
 
 
-COLUMNS = ["run", "mode", "fault", "ranks", "at_step", "dur_s", "rate", "expect", "class",
+COLUMNS = ["run", "mode", "algo", "fault", "ranks", "at_step", "dur_s", "rate", "expect", "class",
            "exit", "fail_after_s", "acc", "checks", "wall_s", "ucx_leak_lines", "why", "note"]
 
 
@@ -407,9 +429,19 @@ def main():
     p.add_argument("--min-acc", type=float, default=0.6, help="a sane final test accuracy")
     p.add_argument("--only", default="", help="comma-separated run numbers to (re)run")
     p.add_argument("--list", action="store_true", help="print the schedule and exit")
+    p.add_argument("--modes", default="", help="comma-separated sync modes to draw from "
+                   "(default: all of %s)" % ",".join(MODES))
+    p.add_argument("--algo", default="star", choices=["star", "masterless"],
+                   help="coded rounds: the star (root 0) or the master-less allreduce "
+                        "(GCX_CODED_ALGO of the ranks)")
     a = p.parse_args()
+    modes = [m for m in a.modes.split(",") if m]
+    if any(m not in MODES for m in modes):
+        print("chaos.py: --modes: unknown mode in %r (known: %s)" % (a.modes, ",".join(MODES)),
+              file=sys.stderr)
+        return 2
 
-    sched = draw_schedule(a.seed, a.runs, a.gcx_timeout)
+    sched = draw_schedule(a.seed, a.runs, a.gcx_timeout, modes, a.algo)
     if a.only:
         keep = {int(x) for x in a.only.split(",")}
         sched = [s for s in sched if s["run"] in keep]
@@ -454,6 +486,10 @@ def write_results(a, rows, started):
         counts[r["class"]] = counts.get(r["class"], 0) + 1
     cmd = "sudo perf/chaos/chaos.py --runs %d --seed %d --gcx-timeout %d --limit %d" % (
         a.runs, a.seed, a.gcx_timeout, a.limit)
+    if a.modes:
+        cmd += " --modes " + a.modes
+    if a.algo != "star":
+        cmd += " --algo " + a.algo
     if a.only:
         cmd += " --only " + a.only
     with open(os.path.join(a.out, "results.md"), "w") as f:

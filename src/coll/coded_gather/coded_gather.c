@@ -211,7 +211,10 @@ static const gcx_config_value_t gcx_coded_algo_names[] = {
  *   masterless 4α + 3(P-1)o + 2(P-1)/P mβ  two vectors per link; chunk,
  *                                          decoded chunk, ACK, COMMIT
  * (the decode and the straggler wait are alike). Master-less needs every
- * rank a worker and no lost rounds. A pure function of agreed inputs.
+ * rank a worker. Not weighed: a rank stopped past GCX_TIMEOUT (SIGSTOP, a
+ * starved process) is left out by the star, unless it is the root, but
+ * ends a master-less round on every rank (it owns a chunk; perf/chaos,
+ * --algo masterless). A pure function of agreed inputs.
  */
 static int gcx_coded_pick_masterless(const gcx_comm_t *comm,
                                      const gcx_coded_params_t *params)
