@@ -315,12 +315,13 @@ def train_on_after_shrink(cdp, X, Y, failed_round, epochs):
     return new
 
 
-def sc_kill(rank, size, store, code, kill, then_shrink=False):
+def sc_kill(rank, size, store, code, kill, then_shrink=False, stop=False):
     # the last `kill` ranks SIGKILL themselves after round 2; with kill <= s
     # the survivors finish 8 rounds with the reference gradient (gc) and
     # equal parameters (compared through the store: the gloo group has a
     # dead member); with kill > s every survivor gets CodedRoundError, and
-    # with then_shrink they shrink and train on to the end of epoch 2
+    # with then_shrink they shrink and train on to the end of epoch 2.
+    # stop: SIGSTOP instead (alive, connections open, never heard again)
     init(rank, size, store, timeout=30)
     X, Y = make_data(size)
     cdp = coded.CodedDataParallel(make_model(), code=code, s=1)
@@ -329,7 +330,7 @@ def sc_kill(rank, size, store, code, kill, then_shrink=False):
 
     def on_round(step, loss):
         if dying and step.round == 2:
-            os.kill(os.getpid(), signal.SIGKILL)
+            os.kill(os.getpid(), signal.SIGSTOP if stop else signal.SIGKILL)
 
     try:
         train(cdp, X, Y, 8, check=not cdp.pipelined, on_round=on_round)
@@ -456,9 +457,10 @@ def main():
     name, rank, size, store = sys.argv[1], int(sys.argv[2]), \
         int(sys.argv[3]), sys.argv[4]
     name, _, arg = name.partition(":")
-    if name == "kill":
+    if name in ("kill", "stop"):
         code, kill, *then = arg.split("/")
-        sc_kill(rank, size, store, code, int(kill), then == ["shrink"])
+        sc_kill(rank, size, store, code, int(kill), then == ["shrink"],
+                stop=name == "stop")
         return
     gloo = init(rank, size, store)
     fn = {"exact": sc_exact, "master": sc_master, "straggler": sc_straggler,

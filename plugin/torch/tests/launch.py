@@ -9,9 +9,12 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def launch(scenario, size, timeout=120, env=None, script="worker.py"):
+def launch(scenario, size, timeout=120, env=None, script="worker.py",
+           stopped=()):
     """Run the scenario of SCRIPT (worker.py or hooks_worker.py) on SIZE
-    ranks; returns [(returncode, output)]."""
+    ranks; returns [(returncode, output)]. The ranks in `stopped` (ones that
+    SIGSTOP themselves) are not waited for: SIGKILLed once the others have
+    exited (their returncode is then -9)."""
     with tempfile.TemporaryDirectory() as tmp:
         store = os.path.join(tmp, "store")
         full_env = dict(os.environ, OMP_NUM_THREADS="1")
@@ -26,14 +29,16 @@ def launch(scenario, size, timeout=120, env=None, script="worker.py"):
             procs.append((p, out))
         deadline = time.monotonic() + timeout
         hung = False
-        for p, _ in procs:
+        for r, (p, _) in enumerate(procs):
+            if r in stopped:
+                continue
             left = deadline - time.monotonic()
             try:
                 p.wait(timeout=max(left, 0.1))
             except subprocess.TimeoutExpired:
                 hung = True
                 break
-        if hung:
+        if hung or stopped:
             for p, _ in procs:
                 if p.poll() is None:
                     p.kill()

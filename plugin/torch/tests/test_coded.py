@@ -5,15 +5,17 @@ against a serial reference (the full-batch mean for gc, the pipeline's
 composition for pgc) and the parameters across ranks bit for bit; with a
 fixed slow rank and the exponential model; with workers SIGKILLed (<= s:
 the survivors finish with equal parameters; > s: an error on every
-survivor); bad use; top-k on the coded message (equal residuals in a group,
-exact decode).
+survivor); a worker SIGSTOPped (alive, silent: the star leaves it out; the
+master-less rounds fail at GCX_TIMEOUT on every survivor, since it owns a
+chunk, and shrink() goes on without it); bad use; top-k on the coded
+message (equal residuals in a group, exact decode).
 
 The exactness and straggler checks also with GCX_CODED_ALGO=masterless
 (gc-fr, gc-cr through the master-less coded allreduce: a rank still
 computing serves the chunks it owns ahead of its round, driven by the
 keeper thread, and catches up by skipping like a star worker).
 
-Cost: 12 launches of 3-4 processes, ~5 minutes on 2 loaded cores."""
+Cost: 14 launches of 3-4 processes, ~3 minutes idle, ~5 on 2 loaded cores."""
 import pytest
 
 from launch import check_ok, launch
@@ -101,6 +103,34 @@ def test_more_dead_than_s_then_shrink_and_go_on(code):
     for rank, (rc, out) in enumerate(res[:2]):
         assert rc == 0 and "coded round error" in out and \
             "world 2, n 2, s 1" in out and f"kill {code} ok" in out, \
+            (rank, rc, out[-3000:])
+
+
+def test_stopped_worker_the_star_leaves_it_out():
+    # rank 3 SIGSTOPs itself after round 2 (alive, its connections open):
+    # the star's root decodes without it, the others finish every round
+    # exact with equal parameters, no error
+    res = launch("stop:gc-cr/1", 4, script="coded_worker.py", timeout=180,
+                 env={"GCX_CODED_ALGO": "star", "GCX_TIMEOUT": "5"},
+                 stopped=(3,))
+    for rank, (rc, out) in enumerate(res[:3]):
+        assert rc == 0 and "kill gc-cr ok" in out and \
+            "coded round error" not in out, (rank, rc, out[-3000:])
+
+
+def test_stopped_owner_masterless_one_timeout_then_shrink():
+    # the same stop on the master-less path: rank 3 owns a chunk of every
+    # round, so the survivors' round fails at GCX_TIMEOUT (CodedRoundError
+    # on each, src/coll/coded_allreduce/README.md: a stopped owner is not
+    # covered), the shrink's agreement leaves the silent rank out, and the
+    # three go on (n 3, s 1) to the end of epoch 2, every gc round against
+    # the reference, parameters equal
+    res = launch("stop:gc-cr/1/shrink", 4, script="coded_worker.py",
+                 timeout=240, env={"GCX_CODED_ALGO": "masterless",
+                                   "GCX_TIMEOUT": "5"}, stopped=(3,))
+    for rank, (rc, out) in enumerate(res[:3]):
+        assert rc == 0 and "coded round error" in out and \
+            "dead [3], world 3, n 3, s 1" in out and "kill gc-cr ok" in out, \
             (rank, rc, out[-3000:])
 
 

@@ -622,8 +622,11 @@ class CodedDataParallel(torch.nn.Module):
             raise CodedRoundError(
                 f"torch_gcx.coded: round {self.round} failed on every rank: "
                 f"{str(e).splitlines()[0]} ({self.code} tolerates s = "
-                f"{self.s} slow or dead workers; more are gone, or the root "
-                f"is. The group's communicator has failed.)") from e
+                f"{self.s} slow or dead workers; more are gone, the root "
+                f"is, or, in master-less rounds, a rank stopped past "
+                f"GCX_TIMEOUT: it owns a chunk. The group's communicator has "
+                f"failed: shrink() goes on without the ranks gone or "
+                f"silent.)") from e
         res = self._impl.result()
         if not res["sent"] and not res["skipped"] and self.worker is not None:
             self.abstained += 1
