@@ -149,7 +149,8 @@ typedef struct gcx_coded_result {
                       other fields say who arrived and abstained. */
 } gcx_coded_result_t;
 
-/** Counters of one object (cumulative, this rank's view). */
+/** Counters of one object (cumulative, this rank's view; buffer_bytes is
+ *  a level). */
 typedef struct gcx_coded_stats {
     uint64_t rounds;        /**< Rounds completed here. */
     uint64_t late_dropped;  /**< Root: messages of finished rounds dropped. */
@@ -176,6 +177,10 @@ typedef struct gcx_coded_stats {
                                  without a copy (kept in the transport's
                                  buffer and read there); the others were
                                  copied into an internal buffer. */
+    uint64_t buffer_bytes;  /**< Not a counter: bytes of internal buffers
+                                 the object holds now (send copies, copied
+                                 arrivals, pooled ones; payloads held in
+                                 the transport's buffer not included). */
 } gcx_coded_stats_t;
 
 /**

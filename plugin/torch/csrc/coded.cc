@@ -480,6 +480,7 @@ class CodedGather {
         d["rounds_lost"]    = st->rounds_lost;
         d["transfers_lost"] = st->transfers_lost;
         d["in_place"]       = st->in_place;
+        d["buffer_bytes"]   = st->buffer_bytes;
         return d;
     }
 

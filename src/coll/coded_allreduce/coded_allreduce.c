@@ -256,12 +256,14 @@ static void gcx_car_send(gcx_coded_allreduce_t *car, gcx_coded_slot_t *slot,
     }
 }
 
-/* A slot whose sends may outlive the round: reclaimed when they end. NULL
- * when out of memory. */
+/* A slot whose sends may outlive the round: reclaimed when they end; with
+ * a chunk-sized block (@p data) or for header-only sends. NULL when out of
+ * memory. */
 static gcx_coded_slot_t *gcx_car_out_slot(gcx_coded_allreduce_t *car,
-                                          uint64_t round)
+                                          uint64_t round, int data)
 {
-    gcx_coded_slot_t *slot = gcx_coded_slot_get(&car->base);
+    gcx_coded_slot_t *slot = data ? gcx_coded_slot_get(&car->base) :
+                                    gcx_coded_slot_get_ctl(&car->base);
     int               r;
 
     if (slot == NULL) {
@@ -278,18 +280,24 @@ static gcx_coded_slot_t *gcx_car_out_slot(gcx_coded_allreduce_t *car,
     return slot;
 }
 
-/* A header-only ACK or COMMIT about chunk c of @p round. */
+/* A header-only ACK, COMMIT or VOID about chunk c of @p round to the
+ * ranks of @p peers (a bit set): one slot, the same header for all. */
 static gcx_status_t gcx_car_send_ctl(gcx_coded_allreduce_t *car, int kind,
-                                     uint64_t round, int c, int peer)
+                                     uint64_t round, int c, uint64_t peers)
 {
-    gcx_coded_slot_t *slot = gcx_car_out_slot(car, round);
+    gcx_coded_slot_t *slot = gcx_car_out_slot(car, round, 0);
     gcx_car_hdr_t     hdr;
+    int               r;
 
     if (slot == NULL) {
         return GCX_ERR_NOMEM;
     }
     gcx_car_hdr_init(car, round, kind, c, &hdr);
-    gcx_car_send(car, slot, 0, peer, &hdr, 0);
+    for (r = 0; r < car->base.comm->size; ++r) {
+        if (peers & (1ull << r)) {
+            gcx_car_send(car, slot, r, r, &hdr, 0);
+        }
+    }
     return GCX_OK;
 }
 
@@ -313,15 +321,7 @@ static uint64_t gcx_car_others(gcx_coded_allreduce_t *car)
 static gcx_status_t gcx_car_commit_to(gcx_coded_allreduce_t *car,
                                       uint64_t round, int c, uint64_t peers)
 {
-    int r;
-
-    for (r = 0; r < car->base.comm->size; ++r) {
-        if ((peers & (1ull << r)) &&
-            gcx_car_send_ctl(car, GCX_CAR_COMMIT, round, c, r) != GCX_OK) {
-            return GCX_ERR_NOMEM;
-        }
-    }
-    return GCX_OK;
+    return gcx_car_send_ctl(car, GCX_CAR_COMMIT, round, c, peers);
 }
 
 /* ---- messages ------------------------------------------------------------ */
@@ -364,7 +364,10 @@ static void gcx_car_drop(gcx_coded_allreduce_t *car, gcx_coded_slot_t *slot)
 
 /* A payload into a fresh slot (hdr kept in slot->hdr, chunk in
  * slot->worker): kept where the transport assembled it when it can
- * (gcx_coded_slot_hold: no copy), else copied into the slot's block. NULL
+ * (gcx_coded_slot_hold: no copy), else copied into the slot's block. A
+ * slot that holds its payload in place or has none (a header-only kind)
+ * takes no block: a rank behind stages (P-1) COMMITs and decoded chunks
+ * per round, which would otherwise pin a chunk-sized block each. NULL
  * when out of memory. */
 static gcx_coded_slot_t *gcx_car_pull(gcx_coded_allreduce_t *car,
                                       const gcx_car_hdr_t *hdr,
@@ -374,7 +377,7 @@ static gcx_coded_slot_t *gcx_car_pull(gcx_coded_allreduce_t *car,
     gcx_coded_slot_t *slot;
     gcx_iov_t         iov;
 
-    slot = gcx_coded_slot_get(&car->base);
+    slot = gcx_coded_slot_get_bare(&car->base);
     if (slot == NULL) {
         gcx_error("coded allreduce: out of memory taking a message");
         return NULL;
@@ -389,9 +392,17 @@ static gcx_coded_slot_t *gcx_car_pull(gcx_coded_allreduce_t *car,
     slot->t_arrival      = gcx_time_now();
     slot->nreqs          = 1;
     slot->reqs[0].status = GCX_OK;
+    if (msg->length == 0) {
+        return slot; /* header only: nothing to receive */
+    }
     if (car->in_place && gcx_coded_slot_hold(&car->base, slot, msg)) {
         ++car->base.stats.in_place;
         return slot;
+    }
+    if (!gcx_coded_slot_block(&car->base, slot)) {
+        gcx_coded_slot_put(&car->base, slot);
+        gcx_error("coded allreduce: out of memory taking a message");
+        return NULL;
     }
     iov.buffer           = slot->block->data;
     iov.length           = msg->length;
@@ -540,7 +551,7 @@ static void gcx_car_on_decoded(gcx_coded_allreduce_t *car,
          * answers ACK and the new owner can go on */
         if (gcx_car_pos(car, c, car->base.comm->rank) > pos) {
             (void)gcx_car_send_ctl(car, GCX_CAR_ACK, hdr->round, c,
-                                   hdr->sender);
+                                   1ull << hdr->sender);
         }
         return;
     }
@@ -549,7 +560,7 @@ static void gcx_car_on_decoded(gcx_coded_allreduce_t *car,
             /* as for a finished round: this rank has the same bits */
             if (gcx_car_pos(car, c, car->base.comm->rank) > pos) {
                 (void)gcx_car_send_ctl(car, GCX_CAR_ACK, hdr->round, c,
-                                       hdr->sender);
+                                       1ull << hdr->sender);
             }
             return;
         }
@@ -768,7 +779,7 @@ static void gcx_car_contribute(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
             if (op->acting[c] == me) {
                 ch->abstained |= 1ull << me;
             } else if (gcx_car_send_ctl(car, GCX_CAR_VOID, op->round, c,
-                                        op->acting[c]) != GCX_OK) {
+                                        1ull << op->acting[c]) != GCX_OK) {
                 op->super.status = GCX_ERR_NOMEM;
                 return;
             }
@@ -783,7 +794,7 @@ static void gcx_car_contribute(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
             }
             continue;
         }
-        slot = gcx_car_out_slot(car, op->round);
+        slot = gcx_car_out_slot(car, op->round, 1);
         if (slot == NULL) {
             op->super.status = GCX_ERR_NOMEM;
             return;
@@ -1048,7 +1059,7 @@ static void gcx_car_receive(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
             !(ch->acked & (1ull << pos))) {
             ch->acked |= 1ull << pos;
             (void)gcx_car_send_ctl(car, GCX_CAR_ACK, op->round, c,
-                             gcx_car_owner(car, c, pos));
+                             1ull << gcx_car_owner(car, c, pos));
         }
     }
     apos = gcx_car_pos(car, c, op->acting[c]);
@@ -1197,7 +1208,7 @@ static gcx_status_t gcx_car_resend_kept(gcx_coded_allreduce_t *car, int c,
     uint64_t          peers = gcx_car_others(car);
     int               pos, mypos = gcx_car_pos(car, c, car->base.comm->rank);
 
-    slot = gcx_car_out_slot(car, kept->round);
+    slot = gcx_car_out_slot(car, kept->round, 1);
     if (slot == NULL) {
         return GCX_ERR_NOMEM;
     }
@@ -1312,7 +1323,12 @@ static void gcx_car_progress(gcx_task_t *task)
  * gcx_car_serve_kept relies on). Cost: a walk of the stash per progress
  * call between rounds (a few entries); on a rank that is behind, up to
  * `ahead` round states, each holding the chunks taken for its decode and
- * the decoded chunks received (about two vectors).
+ * the decoded chunks received (about two vectors, in the transport's
+ * buffers when held in place) and the chunk it published (a block of its
+ * own: its sends may outlive the round). Received messages held in place
+ * and header-only ones (COMMIT, ACK, VOID, LOST) take no block of ours
+ * (gcx_car_pull); a header-only fan-out is one slot whose block holds the
+ * header alone (gcx_car_send_ctl).
  */
 /* A fresh round state: no chunk sent yet; linked into car->rounds in
  * round order. */

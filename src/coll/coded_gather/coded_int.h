@@ -67,6 +67,7 @@ gcx_status_t gcx_coded_hdr_parse(const void *bytes, size_t len,
  */
 typedef struct gcx_coded_block {
     int              refs;
+    size_t           cap;  /* bytes of data (0: a header-only send's) */
     float           *data; /* 64-byte aligned, inside the same allocation */
     gcx_coded_hdr_t  hdr;  /* header of a send from this block: UCX 1.13
                               reads it until the send completes */
@@ -89,11 +90,13 @@ typedef struct gcx_coded_slot {
     gcx_tl_am_msg_t        held;
 } gcx_coded_slot_t;
 
-/* The slot's payload: the held one, else its block's. */
+/* The slot's payload: the held one, else its block's (NULL for a slot
+ * without either: a header-only message). */
 static inline const float *gcx_coded_slot_data(const gcx_coded_slot_t *slot)
 {
     return slot->held.data != NULL ? (const float *)slot->held.data :
-                                     slot->block->data;
+           slot->block != NULL     ? slot->block->data :
+                                     NULL;
 }
 
 /* Root: one taken message of the live round. */
@@ -141,7 +144,8 @@ struct gcx_coded {
     gcx_coded_slot_t *free_slots;
     gcx_coded_slot_t *inflight; /* sends that may outlive their round */
     gcx_coded_slot_t *stash;    /* messages of rounds not entered yet */
-    gcx_coded_stats_t stats;
+    gcx_coded_stats_t stats;    /* stats.buffer_bytes: the blocks of the
+                                   slots (coded_slot.c) */
     /* straggler injection */
     uint64_t     straggler_mask; /* workers delayed every round */
     double       straggler_delay_ms;
@@ -193,6 +197,19 @@ gcx_status_t gcx_coded_agree(gcx_coded_t *coded, uint32_t coll_id);
 
 /** A slot with a block no transfer holds; NULL when out of memory. */
 gcx_coded_slot_t *gcx_coded_slot_get(gcx_coded_t *coded);
+
+/** A slot that may have no block (a received message held in place or
+ *  header-only needs none; gcx_coded_slot_block() gives it one); NULL when
+ *  out of memory. */
+gcx_coded_slot_t *gcx_coded_slot_get_bare(gcx_coded_t *coded);
+
+/** Give @p slot a block of the object's size if it has none or a smaller
+ *  one; 0 when out of memory. */
+int gcx_coded_slot_block(gcx_coded_t *coded, gcx_coded_slot_t *slot);
+
+/** A slot for header-only sends: its block may hold no data (the header
+ *  storage alone); NULL when out of memory. */
+gcx_coded_slot_t *gcx_coded_slot_get_ctl(gcx_coded_t *coded);
 
 /** Keep the eager payload of @p msg in place as the slot's data (inside
  *  the handler; am_hold with in_place, float-aligned). 1: kept; 0: not

@@ -12,8 +12,12 @@
  * the slot takes a fresh block: memory a transfer may still touch is never
  * reused or freed. A slot may instead stand for a received eager payload
  * kept in the transport's buffer (gcx_coded_slot_hold: no copy), released
- * when the slot goes back. Cost: a list pop per use; a malloc only when the
- * pool grows.
+ * when the slot goes back; such a slot, or one for a header-only message,
+ * needs no block (gcx_coded_slot_get_bare), and one for header-only sends
+ * a block with no data (gcx_coded_slot_get_ctl): blocks are given only to
+ * what needs them (gcx_coded_slot_block), and stats.buffer_bytes counts
+ * them. Cost: a list pop per use; a malloc only when the pool grows or a
+ * slot needs a bigger block than the one it has.
  */
 #include "coded_int.h"
 
@@ -31,6 +35,7 @@ static gcx_coded_block_t *gcx_coded_block_new(size_t bytes)
     }
     gcx_coded_block_t *block = p;
     block->refs = 1;
+    block->cap  = bytes;
     block->data = (float *)((char *)p + head);
     return block;
 }
@@ -44,7 +49,38 @@ static void gcx_coded_block_unref(void *arg)
     }
 }
 
-gcx_coded_slot_t *gcx_coded_slot_get(gcx_coded_t *coded)
+/* The slot's block goes (a free slot's: no transfer holds it). */
+static void gcx_coded_slot_drop_block(gcx_coded_t *coded,
+                                      gcx_coded_slot_t *slot)
+{
+    coded->stats.buffer_bytes -= slot->block->cap;
+    gcx_coded_block_unref(slot->block);
+    slot->block = NULL;
+}
+
+static int gcx_coded_slot_block_of(gcx_coded_t *coded,
+                                   gcx_coded_slot_t *slot, size_t bytes)
+{
+    if (slot->block != NULL && slot->block->cap >= bytes) {
+        return 1;
+    }
+    if (slot->block != NULL) {
+        gcx_coded_slot_drop_block(coded, slot);
+    }
+    slot->block = gcx_coded_block_new(bytes);
+    if (slot->block == NULL) {
+        return 0;
+    }
+    coded->stats.buffer_bytes += bytes;
+    return 1;
+}
+
+int gcx_coded_slot_block(gcx_coded_t *coded, gcx_coded_slot_t *slot)
+{
+    return gcx_coded_slot_block_of(coded, slot, coded->bytes);
+}
+
+gcx_coded_slot_t *gcx_coded_slot_get_bare(gcx_coded_t *coded)
 {
     gcx_coded_slot_t *slot = coded->free_slots;
 
@@ -61,17 +97,32 @@ gcx_coded_slot_t *gcx_coded_slot_get(gcx_coded_t *coded)
             return NULL;
         }
     }
-    if (slot->block == NULL) {
-        slot->block = gcx_coded_block_new(coded->bytes);
-        if (slot->block == NULL) {
-            slot->next        = coded->free_slots;
-            coded->free_slots = slot;
-            return NULL;
-        }
-    }
     slot->next  = NULL;
     slot->nreqs = 0;
     return slot;
+}
+
+static gcx_coded_slot_t *gcx_coded_slot_get_with(gcx_coded_t *coded,
+                                                 size_t bytes)
+{
+    gcx_coded_slot_t *slot = gcx_coded_slot_get_bare(coded);
+
+    if (slot != NULL && !gcx_coded_slot_block_of(coded, slot, bytes)) {
+        slot->next        = coded->free_slots;
+        coded->free_slots = slot;
+        return NULL;
+    }
+    return slot;
+}
+
+gcx_coded_slot_t *gcx_coded_slot_get(gcx_coded_t *coded)
+{
+    return gcx_coded_slot_get_with(coded, coded->bytes);
+}
+
+gcx_coded_slot_t *gcx_coded_slot_get_ctl(gcx_coded_t *coded)
+{
+    return gcx_coded_slot_get_with(coded, 0);
 }
 
 int gcx_coded_slot_hold(gcx_coded_t *coded, gcx_coded_slot_t *slot,
@@ -103,8 +154,7 @@ void gcx_coded_slot_put(gcx_coded_t *coded, gcx_coded_slot_t *slot)
     gcx_coded_slot_unhold(coded, slot);
     if (slot->block != NULL && slot->block->refs > 1) {
         /* an abandoned transfer still holds it: let go, take a new one */
-        gcx_coded_block_unref(slot->block);
-        slot->block = NULL;
+        gcx_coded_slot_drop_block(coded, slot);
     }
     slot->nreqs       = 0;
     slot->next        = coded->free_slots;
@@ -159,7 +209,7 @@ static void gcx_coded_list_release(gcx_coded_t *coded, gcx_coded_slot_t *slot)
         }
         gcx_coded_slot_unhold(coded, slot);
         if (slot->block != NULL) {
-            gcx_coded_block_unref(slot->block);
+            gcx_coded_slot_drop_block(coded, slot);
         }
         free(slot->reqs);
         free(slot);
