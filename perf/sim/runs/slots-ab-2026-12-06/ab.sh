@@ -2,7 +2,7 @@
 # A/B of the coded slots change (3121c34: blocks only where needed) against the tree before it
 # (old: git worktree add /tmp/gcx-old 3121c34~1 && meson setup /tmp/gcx-old/build-old --buildtype=release
 #  && ninja -C /tmp/gcx-old/build-old perf/coded/gcx_coded_gather_perf); 8 emulated ranks at 1 Gbit/s, two runs
-# alternating; needs root, ~4 min. Output of 2026-12-06 03:22 UTC: out.txt
+# alternating; needs root, ~4 min. Output of 2026-12-06 03:18 UTC: out.txt
 cd "$(dirname "$0")/../../../.."
 for i in 1 2; do
   for v in old new; do
