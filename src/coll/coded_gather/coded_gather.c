@@ -518,9 +518,10 @@ static const gcx_config_entry_t gcx_coded_config_rows[] = {
      "Master-less coded allreduce: rounds a rank serves the chunks it owns "
      "ahead of its own call (decoded from the others' chunks while it still "
      "computes), i.e. how far the others can run ahead of a slow rank; a "
-     "rank that far behind holds up to about two vectors per round, and "
-     "every rank keeps its committed copies of that many rounds (s/P of a "
-     "vector each)",
+     "rank that far behind holds up to about two vectors per round (in "
+     "UCX's receive buffers; its own buffers, `stats.buffer_bytes`, about "
+     "one chunk per round), and every rank keeps its committed copies of "
+     "that many rounds (s/P of a vector each)",
      offsetof(struct gcx_config, coded_ahead), 1, 32, NULL},
     {"CODED_IN_PLACE", GCX_CONFIG_BOOL, "y",
      "Master-less coded allreduce: read a received chunk where the "
