@@ -58,7 +58,7 @@ START = {"alpha": 50e-6, "o": 20e-6, "gamma": 0.3e-9, "eff": 0.956, "compute": 0
 # rounds simulated for a stochastic point (exp:M): its mean is the model's
 # expectation only up to Monte-Carlo error; with 32 the mean of the max of 8
 # Exp(1) draws came out 2.26 (seeded) against 2.72, putting the 8-rank DDP
-# step 22% short; 256 is within ~3% of 1024 on every point (README)
+# step 22% short; 256 is within 3.5 points (%) of 1024 on every point (README)
 STOCHASTIC_ROUNDS = 256
 
 
