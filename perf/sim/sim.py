@@ -478,7 +478,8 @@ def cr_set(A, s):
     first decodable set, and its size (cr_prefix)."""
     order = np.argsort(A, axis=1, kind="stable")
     k = cr_prefix(order, A.shape[1], s)
-    return np.take_along_axis(np.sort(A, axis=1), (k - 1)[:, None], axis=1)[:, 0], k
+    last = np.take_along_axis(order, (k - 1)[:, None], axis=1)
+    return np.take_along_axis(A, last, axis=1)[:, 0], k
 
 
 def cr_prefix(order, n, s):

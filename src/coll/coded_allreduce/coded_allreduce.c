@@ -280,8 +280,9 @@ static gcx_coded_slot_t *gcx_car_out_slot(gcx_coded_allreduce_t *car,
     return slot;
 }
 
-/* A header-only ACK, COMMIT or VOID about chunk c of @p round to the
- * ranks of @p peers (a bit set): one slot, the same header for all. */
+/* A header-only ACK, COMMIT (the decoded bits sent before are final) or
+ * VOID about chunk c of @p round to the ranks of @p peers (a bit set): one
+ * slot, the same header for all. */
 static gcx_status_t gcx_car_send_ctl(gcx_coded_allreduce_t *car, int kind,
                                      uint64_t round, int c, uint64_t peers)
 {
@@ -314,14 +315,6 @@ static uint64_t gcx_car_others(gcx_coded_allreduce_t *car)
         }
     }
     return peers;
-}
-
-/* COMMIT of chunk c of @p round to @p peers' bit set: the decoded bits
- * sent before are final. */
-static gcx_status_t gcx_car_commit_to(gcx_coded_allreduce_t *car,
-                                      uint64_t round, int c, uint64_t peers)
-{
-    return gcx_car_send_ctl(car, GCX_CAR_COMMIT, round, c, peers);
 }
 
 /* ---- messages ------------------------------------------------------------ */
@@ -1030,8 +1023,8 @@ static void gcx_car_own(gcx_coded_allreduce_t *car, gcx_car_op_t *op, int c)
         if ((ch->acks_got & ch->acks_wanted) != ch->acks_wanted) {
             return;
         }
-        if (gcx_car_commit_to(car, op->round, c, gcx_car_others(car)) !=
-            GCX_OK) {
+        if (gcx_car_send_ctl(car, GCX_CAR_COMMIT, op->round, c,
+                             gcx_car_others(car)) != GCX_OK) {
             op->super.status = GCX_ERR_NOMEM;
             return;
         }
@@ -1221,7 +1214,7 @@ static gcx_status_t gcx_car_resend_kept(gcx_coded_allreduce_t *car, int c,
     }
     gcx_car_publish_to(car, kept->round, c, kept->hdr.used,
                        kept->hdr.kind == GCX_CAR_LOST, slot, peers);
-    return gcx_car_commit_to(car, kept->round, c, peers);
+    return gcx_car_send_ctl(car, GCX_CAR_COMMIT, kept->round, c, peers);
 }
 
 /* The kept copies of the chunks this rank acts for now (their owner is
