@@ -19,9 +19,13 @@ and its source and note (with every run's value). Points of rank counts
 or modes the run does not have are left as they are. Cost: reads a few
 small files.
 
+--modes takes only those modes' points (a run that has the dense ring as
+its reference refreshes the coded points alone); --source names the script
+that made the run (default perf/coded/run_masterless.sh).
+
 Usage:
   build-venv/bin/python perf/sim/import_coded.py OUT --date 2026-12-05 \\
-      [--measured perf/sim/measured.json] [--dry-run]
+      [--measured perf/sim/measured.json] [--modes a,b] [--source SCRIPT] [--dry-run]
 """
 import argparse
 import json
@@ -48,16 +52,20 @@ def runs(rows, mode, straggler):
             bool(r["straggler"]) == straggler]
 
 
-def refresh(point, folder, date):
-    """Update one car-* point in place; False when the run lacks it."""
+def refresh(point, folder, date, modes=None,
+            script="perf/coded/run_masterless.sh"):
+    """Update one car-* point in place; False when the run lacks it (or
+    its mode is not in modes, when given)."""
     m = ID_RE.match(point["id"])
     if m is None:
         return False
     mode, n, case, kind = m["mode"], int(m["n"]), m["case"], m["kind"]
+    if modes is not None and mode not in modes:
+        return False
     rows, path = load_rows(folder, n, "exp" if case == "exp1" else "fixed")
     if rows is None:
         return False
-    source = (f"perf/coded/run_masterless.sh, {date}, JSON "
+    source = (f"{script}, {date}, JSON "
               f"{os.path.basename(path)} of that run")
     if kind == "agg":
         got = runs(rows, mode, case != "none")  # exp rows: straggler
@@ -95,6 +103,9 @@ def main(argv=None):
     ap.add_argument("--date", required=True, help="the run's date")
     ap.add_argument("--measured", default=os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "measured.json"))
+    ap.add_argument("--modes", help="comma-separated: only these modes' points")
+    ap.add_argument("--source", default="perf/coded/run_masterless.sh",
+                    help="the script that made the run (the points' source)")
     ap.add_argument("--dry-run", action="store_true",
                     help="print what would change, write nothing")
     args = ap.parse_args(argv)
@@ -105,7 +116,8 @@ def main(argv=None):
         if not p["id"].startswith("car-"):
             continue
         before = p.get("measured_s")
-        if refresh(p, args.folder, args.date):
+        if refresh(p, args.folder, args.date,
+                   args.modes.split(",") if args.modes else None, args.source):
             changed += 1
             print(f"{p['id']:34s} {before!s:>10} -> {p['measured_s']}")
     if changed == 0:

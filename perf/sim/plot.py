@@ -10,8 +10,9 @@ results-CONFIG.json into perf/sim/ (or --out).
 Needs matplotlib (and numpy). Network and CPU parameters alpha, o, gamma,
 eff come from params.json (calibrate.py fit); the configurations:
   emulated  1 Gbit/s links, |g| = 861,484 B (the CNN of perf/torch's coded
-            study), c = 10 ms (about one CNN partition on a core of its own:
-            the fit's 4-rank compute on the 2-core box, halved), no tbf
+            study), c = 10 ms (a round figure: the fit, the 2 CPUs shared,
+            has 7.1 ms per CNN partition on a core of its own and 7.4 ms
+            per step outside it at 4 ranks), no tbf
             burst, one rank per node (no CPU sharing)
   cluster   10 Gbit/s links, |g| = 100 MB (a 25M-parameter model), c = 100 ms
 Both: s = 1, FR code, pgc-style compute (one partition per step).
@@ -44,7 +45,7 @@ PANELS = (("none", "no stragglers"), ("exp:1", "exp:1 (every worker, mean delay 
 
 
 def configs(fit):
-    cnn = 0.010   # ~ one CNN partition on a core of its own (the fit's cnn-n4 / 2 rounded)
+    cnn = 0.010   # a round figure for one CNN partition (docstring)
     base = {k: fit[k] for k in ("alpha", "o", "gamma", "eff", "kappa") if k in fit}
     return {
         "emulated": dict(base, rate=1e9, gbytes=861484.0, compute=cnn, burst=0.0, cores=0.0),
