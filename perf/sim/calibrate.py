@@ -12,7 +12,8 @@ fit: minimises sum over the used points of log(simulated / measured)^2
 in two stages: (1) eff [0.5, 1] and alpha [1 us, 10 ms] on the points
 without compute (back-to-back collectives: the link alone); (2) o [0.1 us,
 10 ms] and each compute key [0.1 ms, 1 s] on all used points, the link
-held. gamma is held at its start value (0.3 ns/B, --gamma): with gamma free
+held. gamma is held at its start value (0.3 ns/B, --gamma; a fit without
+stage 3 keeps params.json's instead): with gamma free
 the fit buys the training steps' CPU effects with a 2.5 ns/B decode that
 puts every ring point 13-19% off. (A joint fit of everything trades the
 link's rate against those effects the same way.) Ring points alone fix only
@@ -27,6 +28,8 @@ simulated with fixed seeds (common random numbers), so the objective is
 deterministic.
 
 check: prints, for every point, simulated vs measured and the error %,
+and each stage's objective over its points (params.json's "objective" is
+the last fitted stage's alone; a fit also writes all three, "objectives"),
 and exits 1 when a used point is off by more than --tol % (default 15);
 points with "use": false are printed, marked, and not counted.
 
@@ -218,6 +221,29 @@ def objective(points, free, base):
     return f
 
 
+def stage_points(points):
+    """The points each fit stage weighs: (1) the back-to-back collectives
+    (no compute, not car-*), (2) every point but the car-* ones, (3) the
+    car-* ones (gcx_coded_gather_perf on the emulated cluster)."""
+    box = [p for p in points if p["id"].startswith("car-")]
+    other = [p for p in points if not p["id"].startswith("car-")]
+    return [[p for p in other if p.get("compute", 0) == 0], other, box]
+
+
+def stage_objectives(points, rows):
+    """Each stage's objective (the fit's: the sum over its used points of
+    log(simulated / measured)^2) from a table's rows, so that fits of
+    different stages compare; params.json's "objective" is its last
+    stage's alone."""
+    by_id = {r["id"]: r for r in rows}
+    out = {}
+    for k, pts in enumerate(stage_points(points), 1):
+        used = [by_id[p["id"]] for p in pts if p.get("use", True)]
+        out[f"stage{k}"] = round(sum(math.log(r["simulated_s"] / r["measured_s"]) ** 2
+                                     for r in used), 4)
+    return out
+
+
 def table(points, fit):
     rows = []
     for pt in points:
@@ -275,8 +301,12 @@ def main(argv=None):
         fit0["cpu"] = {k: START["cpu"] for k in ckeys}
         if os.path.exists(a.params):  # warm start
             old = json.load(open(a.params))
+            # gamma starts at --gamma for stage 2 (held there) when stage 3
+            # refits it; a fit without stage 3 keeps the fitted one
+            keep_gamma = "gamma" in a.hold.split(",") or \
+                (a.stages and "3" not in a.stages.split(","))
             for k in ("alpha", "o", "eff", "kappa", "wake", "lead") + \
-                    (("gamma",) if "gamma" in a.hold.split(",") else ()):
+                    (("gamma",) if keep_gamma else ()):
                 fit0[k] = old.get(k, fit0[k])
             for k in keys:
                 fit0["compute"][k] = old.get("compute", {}).get(k, fit0["compute"][k])
@@ -288,11 +318,9 @@ def main(argv=None):
         # link's rate against the training steps' CPU effects.
         fit = fit0
         total, val = 0, float("nan")
-        box = [p for p in points if p["id"].startswith("car-")]
-        old_pts = [p for p in points if not p["id"].startswith("car-")]
-        stages = [(["eff", "alpha"], [p for p in old_pts if p.get("compute", 0) == 0]),
-                  (["o"] + ["fit:" + k for k in keys], old_pts),
-                  (["kappa", "gamma", "wake", "lead"] + ["cpu:" + k for k in ckeys], box)]
+        stages = list(zip([["eff", "alpha"], ["o"] + ["fit:" + k for k in keys],
+                           ["kappa", "gamma", "wake", "lead"] + ["cpu:" + k for k in ckeys]],
+                          stage_points(points)))
         if a.stages:
             stages = [stages[int(i) - 1] for i in a.stages.split(",")]
         held = set(a.hold.split(",")) - {""}
@@ -311,6 +339,7 @@ def main(argv=None):
         rows = table(points, fit)
         out = dict(fit)
         out["objective"] = val
+        out["objectives"] = stage_objectives(points, rows)
         out["evaluations"] = nev + nev2
         out["points"] = a.points if not a.points.startswith(HERE) else os.path.relpath(a.points, HERE)
         out["table"] = rows
@@ -325,7 +354,10 @@ def main(argv=None):
         print_table(rows, a.tol)
         return 0
     fit = json.load(open(a.params))
-    bad = print_table(table(points, fit), a.tol)
+    rows = table(points, fit)
+    bad = print_table(rows, a.tol)
+    print("# objective (sum of log(simulated / measured)^2 over the used points): " +
+          ", ".join(f"{k} {v}" for k, v in stage_objectives(points, rows).items()))
     return 1 if bad else 0
 
 

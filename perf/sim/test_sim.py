@@ -1,5 +1,6 @@
 """perf/sim self-check: the event simulation reproduces the closed formulas
-without stragglers, and a few invariants with them. Not timing-dependent.
+without stragglers, a few invariants with them, and calibrate.py's
+per-stage objective. Not timing-dependent.
 
     build-venv/bin/python -m pytest -q -p no:cacheprovider perf/sim/test_sim.py
     build-venv/bin/python perf/sim/test_sim.py        # without pytest
@@ -150,6 +151,26 @@ def test_masterless_impl():
         g = sim.simulate(sim.params(kappa=2e-9, **b2), "masterless-impl")[0]
         assert abs(f - g) < 1e-12
         assert sim.params(n=16, cpus=2, load=20).cpu_factor == 18.0
+
+
+def test_stage_objectives():
+    """calibrate's per-stage objective: each stage's used points only (the
+    car-* ones in stage 3 alone, the collectives without compute in 1 and
+    2), the sum of squared log errors."""
+    import math
+    import calibrate
+    pts = [{"id": "ring-a", "compute": 0, "measured_s": 1.0},
+           {"id": "torch-b", "compute": "fit:k", "measured_s": 2.0},
+           {"id": "torch-c", "compute": 0.01, "measured_s": 1.0, "use": False},
+           {"id": "car-d", "compute": 0.005, "measured_s": 4.0}]
+    sim_s = {"ring-a": 1.1, "torch-b": 1.5, "torch-c": 9.0, "car-d": 5.0}
+    rows = [{"id": p["id"], "measured_s": p["measured_s"], "simulated_s": sim_s[p["id"]]}
+            for p in pts]
+    got = calibrate.stage_objectives(pts, rows)
+    l2 = lambda a, b: math.log(a / b) ** 2  # noqa: E731
+    assert got["stage1"] == round(l2(1.1, 1.0), 4)
+    assert got["stage2"] == round(l2(1.1, 1.0) + l2(1.5, 2.0), 4)
+    assert got["stage3"] == round(l2(5.0, 4.0), 4)
 
 
 if __name__ == "__main__":
