@@ -28,9 +28,9 @@ the CPU slow-down f = cpu_factor: cpu_scale if given, else (n + load) /
 cpus (busy-polling ranks and `load` other runnable processes on `cpus`
 CPUs), else 1: o, gamma and kappa are multiplied by f and alpha gets
 wake (f - 1) (a loaded box's wake-up latency per message). The torch
-points fit better with one compute time per rank count, the
-gcx_coded_gather_perf points with one f per rank count and box load
-(README).
+points of the idle box fit with the 2 CPUs shared (cores = 2) and one
+compute time per rank count, the gcx_coded_gather_perf points with one f
+per rank count and box load (README).
 
 Compute and stragglers. Every worker computes `parts` partitions of c
 seconds each (DDP, ignore, pgc: 1; gc: s+1) and `step` seconds outside
