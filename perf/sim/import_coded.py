@@ -33,6 +33,9 @@ import os
 import re
 import sys
 
+# the script whose runs these points come from, unless --source names another
+DEFAULT_SOURCE = "perf/coded/run_masterless.sh"
+
 ID_RE = re.compile(r"^car-(?P<mode>.+)-n(?P<n>\d+)-(?P<case>none|slow3|exp1)"
                    r"-(?P<kind>agg|ratio)$")
 
@@ -53,7 +56,7 @@ def runs(rows, mode, straggler):
 
 
 def refresh(point, folder, date, modes=None,
-            script="perf/coded/run_masterless.sh"):
+            script=DEFAULT_SOURCE):
     """Update one car-* point in place; False when the run lacks it (or
     its mode is not in modes, when given)."""
     m = ID_RE.match(point["id"])
@@ -104,7 +107,7 @@ def main(argv=None):
     ap.add_argument("--measured", default=os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "measured.json"))
     ap.add_argument("--modes", help="comma-separated: only these modes' points")
-    ap.add_argument("--source", default="perf/coded/run_masterless.sh",
+    ap.add_argument("--source", default=DEFAULT_SOURCE,
                     help="the script that made the run (the points' source)")
     ap.add_argument("--dry-run", action="store_true",
                     help="print what would change, write nothing")
