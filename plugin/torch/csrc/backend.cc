@@ -417,6 +417,12 @@ void GcxBackend::apply_mirror(std::vector<at::Tensor> &outputs,
     outputs = m->user_outputs();
 }
 
+std::vector<c10::Device> GcxBackend::mirror_devices()
+{
+    Mirror *m = MirrorScope::current();
+    return m != nullptr ? m->future_devices() : std::vector<c10::Device>{};
+}
+
 bool GcxBackend::coalescing()
 {
     std::lock_guard<std::mutex> lk(coal_mu_);
@@ -436,7 +442,8 @@ c10::intrusive_ptr<GcxWork> GcxBackend::enqueue(const std::string &name,
                                                 std::vector<at::Tensor> outputs,
                                                 StartFn start,
                                                 std::function<void()> post,
-                                                const std::vector<at::Tensor> *inputs)
+                                                const std::vector<at::Tensor> *inputs,
+                                                Place *place)
 {
     TORCH_CHECK(comm_ != nullptr, "gcx ", name,
                 ": the process group has been shut down");
@@ -452,8 +459,13 @@ c10::intrusive_ptr<GcxWork> GcxBackend::enqueue(const std::string &name,
     // the profiler's inputs: the outputs for in-place calls
     std::vector<at::Tensor> ins = inputs != nullptr ? *inputs : outputs;
     auto work = c10::make_intrusive<GcxWork>(
-        getRank(), type, std::move(outputs), profiling_title(type), ins);
-    submit_job(name, work, std::move(start), std::move(post));
+        getRank(), type, std::move(outputs), profiling_title(type), ins,
+        mirror_devices());
+    if (place != nullptr) {
+        place->fill(make_job(name, work, std::move(start), std::move(post)));
+    } else {
+        submit_job(name, work, std::move(start), std::move(post));
+    }
     return work;
 }
 
@@ -462,6 +474,28 @@ void GcxBackend::submit_job(const std::string &name,
                             std::function<void()> post,
                             std::function<void(gcx_request_t *, gcx_status_t)>
                                 on_request)
+{
+    Engine::get().submit(make_job(name, work, std::move(start),
+                                  std::move(post), std::move(on_request)));
+}
+
+std::shared_ptr<Place> GcxBackend::reserve(const std::string &name)
+{
+    gcx_comm_t *comm = comm_;
+    TORCH_CHECK(comm != nullptr, "gcx ", name,
+                ": the process group has been shut down");
+    check_not_coalescing(name.c_str());
+    auto place = std::make_shared<Place>(name, comm);
+    Engine::get().submit(place->placeholder());
+    return place;
+}
+
+std::shared_ptr<Job>
+GcxBackend::make_job(const std::string &name,
+                     const c10::intrusive_ptr<GcxWork> &work, StartFn start,
+                     std::function<void()> post,
+                     std::function<void(gcx_request_t *, gcx_status_t)>
+                         on_request)
 {
     gcx_comm_t *comm = comm_;
     TORCH_CHECK(comm != nullptr, "gcx ", name,
@@ -497,7 +531,7 @@ void GcxBackend::submit_job(const std::string &name,
         }
         work->finish_ok();
     };
-    Engine::get().submit(job);
+    return job;
 }
 
 void GcxBackend::destroy_comm()
@@ -541,10 +575,17 @@ c10::intrusive_ptr<c10d::Work> submit_composite(GcxBackend &backend,
                                                 std::vector<at::Tensor> outputs,
                                                 StartFn start,
                                                 std::function<void()> post,
-                                                c10d::OpType type)
+                                                c10d::OpType type,
+                                                Place *place)
 {
     return backend.composite(name, std::move(outputs), std::move(start),
-                             std::move(post), type);
+                             std::move(post), type, place);
+}
+
+std::shared_ptr<Place> reserve_place(GcxBackend &backend,
+                                     const std::string &name)
+{
+    return backend.reserve(name);
 }
 
 int group_size(const GcxBackend &backend) { return backend.getSize(); }

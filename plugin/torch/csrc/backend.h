@@ -48,7 +48,13 @@ c10::intrusive_ptr<c10d::Work> submit_composite(GcxBackend &backend,
                                                 StartFn start,
                                                 std::function<void()> post,
                                                 c10d::OpType type =
-                                                    c10d::OpType::UNKNOWN);
+                                                    c10d::OpType::UNKNOWN,
+                                                Place *place = nullptr);
+
+// Take a place in the engine's line now for a submit_composite given
+// later with it, from any thread (engine.h, Place).
+std::shared_ptr<Place> reserve_place(GcxBackend &backend,
+                                     const std::string &name);
 
 int group_size(const GcxBackend &backend);
 

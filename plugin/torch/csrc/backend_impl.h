@@ -254,12 +254,19 @@ class GcxBackend : public c10d::Backend {
     c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> &tensors,
                                                  int tag) override;
 
-    // A job of several gcx calls on this group (the DDP hooks, hooks.cc).
+    // A job of several gcx calls on this group (the DDP hooks, hooks.cc);
+    // with a place (reserve), it fills the place instead of joining the
+    // end of the line.
     c10::intrusive_ptr<c10d::Work> composite(const std::string &name,
                                              std::vector<at::Tensor> outputs,
                                              StartFn start,
                                              std::function<void()> post,
-                                             c10d::OpType type);
+                                             c10d::OpType type,
+                                             Place *place = nullptr);
+
+    // Take a place in the engine's line now for a job given later
+    // (composite with the place) or never (Place::cancel); engine.h.
+    std::shared_ptr<Place> reserve(const std::string &name);
 
   private:
     // -- staging (staging.h): device tensors, or CPU tensors with
@@ -291,6 +298,10 @@ class GcxBackend : public c10d::Backend {
     // and the Work's outputs are the user's tensors
     static void apply_mirror(std::vector<at::Tensor> &outputs,
                              std::function<void()> &post);
+
+    // inside a MirrorScope of device tensors: their device, for the Work's
+    // device-aware Future; else none
+    static std::vector<c10::Device> mirror_devices();
 
     // whether a coalesced block is open
     bool coalescing();
@@ -351,7 +362,16 @@ class GcxBackend : public c10d::Backend {
                                         StartFn start,
                                         std::function<void()> post = {},
                                         const std::vector<at::Tensor> *inputs =
-                                            nullptr);
+                                            nullptr,
+                                        Place *place = nullptr);
+
+    // The engine job of a call: start(), then post() and the Work's end
+    // (or its failure, naming the status).
+    std::shared_ptr<Job>
+    make_job(const std::string &name, const c10::intrusive_ptr<GcxWork> &work,
+             StartFn start, std::function<void()> post,
+             std::function<void(gcx_request_t *, gcx_status_t)> on_request =
+                 {});
 
     void submit_job(const std::string &name,
                     const c10::intrusive_ptr<GcxWork> &work, StartFn start,

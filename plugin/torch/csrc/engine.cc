@@ -98,6 +98,75 @@ void Engine::submit(std::shared_ptr<Job> job)
     }
 }
 
+void Engine::poke()
+{
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        poked_ = true;
+    }
+    cv_.notify_one();
+}
+
+Place::Place(const std::string &name, gcx_comm_t *comm)
+    : state_(std::make_shared<State>()), placeholder_(std::make_shared<Job>())
+{
+    std::shared_ptr<State> st = state_;
+    placeholder_->name        = name;
+    placeholder_->comm        = comm;
+    placeholder_->ready_pokes = true;
+    placeholder_->ready = [st] { return st->given.load(); };
+    // ready() was true: the job (or none) is there; read it under the lock
+    auto job_of = [st] {
+        std::lock_guard<std::mutex> lk(st->mu);
+        return st->job;
+    };
+    placeholder_->start = [job_of](std::vector<gcx_request_t *> &reqs) {
+        std::shared_ptr<Job> job = job_of();
+        return job ? job->start(reqs) : GCX_OK;
+    };
+    placeholder_->on_request = [job_of](gcx_request_t *req, gcx_status_t s) {
+        std::shared_ptr<Job> job = job_of();
+        if (job && job->on_request) {
+            job->on_request(req, s);
+        }
+    };
+    placeholder_->settled = [job_of](gcx_status_t status) {
+        std::shared_ptr<Job> job = job_of();
+        if (job && job->settled) {
+            job->settled(status);
+        }
+    };
+    placeholder_->done = [job_of](gcx_status_t status) {
+        std::shared_ptr<Job> job = job_of();
+        if (job) {
+            job->done(status);
+        }
+    };
+}
+
+void Place::give(std::shared_ptr<Job> job)
+{
+    {
+        std::lock_guard<std::mutex> lk(state_->mu);
+        if (state_->given.load()) {
+            if (job) {
+                throw std::logic_error("torch_gcx: a place in the engine's "
+                                       "line was filled twice");
+            }
+            return; // cancel after fill: nothing to do
+        }
+        state_->job = std::move(job);
+        state_->given.store(true);
+    }
+    if (Engine *e = Engine::existing()) {
+        e->poke();
+    }
+}
+
+void Place::fill(std::shared_ptr<Job> job) { give(std::move(job)); }
+
+void Place::cancel() { give(nullptr); }
+
 void Engine::run_sync(const std::string &name, std::function<void()> fn,
                       gcx_comm_t *destroys)
 {
@@ -134,6 +203,13 @@ void Engine::run_sync(const std::string &name, std::function<void()> fn,
 
 void Engine::complete(std::shared_ptr<Job> job)
 {
+    if (job->settled) {
+        try {
+            job->settled(job->status);
+        } catch (...) {
+            // settled() does not throw by design; done() still runs
+        }
+    }
     if (job->inline_done) {
         job->done(job->status); // fulfils a promise; takes no lock of ours
         return;
@@ -269,7 +345,14 @@ void Engine::engine_loop()
             complete(inflight[i]);
             inflight.erase(inflight.begin() + static_cast<long>(i));
         }
-        if (!progressed && !waiting.empty()) {
+        if (!progressed && !waiting.empty() && inflight.empty() &&
+            waiting.front()->ready_pokes) {
+            // a place not filled yet, nothing else to do: sleep until its
+            // fill (or a new job, or the stop) pokes
+            std::unique_lock<std::mutex> lk(mu_);
+            cv_.wait(lk, [this] { return stop_ || poked_ || !queue_.empty(); });
+            poked_ = false;
+        } else if (!progressed && !waiting.empty()) {
             // a staged chunk's copy is still landing: poll it soon (never
             // sleep on the transport, which would not wake for it)
             if (!inflight.empty()) {

@@ -22,6 +22,7 @@
 
 #include <gcx/gcx.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -47,11 +48,20 @@ struct Job {
     // (with its status), before the request is freed (e.g. to read the
     // source of an any-source receive).
     std::function<void(gcx_request_t *req, gcx_status_t status)> on_request;
+    // Optional: runs on the engine thread when the job is over (any
+    // status, cancellation included), before done() is handed to the
+    // completer. Must be quick and must not block: it may not depend on a
+    // completer (a stream-mode staged chunk opens its gate here, so a
+    // completer blocked on the device can never hold a gate shut).
+    std::function<void(gcx_status_t status)> settled;
     // Optional: the job is issued only once ready() returns true (the
     // host copy of a staged chunk has landed, staging.cc). The engine keeps
     // FIFO order: jobs behind a job that is not ready wait for it, while
     // the requests already in flight keep progressing.
     std::function<bool()> ready;
+    // ready() turns true only together with a poke() (a Place): while
+    // nothing is in flight the engine sleeps until then instead of polling
+    bool ready_pokes = false;
     // The communicator the job uses; a job with destroys_comm set first
     // cancels (frees) the requests still in flight on it, since
     // gcx_comm_destroy() invalidates them.
@@ -92,6 +102,9 @@ class Engine {
 
     bool running();
 
+    // Wake the engine: a job's ready() (ready_pokes) may have turned true.
+    void poke();
+
   private:
     Engine();
     void engine_loop();
@@ -101,7 +114,8 @@ class Engine {
     std::mutex mu_;
     std::condition_variable cv_;
     std::deque<std::shared_ptr<Job>> queue_;
-    bool stop_ = false;
+    bool stop_  = false;
+    bool poked_ = false;
 
     std::mutex cmu_;
     std::condition_variable ccv_;
@@ -113,6 +127,36 @@ class Engine {
     std::thread engine_;
     std::mutex shutdown_mu_;
     bool joined_ = false;
+};
+
+// A place in the engine's line, taken now; its job is given later (fill),
+// from any thread, or never (cancel: it completes having issued nothing).
+// The jobs behind it wait for it (FIFO), so a job built on another thread
+// keeps, on every rank, the order in which its place was taken: the hooks'
+// device path takes its bucket's place on DDP's thread, in bucket order,
+// and fills it on its issuer thread once the staging copy has landed; a
+// collective DDP calls in between (its unused-parameter allreduce) stays
+// behind it. Cost: one job; while the engine has nothing else in flight it
+// sleeps until the fill (poke) instead of polling.
+class Place {
+  public:
+    Place(const std::string &name, gcx_comm_t *comm);
+    // the placeholder to submit, once
+    std::shared_ptr<Job> placeholder() const { return placeholder_; }
+    // give the job (its start, done and on_request run in the place); once
+    void fill(std::shared_ptr<Job> job);
+    // complete the place issuing nothing, unless it was filled
+    void cancel();
+
+  private:
+    struct State {
+        std::mutex mu;
+        std::shared_ptr<Job> job; // null: cancelled
+        std::atomic<bool> given{false};
+    };
+    std::shared_ptr<State> state_;
+    std::shared_ptr<Job> placeholder_;
+    void give(std::shared_ptr<Job> job);
 };
 
 // "gcx_allreduce failed: GCX_ERR_MISMATCH (ranks disagree ...)"

@@ -46,6 +46,41 @@ namespace torch_gcx {
 
 namespace {
 
+// torch_gcx.hooks' handle of a place in the engine's line (engine.h):
+// used once by hooks_exchange; given up when dropped unused (an exception
+// between the reservation and the exchange), so the line never stalls.
+class PlaceTicket {
+  public:
+    explicit PlaceTicket(std::shared_ptr<Place> place)
+        : place_(std::move(place))
+    {
+    }
+    ~PlaceTicket() { cancel(); }
+    PlaceTicket(const PlaceTicket &)            = delete;
+    PlaceTicket &operator=(const PlaceTicket &) = delete;
+    std::shared_ptr<Place> take()
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        TORCH_CHECK(place_, "torch_gcx.hooks: a place used twice");
+        return std::move(place_);
+    }
+    void cancel()
+    {
+        std::shared_ptr<Place> p;
+        {
+            std::lock_guard<std::mutex> lk(mu_);
+            p = std::move(place_);
+        }
+        if (p) {
+            p->cancel();
+        }
+    }
+
+  private:
+    std::mutex mu_;
+    std::shared_ptr<Place> place_;
+};
+
 void check(gcx_status_t st, const std::string &what)
 {
     TORCH_CHECK(st == GCX_OK, status_message(what, st));
@@ -639,7 +674,8 @@ exchange(const c10::intrusive_ptr<c10d::Backend> &pg,
          std::optional<at::Tensor> idx, at::Tensor vals, int64_t nnz,
          int64_t n, std::optional<at::Tensor> out_idx,
          std::optional<at::Tensor> out_vals, std::optional<at::Tensor> out_nnz,
-         std::optional<at::Tensor> norms, const std::string &algo)
+         std::optional<at::Tensor> norms, const std::string &algo,
+         std::shared_ptr<PlaceTicket> place)
 {
     GcxBackend &backend = as_gcx(pg);
     auto job            = std::make_shared<Exchange>();
@@ -721,7 +757,22 @@ exchange(const c10::intrusive_ptr<c10d::Backend> &pg,
             job->out_nnz.data_ptr<int64_t>()[0] = static_cast<int64_t>(m);
         }
     };
+    if (place) {
+        std::shared_ptr<Place> p = place->take();
+        try {
+            return submit_composite(backend, "hooks_exchange", outputs, start,
+                                    post, c10d::OpType::UNKNOWN, p.get());
+        } catch (...) {
+            p->cancel(); // never filled: the line must not stall on it
+            throw;
+        }
+    }
     return submit_composite(backend, "hooks_exchange", outputs, start, post);
+}
+
+std::shared_ptr<PlaceTicket> reserve(const c10::intrusive_ptr<c10d::Backend> &pg)
+{
+    return std::make_shared<PlaceTicket>(reserve_place(as_gcx(pg), "hooks_exchange"));
 }
 
 } // namespace
@@ -733,8 +784,18 @@ void bind_hooks(py::module_ &m)
           py::arg("vals"), py::arg("nnz"), py::arg("n"), py::arg("out_idx"),
           py::arg("out_vals"), py::arg("out_nnz"), py::arg("norms"),
           py::arg("algo"),
+          py::arg("place") = nullptr,
           "The host half of torch_gcx.hooks' device path: a staged "
-          "selection's sparse allreduce (idx None: dense), averaged; a Work.");
+          "selection's sparse allreduce (idx None: dense), averaged; a Work. "
+          "With a place (hooks_reserve), it is issued there in the line.");
+    py::class_<PlaceTicket, std::shared_ptr<PlaceTicket>>(m, "_Place")
+        .def("cancel", &PlaceTicket::cancel,
+             "Give the place up (it completes issuing nothing); no-op once "
+             "used.");
+    m.def("hooks_reserve", &reserve, Rel(), py::arg("pg"),
+          "Take a place in the engine's line for a hooks_exchange given "
+          "later (from another thread): collectives called after this wait "
+          "for it on every rank. Given up if dropped unused.");
     py::class_<HookBase>(m, "_HookBase")
         .def("device_account", &HookBase::device_account)
         .def("bytes_sent", &HookBase::bytes_sent)

@@ -92,6 +92,27 @@ PYBIND11_MODULE(_C, m)
           "GCX_TORCH_STAGE as the plugin read it: 'auto' or 'always'.");
     m.def("stage_chunk_bytes", [] { return torch_gcx::stage_chunk_bytes(); },
           "GCX_TORCH_STAGE_CHUNK as the plugin read it (bytes).");
+    m.def("set_stream_wait_word",
+          [](const std::string &device_type, uintptr_t address) {
+              c10::DeviceType t = c10::Device(device_type).type();
+              TORCH_CHECK(t != c10::kCPU && t != c10::kCUDA && address != 0,
+                          "torch_gcx: set_stream_wait_word takes a custom "
+                          "device type and a function's address");
+              torch_gcx::set_stream_wait_word(
+                  t, reinterpret_cast<torch_gcx::StreamWaitWordFn>(address));
+          },
+          py::arg("device_type"), py::arg("address"),
+          "Register a device type's stream wait on a host word: the "
+          "address of int fn(int8_t device_index, int64_t stream_id, const "
+          "volatile uint32_t *word, uint32_t value), 0 when queued "
+          "(staging.h).");
+    m.def("stream_waits",
+          [](const std::string &device) {
+              return torch_gcx::stream_waits(c10::Device(device));
+          },
+          py::arg("device"),
+          "Whether staged calls on this device use stream mode: wait() "
+          "returns at once, the caller's stream waits (GCX_TORCH_WAIT).");
     m.def("gcx_version", [] { return std::string(gcx_version()); });
     torch_gcx::bind_hooks(m);
 }

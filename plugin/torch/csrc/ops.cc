@@ -448,7 +448,8 @@ c10::intrusive_ptr<c10d::Work> GcxBackend::recvAnysource(std::vector<at::Tensor>
     apply_mirror(outs, post);
     auto work = c10::make_intrusive<GcxWork>(
         getRank(), c10d::OpType::RECVANYSOURCE, outs,
-        profiling_title(c10d::OpType::RECVANYSOURCE), outs);
+        profiling_title(c10d::OpType::RECVANYSOURCE), outs,
+        mirror_devices());
     c10d::Work *w = work.get(); // the job holds the Work until done
     submit_job(
         "gcx_recv (any source)", work,
@@ -471,8 +472,14 @@ c10::intrusive_ptr<c10d::Work> GcxBackend::composite(const std::string &name,
                                                      std::vector<at::Tensor> outputs,
                                                      StartFn start,
                                                      std::function<void()> post,
-                                                     c10d::OpType type)
+                                                     c10d::OpType type,
+                                                     Place *place)
 {
+    if (place != nullptr) {
+        // a place's job is one job: a coalesced block is refused by reserve
+        return enqueue(name, type, std::move(outputs), std::move(start),
+                       std::move(post), nullptr, place);
+    }
     return enqueue(name, type, std::move(outputs), std::move(start),
                    std::move(post));
 }

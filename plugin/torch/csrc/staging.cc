@@ -25,6 +25,7 @@
 
 #include "backend_impl.h"
 
+#include <c10/core/DeviceGuard.h>
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 
@@ -32,6 +33,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <unordered_map>
 
 namespace torch_gcx {
@@ -80,6 +82,179 @@ size_t stage_chunk_bytes()
     return bytes;
 }
 
+// ---- streams that wait on a host word ---------------------------------------
+
+namespace {
+
+// Pinned words of n gates, as a pool buffer: at least 64 KiB, the pool's
+// smallest, so that every call's gates reuse one (the pool gives a buffer
+// only to requests of at least half its size)
+size_t gate_bytes(size_t n)
+{
+    return std::max<size_t>(n * sizeof(uint32_t), 65536);
+}
+
+// CUDA's: the driver's cuStreamWaitValue32 (CU_STREAM_WAIT_VALUE_GEQ) on
+// the stream's native handle, the word's device address from
+// cuMemHostGetDevicePointer (pinned memory is mapped). Looked up in the
+// libcuda torch loaded; absent (no driver, an old one): no stream mode.
+using CuStreamWaitValue32 = int (*)(void *stream, uint64_t addr,
+                                    uint32_t value, unsigned flags);
+using CuMemHostGetDevicePointer = int (*)(uint64_t *dptr, void *p,
+                                          unsigned flags);
+
+struct CudaDriver {
+    CuStreamWaitValue32 wait           = nullptr;
+    CuMemHostGetDevicePointer host_ptr = nullptr;
+};
+
+const CudaDriver &cuda_driver()
+{
+    static const CudaDriver d = [] {
+        CudaDriver r;
+        void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (lib == nullptr) {
+            return r;
+        }
+        void *w = dlsym(lib, "cuStreamWaitValue32_v2");
+        if (w == nullptr) {
+            w = dlsym(lib, "cuStreamWaitValue32");
+        }
+        void *h = dlsym(lib, "cuMemHostGetDevicePointer_v2");
+        if (h == nullptr) {
+            h = dlsym(lib, "cuMemHostGetDevicePointer");
+        }
+        if (w != nullptr && h != nullptr) {
+            r.wait     = reinterpret_cast<CuStreamWaitValue32>(w);
+            r.host_ptr = reinterpret_cast<CuMemHostGetDevicePointer>(h);
+        }
+        return r;
+    }();
+    return d;
+}
+
+int cuda_stream_wait_word(const c10::Stream &stream,
+                          const volatile uint32_t *word, uint32_t value)
+{
+    const CudaDriver &d = cuda_driver();
+    if (d.wait == nullptr) {
+        return -1;
+    }
+    uint64_t addr = 0;
+    int rc = d.host_ptr(&addr, const_cast<uint32_t *>(word), 0);
+    if (rc != 0) {
+        return rc;
+    }
+    return d.wait(stream.native_handle(), addr, value, 0 /* GEQ */);
+}
+
+std::mutex wait_mu;
+// device type -> a registered StreamWaitWordFn (set_stream_wait_word)
+std::unordered_map<int, StreamWaitWordFn> &wait_fns()
+{
+    static auto *m = new std::unordered_map<int, StreamWaitWordFn>();
+    return *m;
+}
+// device type -> probe result (1 usable, 0 not)
+std::unordered_map<int, int> &wait_probed()
+{
+    static auto *m = new std::unordered_map<int, int>();
+    return *m;
+}
+
+// 0: queued; otherwise the device's error, or -1 when the device type has
+// no stream wait
+int queue_wait_word(const c10::Stream &stream, const volatile uint32_t *word,
+                    uint32_t value)
+{
+    if (stream.device_type() == c10::kCUDA) {
+        return cuda_stream_wait_word(stream, word, value);
+    }
+    StreamWaitWordFn fn = nullptr;
+    {
+        std::lock_guard<std::mutex> lk(wait_mu);
+        auto it = wait_fns().find(static_cast<int>(stream.device_type()));
+        if (it != wait_fns().end()) {
+            fn = it->second;
+        }
+    }
+    if (fn == nullptr) {
+        return -1;
+    }
+    return fn(stream.device_index(), stream.id(), word, value);
+}
+
+} // namespace
+
+void set_stream_wait_word(c10::DeviceType type, StreamWaitWordFn fn)
+{
+    std::lock_guard<std::mutex> lk(wait_mu);
+    wait_fns()[static_cast<int>(type)] = fn;
+    wait_probed().erase(static_cast<int>(type));
+}
+
+bool wait_on_stream_allowed()
+{
+    static const int mode = [] {
+        const char *v = std::getenv("GCX_TORCH_WAIT");
+        if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) {
+            return 1;
+        }
+        if (std::strcmp(v, "host") == 0) {
+            return 0;
+        }
+        return -1;
+    }();
+    TORCH_CHECK(mode >= 0, "torch_gcx: GCX_TORCH_WAIT='",
+                std::getenv("GCX_TORCH_WAIT"), "' is not one of auto, host");
+    return mode == 1;
+}
+
+bool stream_waits(c10::Device device)
+{
+    if (!wait_on_stream_allowed()) {
+        return false;
+    }
+    const int type = static_cast<int>(device.type());
+    {
+        std::lock_guard<std::mutex> lk(wait_mu);
+        auto it = wait_probed().find(type);
+        if (it != wait_probed().end()) {
+            return it->second == 1;
+        }
+    }
+    // the probe: a wait on a word that already holds its value, on the
+    // copy-back stream (a no-op there where it works)
+    int rc = -1;
+    {
+        at::Tensor word = HostPool::get().take(gate_bytes(1), true);
+        *static_cast<uint32_t *>(word.data_ptr()) = 1;
+        c10::DeviceGuard g(device);
+        c10::Stream h2d = stage_streams(device).h2d;
+        rc = queue_wait_word(h2d, static_cast<uint32_t *>(word.data_ptr()), 1);
+        auto ev = device_event(device);
+        ev->record(h2d);
+        HostPool::get().give_after(word, ev);
+    }
+    if (rc != 0 && rc != -1) {
+        TORCH_WARN_ONCE("torch_gcx: ", device.type(), " refused a stream wait "
+                        "on a host word (error ", rc, "): staged calls' "
+                        "wait() blocks the host until their copies back are "
+                        "queued");
+    }
+    std::lock_guard<std::mutex> lk(wait_mu);
+    wait_probed()[type] = rc == 0 ? 1 : 0;
+    return rc == 0;
+}
+
+void stream_wait_word(const c10::Stream &stream, const volatile uint32_t *word,
+                      uint32_t value)
+{
+    int rc = queue_wait_word(stream, word, value);
+    TORCH_CHECK(rc == 0, "torch_gcx: ", stream,
+                " refused a wait on a host word (error ", rc, ")");
+}
+
 bool staged(c10::Device device)
 {
     if (tl_mirror != nullptr) {
@@ -98,6 +273,9 @@ HostPool &HostPool::get()
 
 at::Tensor HostPool::take(size_t bytes, bool pinned)
 {
+    if (pinned) {
+        reap();
+    }
     bytes = std::max<size_t>(bytes, 1);
     {
         std::lock_guard<std::mutex> lk(mu_);
@@ -131,6 +309,41 @@ void HostPool::give(at::Tensor buf, bool pinned)
     idle_[pinned ? 1 : 0].emplace(size, std::move(buf));
 }
 
+void HostPool::give_after(at::Tensor buf, std::shared_ptr<c10::Event> done)
+{
+    if (!buf.defined()) {
+        return;
+    }
+    std::lock_guard<std::mutex> lk(mu_);
+    later_.emplace_back(std::move(buf), std::move(done));
+}
+
+void HostPool::reap()
+{
+    std::vector<at::Tensor> ready;
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        for (size_t i = 0; i < later_.size();) {
+            const auto &ev = later_[i].second;
+            bool reached;
+            {
+                c10::DeviceGuard g(ev->device());
+                reached = ev->query();
+            }
+            if (!reached) {
+                ++i;
+                continue;
+            }
+            ready.push_back(std::move(later_[i].first));
+            later_[i] = std::move(later_.back());
+            later_.pop_back();
+        }
+    }
+    for (auto &buf : ready) {
+        give(std::move(buf), true);
+    }
+}
+
 void HostPool::count_call(size_t chunks)
 {
     std::lock_guard<std::mutex> lk(mu_);
@@ -147,8 +360,11 @@ void HostPool::count_mirror()
 StageStats HostPool::stats()
 {
     std::lock_guard<std::mutex> lk(mu_);
-    StageStats s     = stats_;
-    s.cached_bytes   = cached_;
+    StageStats s   = stats_;
+    s.cached_bytes = cached_;
+    for (const auto &l : later_) { // held until their copies landed
+        s.cached_bytes += static_cast<uint64_t>(l.first.numel());
+    }
     return s;
 }
 
@@ -163,6 +379,7 @@ StageStreams stage_streams(c10::Device device)
     if (it == streams->end()) {
         c10::impl::VirtualGuardImpl impl(device.type());
         StageStreams s{impl.getStreamFromGlobalPool(device, false),
+                       impl.getStreamFromGlobalPool(device, false),
                        impl.getStreamFromGlobalPool(device, false)};
         it = streams->emplace(device, s).first;
     }
@@ -193,6 +410,20 @@ std::vector<std::pair<int64_t, int64_t>> chunk_ranges(int64_t n,
 // ---- a chunked call ---------------------------------------------------------
 
 namespace {
+struct StageRun;
+void queue_copies_back(StageRun &run, size_t n);
+} // namespace
+
+std::shared_ptr<c10::Event> device_event(c10::Device device)
+{
+    return std::shared_ptr<c10::Event>(
+        new c10::Event(device.type()), [device](c10::Event *e) {
+            c10::DeviceGuard g(device);
+            delete e;
+        });
+}
+
+namespace {
 
 struct StageRun {
     StagePlan plan;
@@ -206,6 +437,20 @@ struct StageRun {
     std::exception_ptr error;     // a copy that raised (mu)
     c10::intrusive_ptr<GcxWork> work;
     double timeout_s = 0;
+    // stream mode (stream_waits): the copies back were queued at the call,
+    // each chunk's behind a wait of the copy-back stream on its word of
+    // `flags` (pinned, 0 until the chunk's gcx call is over), and `done`
+    // recorded after them
+    bool stream_mode = false;
+    at::Tensor flags;
+    std::shared_ptr<c10::Event> done;
+
+    // chunk i is over (done or failed): let the stream copy it back
+    void open_gate(size_t i)
+    {
+        __atomic_store_n(static_cast<uint32_t *>(flags.data_ptr()) + i, 1u,
+                         __ATOMIC_RELEASE);
+    }
 
     void fail(gcx_status_t st, std::exception_ptr e)
     {
@@ -221,12 +466,21 @@ struct StageRun {
     {
         if (st != GCX_OK) {
             fail(st, nullptr);
-        } else {
+        } else if (!stream_mode) {
             try {
                 copy_out(i);
             } catch (...) {
                 fail(GCX_ERR_INVALID, std::current_exception());
             }
+        }
+        if (stream_mode) {
+            // opened already by the engine (Job::settled), unless the job
+            // never reached it (the engine was gone at submission). A
+            // failed chunk's gate opens too (the stream must never wait
+            // forever): its copy back moves what the host buffer holds,
+            // and the Work fails (NCCL's semantics: the outputs of a failed
+            // call are undefined; wait() raises once the failure is known)
+            open_gate(i);
         }
         if (left.fetch_sub(1) == 1) {
             finish();
@@ -253,6 +507,13 @@ struct StageRun {
 
     void finish()
     {
+        // the completer thread sets no device of its own: every device call
+        // here (events, the Future's) is made on the call's device
+        std::optional<c10::DeviceGuard> guard;
+        if (device) {
+            guard.emplace(plan.device);
+            landed.clear(); // every chunk was issued: ready() is over
+        }
         std::exception_ptr err;
         {
             std::lock_guard<std::mutex> lk(mu);
@@ -268,10 +529,14 @@ struct StageRun {
                 err = make_error(plan.name, status);
             }
         }
+        if (stream_mode) {
+            finish_stream_mode(err);
+            return;
+        }
         std::shared_ptr<c10::Event> done;
         if (device) {
             try {
-                done = std::make_shared<c10::Event>(plan.device.type());
+                done = device_event(plan.device);
                 done->record(streams->h2d);
             } catch (...) {
                 done.reset();
@@ -298,6 +563,31 @@ struct StageRun {
         }
     }
 
+    // stream mode: the copies back and `done` were queued at the call;
+    // nothing here waits for the device (the completer must never block
+    // on a stream that may wait on another call's gate, which only a
+    // completer opens). The buffers go back to the pool once `done` is
+    // reached; the Future completes on a stream that waits for it.
+    void finish_stream_mode(std::exception_ptr err)
+    {
+        HostPool &pool = HostPool::get();
+        pool.give_after(hin, done);
+        if (!plan.out_is_in) {
+            pool.give_after(hout, done);
+        }
+        pool.give_after(flags, done);
+        hin = hout = flags = at::Tensor();
+        if (err) {
+            work->finish_error(err);
+            return;
+        }
+        c10::impl::VirtualGuardImpl impl(plan.device.type());
+        c10::Stream s = impl.getStreamFromGlobalPool(plan.device, false);
+        done->block(s);
+        c10::StreamGuard g(s);
+        work->finish_ok();
+    }
+
     // the host buffers go back to the pool once nothing reads them
     void release(const std::shared_ptr<c10::Event> &done)
     {
@@ -317,6 +607,42 @@ struct StageRun {
         hout = at::Tensor();
     }
 };
+
+// Stream mode, at the call: each chunk's copies back are queued now on the
+// copy-back stream behind a wait on its gate, then `done`; the Work is
+// "recorded" at once, so wait() returns without blocking the host.
+void queue_copies_back(StageRun &run, size_t n)
+{
+    HostPool &pool = HostPool::get();
+    run.flags = pool.take(gate_bytes(n), true);
+    std::memset(run.flags.data_ptr(), 0, n * sizeof(uint32_t));
+    const auto *gates = static_cast<const uint32_t *>(run.flags.data_ptr());
+    run.stream_mode = true; // from here chunk_done opens the gates
+    try {
+        c10::impl::VirtualGuardImpl impl(run.plan.device.type());
+        c10::StreamGuard g(run.streams->h2d);
+        for (size_t i = 0; i < n; ++i) {
+            stream_wait_word(run.streams->h2d, gates + i, 1);
+            for (const auto &p : run.plan.chunks[i].out) {
+                p.dev.copy_(run.hout.narrow(0, p.off, p.dev.numel()), true);
+                // the run lets go of the tensor before the copy lands (no
+                // host wait): its memory must not be reused before it has
+                impl.recordDataPtrOnStream(p.dev.storage().data_ptr(),
+                                           run.streams->h2d);
+            }
+        }
+        run.done = device_event(run.plan.device);
+        run.done->record(run.streams->h2d);
+    } catch (...) {
+        // nothing is submitted: open every gate queued so far, so the
+        // stream goes on (the device refused a wait its probe accepted)
+        for (size_t i = 0; i < n; ++i) {
+            run.open_gate(i);
+        }
+        throw;
+    }
+    run.work->set_recorded(run.done);
+}
 
 } // namespace
 
@@ -351,14 +677,17 @@ c10::intrusive_ptr<c10d::Work> GcxBackend::submit_staged(StagePlan plan)
         call.record(impl.getStream(plan.device));
         call.block(run->streams->d2h);
         call.block(run->streams->h2d);
-        c10::StreamGuard g(run->streams->d2h);
-        for (size_t i = 0; i < n; ++i) {
-            for (const auto &p : plan.chunks[i].in) {
-                run->hin.narrow(0, p.off, p.dev.numel()).copy_(p.dev, true);
+        {
+            c10::StreamGuard g(run->streams->d2h);
+            for (size_t i = 0; i < n; ++i) {
+                for (const auto &p : plan.chunks[i].in) {
+                    run->hin.narrow(0, p.off, p.dev.numel()).copy_(p.dev,
+                                                                   true);
+                }
+                run->landed.push_back(
+                    std::make_unique<c10::Event>(plan.device.type()));
+                run->landed.back()->record(run->streams->d2h);
             }
-            run->landed.push_back(
-                std::make_unique<c10::Event>(plan.device.type()));
-            run->landed.back()->record(run->streams->d2h);
         }
     } else {
         for (size_t i = 0; i < n; ++i) {
@@ -369,18 +698,29 @@ c10::intrusive_ptr<c10d::Work> GcxBackend::submit_staged(StagePlan plan)
     }
     pool.count_call(n);
     run->plan = std::move(plan);
+    if (run->device && stream_waits(run->plan.device)) {
+        queue_copies_back(*run, n);
+    }
     run->left = n;
     for (size_t i = 0; i < n; ++i) {
         auto job  = std::make_shared<Job>();
         job->name = run->plan.name;
         job->comm = comm;
         if (run->device) {
-            job->ready = [run, i] { return run->landed[i]->query(); };
+            job->ready = [run, i] {
+                c10::DeviceGuard g(run->plan.device); // the engine thread
+                return run->landed[i]->query();
+            };
         }
         job->start = [run, i, comm](std::vector<gcx_request_t *> &reqs) {
             return run->plan.chunks[i].start(
                 comm, reqs, static_cast<uint8_t *>(run->hin.data_ptr()),
                 static_cast<uint8_t *>(run->hout.data_ptr()));
+        };
+        job->settled = [run, i](gcx_status_t) {
+            if (run->stream_mode) {
+                run->open_gate(i); // the engine thread: see Job::settled
+            }
         };
         job->done = [run, i](gcx_status_t st) { run->chunk_done(i, st); };
         try {
@@ -407,7 +747,7 @@ Mirror::Mirror(c10::Device device)
         call_event_.emplace(device.type());
         call_event_->record(impl.getStream(device));
         call_event_->block(s.d2h);
-        call_event_->block(s.h2d);
+        call_event_->block(s.mirror);
     }
     HostPool::get().count_mirror();
 }
@@ -531,12 +871,12 @@ std::function<void()> Mirror::copy_back() const
             return;
         }
         StageStreams s = stage_streams(dev);
-        c10::StreamGuard g(s.h2d);
+        c10::StreamGuard g(s.mirror);
         for (const auto &b : back) {
             b.first.copy_(b.second, true);
         }
         c10::Event e(dev.type());
-        e.record(s.h2d);
+        e.record(s.mirror);
         e.synchronize();
     };
 }

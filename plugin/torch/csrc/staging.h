@@ -57,6 +57,27 @@ size_t stage_chunk_bytes();
 // MirrorScope: the mirrors are host tensors already).
 bool staged(c10::Device device);
 
+// A device type's way to queue, on one of its streams, a wait until a word
+// of pinned host memory is >= value (CUDA: cuStreamWaitValue32, built in;
+// another device type registers one: torch_gcx._C.set_stream_wait_word
+// with the address its device module gives, see torch_gcx/__init__.py).
+// Returns 0 when queued.
+using StreamWaitWordFn = int (*)(int8_t device_index, int64_t stream_id,
+                                 const volatile uint32_t *word,
+                                 uint32_t value);
+void set_stream_wait_word(c10::DeviceType type, StreamWaitWordFn fn);
+// GCX_TORCH_WAIT: unset or "auto": staged calls of a device type that has
+// a stream wait (its first use probes it) use stream mode: their copies
+// back are queued at the call behind waits on per-chunk words the host
+// sets as chunks complete, so Work::wait() returns at once, the caller's
+// stream ordered after the copies (NCCL's semantics). "host": never (the
+// host waits in wait() until the network part is over and the copies back
+// are queued, gloo's CUDA semantics). Any other value raises, naming it.
+bool stream_waits(c10::Device device);
+// Queue the wait (raises when the device refuses).
+void stream_wait_word(const c10::Stream &stream, const volatile uint32_t *word,
+                      uint32_t value);
+
 // Counters of the staging, for tests and benchmarks (torch_gcx._C.
 // stage_stats()).
 struct StageStats {
@@ -77,20 +98,27 @@ class HostPool {
     static HostPool &get();
     at::Tensor take(size_t bytes, bool pinned);
     void give(at::Tensor buf, bool pinned);
+    // keep a pinned buffer until `done` is reached on its stream, then as
+    // give() (checked at the next take of pinned memory: nobody waits)
+    void give_after(at::Tensor buf, std::shared_ptr<c10::Event> done);
     void count_call(size_t chunks);
     void count_mirror();
     StageStats stats();
 
   private:
+    void reap(); // give() the buffers of later_ whose event was reached
     std::mutex mu_;
     std::multimap<size_t, at::Tensor> idle_[2]; // [pinned]
+    std::vector<std::pair<at::Tensor, std::shared_ptr<c10::Event>>> later_;
     size_t cached_ = 0;
     StageStats stats_;
 };
 
-// The side streams of a device: copies to the host, copies back.
+// The side streams of a device: copies to the host, copies back, and the
+// host mirrors' copies back (`mirror`: the completer waits for those on
+// the host, so they must never queue behind a stream-mode gate on h2d).
 struct StageStreams {
-    c10::Stream d2h, h2d;
+    c10::Stream d2h, h2d, mirror;
 };
 StageStreams stage_streams(c10::Device device);
 
@@ -122,6 +150,12 @@ struct StagePlan {
     std::vector<StageChunk> chunks;
     std::vector<at::Tensor> outputs, inputs;
 };
+
+// An event of `device` that is destroyed under a guard of its device: it
+// may be dropped on a thread that never set one (the completer's, a
+// Work's last owner), where destroying it would switch to device 0 and
+// back (with CUDA >= 12: a context on GPU 0 from every rank).
+std::shared_ptr<c10::Event> device_event(c10::Device device);
 
 // Flat byte view of a contiguous tensor.
 at::Tensor byte_view(const at::Tensor &t);
@@ -161,6 +195,13 @@ class Mirror {
     std::function<void()> copy_back() const;
     // the user's tensors given to out()/inout(), in order
     const std::vector<at::Tensor> &user_outputs() const { return users_; }
+    // the devices of a device-aware Work's Future: the mirrored device, or
+    // none for CPU tensors (GCX_TORCH_STAGE=always)
+    std::vector<c10::Device> future_devices() const
+    {
+        return pinned_ ? std::vector<c10::Device>{device_}
+                       : std::vector<c10::Device>{};
+    }
 
   private:
     at::Tensor host_like(const at::Tensor &t);

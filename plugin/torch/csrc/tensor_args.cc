@@ -8,6 +8,8 @@
 // tensor; flat_cat/scatter_copy copy the data once (list-shaped calls).
 #include "tensor_args.h"
 
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
 #include <torch/headeronly/version.h>
 
 #include <optional>
@@ -66,9 +68,15 @@ c10::Device call_device(const std::vector<const std::vector<at::Tensor> *> &list
     if (!dev) {
         return c10::Device(c10::kCPU);
     }
-    TORCH_CHECK(dev->is_cpu() || dev->is_cuda(), "gcx ", op,
-                ": the tensors are on ", *dev,
-                "; the gcx backend takes CPU and CUDA tensors");
+    // an accelerator's tensors are staged through host memory by its
+    // streams and events (staging.h): any device type with a guard
+    // implementation will do (torch_gcx registers for GCX_TORCH_DEVICES)
+    TORCH_CHECK(dev->is_cpu() ||
+                    (!dev->is_meta() &&
+                     c10::impl::hasDeviceGuardImpl(dev->type())),
+                "gcx ", op, ": the tensors are on ", *dev,
+                "; the gcx backend takes CPU tensors and tensors of an "
+                "accelerator (cuda, or a device type of GCX_TORCH_DEVICES)");
     return *dev;
 }
 

@@ -19,7 +19,8 @@ void check_tensor(const at::Tensor &t, const char *op, const char *what);
 void check_dense(const at::Tensor &t, const char *op, const char *what);
 // The one device of a call's tensors (undefined ones skipped; none at all:
 // the CPU). Tensors on two devices (a CPU/CUDA mix, or cuda:0 and cuda:1),
-// or on a device type the backend does not take (it takes cpu and cuda),
+// or on a device type the backend cannot stage (meta, or one without a
+// device guard: it takes cpu and the accelerators of GCX_TORCH_DEVICES),
 // raise, naming the devices. Every rank checks its own call, as for the
 // other argument checks: a call every rank makes the same way raises on
 // every rank.

@@ -14,6 +14,7 @@
 
 #include <torch/extension.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
+#include <c10/core/DeviceGuard.h>
 #include <c10/core/Event.h>
 
 #include <atomic>
@@ -37,10 +38,11 @@ class GcxWork : public c10d::Work {
     // title: the profiler event ("gcx:all_reduce", ...), nullptr for none;
     // c10d::Work records it with the inputs' shapes (when profiling) and
     // ends it in finish(), on the completer thread
-    // devices: the accelerator the outputs are on (a staged call on device
-    // tensors, staging.h), empty for CPU: the Future is then device-aware
-    // (its value is ready on a stream that waited for the staging's last
-    // copy, see finish_ok).
+    // devices: the accelerator the outputs are on (a call on device
+    // tensors, staged or through host mirrors, staging.h), empty for CPU:
+    // the Future is then device-aware (its value is ready on a stream that
+    // waited for the copies back, see finish_ok; then() callbacks run under
+    // its device and streams, as NCCL's).
     GcxWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
             const char *title = nullptr,
             const std::vector<at::Tensor> &inputs = {},
@@ -53,6 +55,9 @@ class GcxWork : public c10d::Work {
           future_(c10::make_intrusive<c10::ivalue::Future>(
               c10::ListType::create(c10::TensorType::get()), devices))
     {
+        if (!devices.empty()) {
+            future_device_ = devices.front();
+        }
     }
 
     // A staged call on device tensors: `done` will be recorded on the
@@ -104,11 +109,19 @@ class GcxWork : public c10d::Work {
     // completer thread, no plugin lock held: the Work first (wait()
     // returns), then the Future (its callbacks run here). A device-aware
     // Future records its events on the current streams of the calling
-    // thread: the staging calls this under a guard of its copy stream.
+    // thread: the staging calls this under a guard of its copy stream. The
+    // device is set here for that (the completer thread never sets one: a
+    // device call without it would work on device 0, and with CUDA >= 12
+    // make a context there).
     void finish_ok()
     {
         finish();
-        future_->markCompleted(c10::IValue(outputs_));
+        if (future_device_) {
+            c10::DeviceGuard g(*future_device_);
+            future_->markCompleted(c10::IValue(outputs_));
+        } else {
+            future_->markCompleted(c10::IValue(outputs_));
+        }
     }
 
     void finish_error(std::exception_ptr e)
@@ -150,6 +163,7 @@ class GcxWork : public c10d::Work {
 
   private:
     std::optional<c10::Device> device_; // staged device call
+    std::optional<c10::Device> future_device_; // a device-aware Future's
     bool recorded_ = false;             // done_ is recorded (mutex_)
     // after the last copy back; its own lock: c10d::Work::wait calls
     // synchronize() holding mutex_

@@ -4,9 +4,11 @@ tensors).
     import torch_gcx
     torch.distributed.init_process_group("gcx")
 
-The backend is registered for the devices "cpu" and "cuda": CUDA tensors are
-staged through pinned host buffers, pipelined by chunks, with NCCL's stream
-semantics (README.md, "Devices and staging").
+The backend is registered for the device types GCX_TORCH_DEVICES names
+(default "cpu,cuda"; e.g. "cpu,cuda,simdev" adds the tests' simulated
+device, whose module must be imported first): tensors of a device other
+than the CPU are staged through pinned host buffers, pipelined by chunks,
+with NCCL's stream semantics (README.md, "Devices and staging").
 
 Importing registers the backend (once; importing again is harmless). Each
 process group gets one gcx communicator: the default group's is created over
@@ -80,10 +82,11 @@ def _backend(group):
 
 
 # torch creates a group's backend once per device type it is registered
-# for ("cpu", then "cuda"), in one call of its _new_process_group_helper:
-# the second call gets the backend the first made, so a group has one gcx
-# communicator for both kinds of tensors. That call is told apart by its
-# BackendConfig (a new one per call; held weakly here).
+# for ("cpu", then "cuda", ...), in one call of its _new_process_group_helper:
+# the later calls get the backend the first made, so a group has one gcx
+# communicator for every kind of tensor. That call is told apart by its
+# BackendConfig (a new one per call; held weakly here, and the entry goes
+# when torch drops it).
 _made = {}
 
 
@@ -112,7 +115,7 @@ def _create_backend(opts, _backend_options):
     call = _creation_call()
     key = (str(opts.group_id), opts.group_rank, opts.group_size)
     if call is not None and key in _made:
-        ref, backend = _made.pop(key)
+        ref, backend = _made[key]
         if ref() is call:
             return backend
     backend = _C.create_backend(opts.store, opts.group_rank, opts.group_size,
@@ -126,8 +129,46 @@ def _create_backend(opts, _backend_options):
     return backend
 
 
+def _devices():
+    """The device types of GCX_TORCH_DEVICES (default "cpu,cuda"), checked:
+    each one torch knows (a custom device's module imported first), cpu
+    among them."""
+    import os
+    text = os.environ.get("GCX_TORCH_DEVICES", "") or "cpu,cuda"
+    names = [n.strip() for n in text.split(",")]
+    for n in names:
+        try:
+            ok = n != "" and torch.device(n).type == n and n != "meta"
+        except RuntimeError:
+            ok = False
+        if not ok:
+            raise ValueError(
+                f"torch_gcx: GCX_TORCH_DEVICES={text!r} names {n!r}, which is "
+                f"not a device type torch knows here (a custom device's "
+                f"module, e.g. torch_simdev, must be imported before "
+                f"torch_gcx)")
+    if "cpu" not in names:
+        raise ValueError(f"torch_gcx: GCX_TORCH_DEVICES={text!r} must include "
+                         f"cpu (the backend's communicator is the CPU one)")
+    return list(dict.fromkeys(names))
+
+
+def _stream_waits(names):
+    """A custom device whose module offers `_stream_wait_word_fn()` (the
+    address of its C function that queues on a stream a wait until a host
+    word reaches a value) gets stream-mode waits (staging.h); CUDA's is
+    built in."""
+    for n in names:
+        if n in ("cpu", "cuda"):
+            continue
+        fn = getattr(getattr(torch, n, None), "_stream_wait_word_fn", None)
+        if fn is not None:
+            _C.set_stream_wait_word(n, int(fn()))
+
+
 if not hasattr(dist.Backend, "GCX"):
+    _stream_waits(_devices())
     dist.Backend.register_backend("gcx", _create_backend, extended_api=True,
-                                  devices=["cpu", "cuda"])
+                                  devices=_devices())
     # stop the engine before the interpreter goes away; never hangs
     atexit.register(_C.shutdown)

@@ -191,20 +191,28 @@ class _Dev:
 
 class _Issuer:
     """The state's worker thread: waits for each bucket's staging copy and
-    issues its exchange, in submission (= DDP bucket) order."""
+    issues its exchange, in submission (= DDP bucket) order. The exchange
+    goes into a place in gcx's line taken on DDP's thread when the hook ran
+    (_C.hooks_reserve), so a collective DDP calls meanwhile on the same
+    group (its unused-parameter allreduce with find_unused_parameters=True)
+    is issued after it on every rank, whatever the timing. The thread sets
+    its device first (a device call from a thread without one works on
+    device 0: with CUDA >= 12 a context there from every rank)."""
 
     def __init__(self):
         self._q = queue.SimpleQueue()
         self._t = None
 
-    def submit(self, fn):
+    def submit(self, fn, dev):
         if self._t is None:
-            self._t = threading.Thread(target=self._loop, daemon=True,
-                                       name="torch_gcx.hooks")
+            self._t = threading.Thread(target=self._loop, args=(dev,),
+                                       daemon=True, name="torch_gcx.hooks")
             self._t.start()
         self._q.put(fn)
 
-    def _loop(self):
+    def _loop(self, dev):
+        if not dev.cpu:
+            dev.mod.set_device(dev.device)
         while True:
             fn = self._q.get()
             fn()
@@ -593,12 +601,13 @@ class _CompressedState:
                                               else 4 * n, n, last)
                 t2 = time.perf_counter()
                 work = _C.hooks_exchange(
-                    pg, None if idx is None else b.h_idx, 
+                    pg, None if idx is None else b.h_idx,
                     b.h_dense if idx is None else b.h_vals, nnz, n,
                     None if idx is None else b.o_idx,
                     None if idx is None else b.o_vals,
                     None if idx is None else b.o_nnz,
-                    b.h_norms if norms is not None else None, self._algo)
+                    b.h_norms if norms is not None else None, self._algo,
+                    place)
 
                 def done(f):
                     if self.profile:
@@ -607,10 +616,13 @@ class _CompressedState:
                     finish(f)
                 work.get_future().add_done_callback(done)
             except BaseException as e:  # noqa: B902
+                place.cancel()  # the line goes on (no-op once used)
                 undo()
                 fut.set_exception(e)
 
-        self._issuer.submit(issue)
+        # this bucket's place in gcx's line, in DDP's order (see _Issuer)
+        place = _C.hooks_reserve(pg)
+        self._issuer.submit(issue, dev)
         return fut
 
     def _norms_done(self, index, step, b):
