@@ -14,6 +14,7 @@ import os
 import sys
 
 import numpy as np
+import simdev_env  # noqa: I100  (the simulated device, before torch_gcx)
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -23,6 +24,10 @@ from hooks_worker import FakeBucket, mlp, same_params
 from worker import run_scenario
 
 DEV = torch.device(os.environ.get("TEST_DEVICE", "cpu"))
+if DEV.type != "cpu" and DEV.index is None:
+    # what tensors report (cuda:0, simdev:0): torch.device("cuda") is not
+    # equal to torch.device("cuda", 0)
+    DEV = torch.device(DEV.type, 0)
 
 
 def np_topk_mask(e, k):
@@ -202,7 +207,7 @@ def sc_ddp_matches_host(rank, size, gloo):
             o.zero_grad()
             torch.nn.functional.mse_loss(m(x.to(dev)), y.to(dev)).backward()
             o.step()
-    same_params(a, b.cpu(), "device path vs host path", rtol=1e-5,
+    same_params(a, b, "device path vs host path", rtol=1e-5,
                 atol=1e-6)
     assert [t["bytes"] for t in sa.trace] == [t["bytes"] for t in sb.trace]
     assert any(r["level"] == "warm" for r in sb.copy_log)
@@ -213,6 +218,71 @@ def sc_ddp_matches_host(rank, size, gloo):
     for name in ra:
         torch.testing.assert_close(ra[name], rb[name], rtol=1e-5, atol=1e-6)
     print("dev ddp matches host ok", flush=True)
+
+
+class Deep(torch.nn.Module):
+    """Several buckets with compute between them, and a branch forward()
+    never uses (no gradient: DDP's find_unused_parameters)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(20, 192), torch.nn.ReLU(),
+            torch.nn.Linear(192, 192), torch.nn.ReLU(),
+            torch.nn.Linear(192, 192), torch.nn.ReLU(),
+            torch.nn.Linear(192, 4))
+        self.unused = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def sc_ddp_unused_matches_host(rank, size, gloo):
+    # find_unused_parameters=True: DDP's reducer all-reduces its
+    # unused-parameter map on the autograd thread after the last bucket's
+    # hook, while the device path issues each bucket's exchange from its
+    # worker thread once the bucket's copy has landed. With copies slow on
+    # one rank only (the simulated device's latency), that thread would
+    # issue before the map on one rank and after it on the other
+    # (GCX_ERR_MISMATCH, or a hang); the hook's place in gcx's line, taken
+    # in bucket order on the autograd thread, keeps one order. Several
+    # steps, the parameters equal to the host path's (a CPU model).
+    if DEV.type == "simdev":
+        import torch_simdev
+        torch_simdev.set_latency_us(15000 if rank == 1 else 0)
+
+    def make(device, gravac, **kw):
+        m = DDP(Deep().to(device), bucket_cap_mb=0.1,
+                find_unused_parameters=True)
+        if gravac:
+            st = H.GravacState(window=2, epsilon=0.05, theta_min=2,
+                               theta_max=64, start_iter=1, model=m, **kw)
+            m.register_comm_hook(st, H.gravac_hook)
+        else:
+            st = H.TopkState(cf=4, start_iter=1, model=m, **kw)
+            m.register_comm_hook(st, H.topk_hook)
+        return m, st, torch.optim.SGD(m.parameters(), lr=0.05)
+
+    for gravac in (False, True):
+        a, sa, oa = make("cpu", gravac)
+        b, sb, ob = make(DEV, gravac, device_path="always", select="topk")
+        g = torch.Generator().manual_seed(300 + rank)
+        for _ in range(8):
+            x = torch.randn(16, 20, generator=g)
+            y = torch.randn(16, 4, generator=g)
+            for m, o in ((a, oa), (b, ob)):
+                dev = next(m.parameters()).device
+                o.zero_grad()
+                torch.nn.functional.mse_loss(m(x.to(dev)),
+                                             y.to(dev)).backward()
+                o.step()
+        same_params(a, b, f"unused params, gravac={gravac}: device "
+                    f"path vs host path", rtol=1e-5, atol=1e-6)
+        assert [t["bytes"] for t in sa.trace] == \
+            [t["bytes"] for t in sb.trace]
+        assert len(set(r["index"] for r in sb.copy_log)) >= 3, sb.copy_log
+    print("dev ddp unused matches host ok", flush=True)
 
 
 def sc_gravac_resume(rank, size, gloo):
@@ -355,3 +425,4 @@ if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     run_scenario(SCENARIOS, sys.argv[1], int(sys.argv[2]), int(sys.argv[3]),
                  sys.argv[4])
+    simdev_env.check(int(sys.argv[2]))

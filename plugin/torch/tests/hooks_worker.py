@@ -120,9 +120,13 @@ def train(pairs, steps, rank, lr=0.1):
 
 
 def same_params(a, b, what, rtol=1e-5, atol=1e-6):
+    # b's parameters are read on the CPU where they are (a model on a
+    # device is not moved: module.cpu() of a custom device's model makes
+    # new Parameters, which a hook state keyed by parameter loses)
     for (name, p), q in zip(a.named_parameters(), b.parameters()):
         try:
-            torch.testing.assert_close(p, q, rtol=rtol, atol=atol)
+            torch.testing.assert_close(p.detach().cpu(), q.detach().cpu(),
+                                       rtol=rtol, atol=atol)
         except AssertionError as e:
             raise AssertionError(f"{what}: parameter {name}: {e}") from None
 

@@ -6,13 +6,16 @@ GCX_TORCH_STAGE_CHUNK, so CPU tensors take the chunked staging pipeline of
 device tensors (host buffer pool, one gcx call per chunk, copies in and
 out) and the host mirrors of the calls that are not chunked. TEST_DEVICE
 (default cpu) is the device of the tensors: test_cuda_collectives.py runs
-the same scenarios with "cuda". Results are compared with gloo's on the
-same data (CPU copies).
+the same scenarios with "cuda" and with the simulated device "simdev"
+(simdev_env.py: asynchronous copies, strict allocator, its counters
+checked at the end). Results are compared with gloo's on the same data
+(CPU copies).
 """
 import datetime
 import os
 import sys
 
+import simdev_env  # noqa: I100  (the simulated device, before torch_gcx)
 import torch
 import torch.distributed as dist
 
@@ -20,12 +23,24 @@ import torch_gcx
 from worker import data  # small integers: exact sums in any order
 
 DEV = torch.device(os.environ.get("TEST_DEVICE", "cpu"))
+if DEV.type != "cpu" and DEV.index is None:
+    DEV = torch.device(DEV.type, 0)  # what tensors report: cuda:0, ...
+MOD = None if DEV.type == "cpu" else torch.get_device_module(DEV)
 CHUNK = int(os.environ.get("GCX_TORCH_STAGE_CHUNK", 4 << 20))
 
 
-def init(rank, size, store_file, timeout=60, gloo=True):
+def busy():
+    """Queue tens of ms of device time on the current stream (a long
+    kernel): work queued behind it runs late."""
     if DEV.type == "cuda":
-        torch.cuda.set_device(0)  # the ranks share one GPU
+        busy()
+    else:
+        MOD.sleep_on_stream(30_000)
+
+
+def init(rank, size, store_file, timeout=60, gloo=True):
+    if MOD is not None:
+        MOD.set_device(0)  # the ranks share one device
     dist.init_process_group("gcx", init_method="file://" + store_file,
                             rank=rank, world_size=size,
                             timeout=datetime.timedelta(seconds=timeout))
@@ -185,7 +200,9 @@ def sc_pipeline(rank, size, gloo):
     assert s1["chunks"] - s0["chunks"] == 11, (s0, s1)
     # the same size again: the pool gives the buffer back, allocates none
     y = dev(data(rank, n, torch.float32, salt=1))
-    dist.all_reduce(y)
+    # the Future: complete once the buffers went back to the pool (with
+    # stream-mode waits, wait() returns before that)
+    dist.all_reduce(y, async_op=True).get_future().wait()
     s2 = torch_gcx.stage_stats()
     assert s2["allocs"] == s1["allocs"], (s1, s2)
     assert s2["reuses"] > s1["reuses"], (s1, s2)
@@ -267,18 +284,18 @@ def sc_errors(rank, size, gloo):
 
 
 def sc_streams(rank, size, gloo):
-    """CUDA only: NCCL's stream semantics. The call is ordered after what
+    """A device (CUDA, the simulated one): NCCL's stream semantics. The call is ordered after what
     the current stream had queued (a fill queued behind a long kernel is
     what gets reduced); work.wait() orders the current stream after the
     copy back without a host sync, so a read queued on the stream right
     after it sees the result; a call made on a side stream is ordered
     after that stream's work; the Future's value is the result."""
-    assert DEV.type == "cuda", DEV
+    assert MOD is not None, DEV
     n = 3 * (CHUNK // 4) + 11  # several chunks
     want = float(sum(r + 1 for r in range(size)))
     for i in range(3):
         t = torch.zeros(n, device=DEV)
-        torch.cuda._sleep(50_000_000)  # ~tens of ms of GPU time
+        busy()  # ~tens of ms of GPU time
         t.fill_(rank + 1)  # queued behind the sleep
         work = dist.all_reduce(t, async_op=True)
         work.wait()  # no host sync: the stream waits
@@ -287,23 +304,23 @@ def sc_streams(rank, size, gloo):
         assert torch.all(got == want), (i, got[:4], want)
     # all_gather_into_tensor and reduce_scatter_tensor the same way
     x = torch.zeros(n, device=DEV)
-    torch.cuda._sleep(50_000_000)
+    busy()
     x.fill_(rank + 1)
     out = torch.empty(size * n, device=DEV)
     dist.all_gather_into_tensor(out, x, async_op=True).wait()
     exp = torch.cat([torch.full((n,), r + 1.0) for r in range(size)])
     assert torch.equal(out.cpu(), exp), "all_gather_into_tensor order"
     big = torch.zeros(size * n, device=DEV)
-    torch.cuda._sleep(50_000_000)
+    busy()
     big.fill_(rank + 1)
     small = torch.empty(n, device=DEV)
     dist.reduce_scatter_tensor(small, big, async_op=True).wait()
     assert torch.all(small.cpu() == want), "reduce_scatter_tensor order"
     # a side stream: the call follows that stream's work, wait() orders it
-    side = torch.cuda.Stream()
-    with torch.cuda.stream(side):
+    side = torch.Stream(device=DEV)
+    with side:
         t = torch.zeros(n, device=DEV)
-        torch.cuda._sleep(50_000_000)
+        busy()
         t.fill_(rank + 1)
         w = dist.all_reduce(t, async_op=True)
         w.wait()
@@ -311,7 +328,7 @@ def sc_streams(rank, size, gloo):
     assert torch.all(got == 2 * want), got[:4]
     # the Future: complete when the result is in the tensor
     t = torch.zeros(n, device=DEV)
-    torch.cuda._sleep(50_000_000)
+    busy()
     t.fill_(rank + 1)
     fut = dist.all_reduce(t, async_op=True).get_future()
     val = fut.wait()[0]
@@ -319,19 +336,84 @@ def sc_streams(rank, size, gloo):
     assert torch.all(t.cpu() == want)
     # broadcast of what the root queued behind a kernel
     t = torch.zeros(n, device=DEV)
-    torch.cuda._sleep(50_000_000)
+    busy()
     t.fill_(rank + 5)
     dist.broadcast(t, src=size - 1, async_op=True).wait()
     assert torch.all(t.cpu() == size + 4), t[:4]
     # staged through the pool: host buffers reused across calls
     s = torch_gcx.stage_stats()
     assert s["calls"] > 0 and s["reuses"] > 0, s
+    # the Futures of staged and of mirrored calls (all_to_all_single goes
+    # through host mirrors) are device-aware: then() runs its callback on
+    # a stream of the device that waited for the result, not on the
+    # thread's current (default) stream
+    default = MOD.default_stream(DEV)
+    for what, call in [
+            ("staged all_reduce", lambda t, o: dist.all_reduce(
+                t, async_op=True)),
+            ("mirrored all_to_all_single", lambda t, o: dist.all_to_all_single(
+                o, t, async_op=True))]:
+        t = torch.full((4 * size,), float(rank + 1), device=DEV)
+        o = torch.empty(4 * size, device=DEV)
+        seen = {}
+
+        def cb(f):
+            seen["stream"] = MOD.current_stream(DEV)
+            return f.value()[0] * 1
+
+        got = call(t, o).get_future().then(cb).wait()
+        assert seen["stream"] != default, (what, seen, default)
+        want = torch.full((4 * size,), float(sum(range(1, size + 1)))) \
+            if what.startswith("staged") else \
+            torch.cat([torch.full((4,), r + 1.0) for r in range(size)])
+        assert torch.equal(got.cpu(), want), (what, got)
+
+
+def sc_wait_nonblocking(rank, size, gloo):
+    """work.wait() of a staged call does not block the host (stream mode,
+    GCX_TORCH_WAIT unset): rank 0 calls all_reduce and wait() while the
+    other ranks have not called it yet (they wait for rank 0's store key,
+    set after its wait() returned), so the collective cannot be over: wait()
+    returned with the current stream, not the host, waiting. Reading the
+    tensor then (a copy queued on that stream) gives the sum once the others
+    joined. With GCX_TORCH_WAIT=host, wait() blocks the host until the
+    network part is over: it times out here (printed, and checked)."""
+    import datetime
+    store = dist.distributed_c10d._get_default_store()
+    n = 3 * (CHUNK // 4) + 5
+    want = float(sum(r + 1 for r in range(size)))
+    host_mode = os.environ.get("GCX_TORCH_WAIT") == "host"
+    assert torch_gcx._C.stream_waits(str(DEV)) != host_mode
+    for i in range(1 if host_mode else 3):
+        t = dev(torch.full((n,), float(rank + 1)))
+        if rank == 0:
+            work = dist.all_reduce(t, async_op=True)
+            try:
+                work.wait(timeout=datetime.timedelta(seconds=2))
+            except RuntimeError as e:
+                assert host_mode, e
+                print(f"host wait timed out: {str(e).splitlines()[0]}",
+                      flush=True)
+                store.set(f"go{i}", "1")
+                work.wait()
+            else:
+                assert not host_mode
+                assert not work.is_completed(), "the others have not called it"
+                print("wait returned before the collective", flush=True)
+                store.set(f"go{i}", "1")
+        else:
+            store.wait([f"go{i}"])
+            work = dist.all_reduce(t, async_op=True)
+            work.wait()
+        got = t.cpu()  # queued on the current stream, after wait()
+        assert torch.all(got == want), (i, got[:4], want)
+        assert work.is_completed() or not host_mode
 
 
 def sc_mixed_devices(rank, size, gloo):
-    """CUDA only: a CPU/CUDA mix, and two GPUs in one call, raise on every
-    rank naming the devices; the group goes on."""
-    assert DEV.type == "cuda", DEV
+    """A device: a CPU/device mix, and two devices in one call, raise on
+    every rank naming the devices; the group goes on."""
+    assert MOD is not None, DEV
     cases = [
         lambda: dist.all_gather([torch.empty(4)] +
                                 [torch.empty(4, device=DEV)] * (size - 1),
@@ -345,10 +427,10 @@ def sc_mixed_devices(rank, size, gloo):
         lambda: dist.all_reduce_coalesced([torch.ones(4),
                                            torch.ones(4, device=DEV)]),
     ]
-    if torch.cuda.device_count() > 1:
+    if MOD.device_count() > 1:
         cases.append(lambda: dist.all_gather_into_tensor(
-            torch.empty(4 * size, device="cuda:1"),
-            torch.ones(4, device="cuda:0")))
+            torch.empty(4 * size, device=torch.device(DEV.type, 1)),
+            torch.ones(4, device=torch.device(DEV.type, 0))))
     for fn in cases:
         try:
             fn()
@@ -402,8 +484,13 @@ def main():
         if rank == size - 1:
             os._exit(0)
         t = dev(torch.ones(20 * (CHUNK // 4)))
+        work = dist.all_reduce(t, async_op=True)
         try:
-            dist.all_reduce(t)
+            # host mode: wait() raises; stream mode (NCCL's semantics):
+            # wait() may return before the failure is known, the Future
+            # (and every later call on the group) raises
+            work.wait()
+            work.get_future().wait()
         except RuntimeError as e:
             msg = str(e)
             assert "GCX_ERR_PEER" in msg or "GCX_ERR_TIMEOUT" in msg, msg
@@ -411,8 +498,15 @@ def main():
         else:
             raise AssertionError("staged allreduce with a dead peer did "
                                  "not raise")
-        if DEV.type == "cuda":
-            torch.cuda.synchronize()  # no stream left waiting
+        try:
+            dist.all_reduce(dev(torch.ones(4)))
+            torch.distributed.barrier()
+        except RuntimeError as e:
+            print("next call error:", str(e).splitlines()[0], flush=True)
+        else:
+            raise AssertionError("a call after the failure did not raise")
+        if MOD is not None:
+            MOD.synchronize()  # no stream left waiting
             print("streams idle", flush=True)
         os._exit(0)
     if scenario == "badenv":
@@ -427,6 +521,7 @@ def main():
     SCENARIOS[scenario](rank, size, gloo)
     dist.barrier(group=gloo)
     dist.destroy_process_group()
+    simdev_env.check(rank)
     print(f"rank {rank}: {scenario} ok", flush=True)
 
 

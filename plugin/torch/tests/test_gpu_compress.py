@@ -8,7 +8,9 @@ thread, the exchange, the scatter back, checkpoints); references are a
 numpy top-k with error feedback, every rank's selection gathered over
 gloo, and the C++ host path. The test_cuda_* tests run the same scenarios
 on CUDA buckets and are skipped (with the reason) without a CUDA device;
-perf/gpu/run.sh runs them on a GPU machine.
+perf/gpu/run.sh runs them on a GPU machine. The test_simdev_* tests run
+them on the simulated asynchronous accelerator (plugin/torch/simdev) in
+every CI run, strict mode, its counters checked at the end of each rank.
 
 Cost: ~12 launches of 2-3 processes, about a minute on 2 cores."""
 import pytest
@@ -20,17 +22,36 @@ HAVE_CUDA = torch.cuda.is_available()
 requires_cuda = pytest.mark.skipif(
     not HAVE_CUDA, reason="no CUDA device (torch.cuda.is_available() is "
     "False): the CUDA device path is checked by perf/gpu/run.sh")
+try:
+    import torch_simdev  # noqa: F401
+    HAVE_SIMDEV = True
+except ImportError:
+    HAVE_SIMDEV = False
+requires_simdev = pytest.mark.skipif(
+    not HAVE_SIMDEV, reason="torch_simdev is not built (PYTHONPATH needs "
+    "<build>/plugin/torch/simdev)")
+# the simulated accelerator (plugin/torch/simdev): asynchronous copies with
+# latency and jitter, the strict allocator; simdev_env.check() at the end
+# of each rank asserts its counters (no device call from a thread without
+# a device, no poisoned read, no cross-stream free)
+SIMDEV = {"GCX_TORCH_DEVICES": "cpu,simdev", "SIMDEV_STRICT": "1",
+          "SIMDEV_LATENCY_US": "200", "SIMDEV_JITTER_US": "300"}
 
 
 def run(scenario, size, device="cpu", **kw):
+    env = {"TEST_DEVICE": device}
+    if device == "simdev":
+        env.update(SIMDEV)
     return check_ok(scenario, size, script="gpu_compress_worker.py",
-                    env={"TEST_DEVICE": device}, **kw)
+                    env=env, **kw)
 
 
 SCENARIOS = [("topk_exact", "dev topk exact ok", [2, 3]),
              ("threshold", "dev threshold ok", [2]),
              ("gravac_matches_host", "dev gravac matches host ok", [2]),
              ("ddp_matches_host", "dev ddp matches host ok", [2]),
+             ("ddp_unused_matches_host", "dev ddp unused matches host ok",
+              [2]),
              ("gravac_resume", "dev gravac resume ok", [2]),
              ("errors", "dev errors ok", [2]),
              ("coded", "dev coded ok", [2])]
@@ -47,6 +68,13 @@ def test_device_path_on_cpu(scenario, want, size):
 @pytest.mark.parametrize("scenario,want,size", CASES)
 def test_cuda_device_path(scenario, want, size):
     outs = run(scenario, size, device="cuda")
+    assert all(want in o for o in outs), outs[0]
+
+
+@requires_simdev
+@pytest.mark.parametrize("scenario,want,size", CASES)
+def test_simdev_device_path(scenario, want, size):
+    outs = run(scenario, size, device="simdev")
     assert all(want in o for o in outs), outs[0]
 
 

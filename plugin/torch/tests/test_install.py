@@ -5,7 +5,8 @@ package when installed from a wheel, the build tree's otherwise).
 
 scripts/test.sh runs this file twice: in the tree (PYTHONPATH=build/...),
 and copied out of it against a wheel installed into a fresh venv
-(plugin/torch/tools/wheel_check.sh, which sets TORCH_GCX_SOURCE). Cost: one
+(plugin/torch/tools/wheel_check.sh, which sets TORCH_GCX_SOURCE and runs
+this file and test_torch_gcx.py there). Cost: one
 pip run that stops at its first hook (a few seconds) and one import.
 """
 import os
