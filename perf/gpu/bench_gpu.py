@@ -28,19 +28,41 @@ each (run under perf/torch/launch_local.py; perf/gpu/run.sh does it).
 
     launch_local.py -n 4 -- python perf/gpu/bench_gpu.py ops --out DIR
     launch_local.py -n 4 -- python perf/gpu/bench_gpu.py ddp --out DIR
-    ... --dry-run: CPU tensors, tiny sizes and models, to check the script
+    ... --device cpu|simdev|cuda (default cuda; with --dry-run cpu):
+        the device of the "-dev" tensors and of the DDP models; a device
+        type other than cpu/cuda is imported as torch_<type> (torch_simdev)
+        before torch_gcx, and added to GCX_TORCH_DEVICES when that is unset
+    ... --dry-run: tiny sizes, 2 steps (the same code paths and tables)
+    python perf/gpu/bench_gpu.py report DIR [--dry-run] [--device D] -- STEP...
+        results.md / results.json of run.sh from DIR's files and its step
+        lines ("name: what happened"); every section, also with no data
 
-A contender that cannot run (e.g. a gcx backend without device tensors,
-"No backend type associated with device type cuda") is reported as
-unsupported with its error, and the rest goes on. Rank 0 prints markdown
-and writes DIR/ops-p<P>.json / ddp-p<P>.json (rows and tables).
+A contender that cannot run an op (e.g. a gcx backend without device
+tensors, "No backend type associated with device type cuda") is reported
+as unsupported for that op with its error ("gcx-dev all_reduce": ...),
+and the rest goes on; a DDP configuration likewise. Rank 0 prints markdown
+and always writes DIR/ops-p<P>.json / ddp-p<P>.json (rows, tables, the
+unsupported ones; "error" when the run itself failed or was stopped by
+SIGTERM, with the rows it had), also when every contender failed.
+Device time: the device is synchronised (torch.get_device_module(dev))
+before each clock read. DDP's own process group is gloo for cpu and cuda
+tensors (which gloo takes), else the gcx group (gloo has no other device).
+
+Cost, ops: per rank 2 device buffers of the largest size (2 x 256 MB) and
+2 CPU ones; rounds x 3 contenders x 4 ops x sizes x (warm-up + iters + 1)
+calls. ddp: per rank one model at a time; 6 configurations x (2 + steps)
+steps per model.
 """
 import argparse
+import glob
+import importlib
 import json
 import os
+import signal
 import statistics
 import sys
 import time
+import traceback
 import warnings
 
 import torch
@@ -52,22 +74,52 @@ import bench_ops as B  # noqa: E402  (timing, checks, sizes, summary)
 from bench_ops import parse_size  # noqa: E402
 
 
+def device_module(dev):
+    """torch.cuda, torch.simdev, ...; None for the CPU and for devices
+    without one (meta)."""
+    if dev.type == "cpu":
+        return None
+    try:
+        return torch.get_device_module(dev.type)
+    except (RuntimeError, AttributeError):
+        return None
+
+
+def load_device_type(kind):
+    """A device type other than cpu/cuda/meta: its module torch_<type> is
+    imported (it registers the type), and GCX_TORCH_DEVICES names it (when
+    unset) so that torch_gcx registers the gcx backend for it."""
+    if kind in ("cpu", "cuda", "meta"):
+        return
+    importlib.import_module(f"torch_{kind}")
+    os.environ.setdefault("GCX_TORCH_DEVICES", f"cpu,cuda,{kind}")
+
+
 def device_of(args):
-    if args.dry_run or not torch.cuda.is_available():
-        if not args.dry_run:
-            raise SystemExit("bench_gpu.py: no CUDA device (torch.cuda."
-                             "is_available() is False); --dry-run runs on "
-                             "CPU tensors")
+    """This rank's device: args.device, the index LOCAL_RANK modulo the
+    devices there are (ranks share a GPU when there are fewer)."""
+    kind = torch.device(args.device).type
+    if kind == "cpu":
         return torch.device("cpu")
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    dev = torch.device("cuda", local % torch.cuda.device_count())
-    torch.cuda.set_device(dev)
+    mod = device_module(torch.device(kind))
+    if mod is None:  # meta: no module, no index (tests)
+        return torch.device(kind)
+    if hasattr(mod, "is_available") and not mod.is_available():
+        raise SystemExit(f"bench_gpu.py: no {kind} device (torch.{kind}."
+                         f"is_available() is False); --device cpu runs on "
+                         f"CPU tensors")
+    n = mod.device_count() if hasattr(mod, "device_count") else 1
+    dev = torch.device(kind, int(os.environ.get("LOCAL_RANK", "0")) % max(n, 1))
+    if hasattr(mod, "set_device"):
+        mod.set_device(dev)
     return dev
 
 
 def sync(dev):
-    if dev.type == "cuda":
-        torch.cuda.synchronize(dev)
+    """Wait for the device's queued work (a no-op on the CPU)."""
+    mod = device_module(dev)
+    if mod is not None and hasattr(mod, "synchronize"):
+        mod.synchronize(dev)
 
 
 class DevBuffers(B.Buffers):
@@ -108,41 +160,63 @@ def agreed_error(err):
     return next((e for e in errs if e), None)
 
 
-def run_ops(args, dev, gcx, rank, p):
+CONTENDERS = ("gcx-dev", "gloo-dev", "gcx-host")
+PAIRS = (("gcx-dev", "gloo-dev"), ("gcx-dev", "gcx-host"))
+
+
+def ops_tables(rows, unsupported, p):
+    """{"gcx-dev/gloo-dev": {"markdown", "summary"}, "gcx-dev/gcx-host":
+    ...} from the rows so far; a contender without rows keeps its columns
+    ("-"), and the pair's unsupported entries ("contender op": error) are
+    listed under its table. Made whatever failed: never raises on no rows."""
+    tables = {}
+    for pair in PAIRS:
+        uns = {k: e for k, e in unsupported.items()
+               if k.split(" ")[0] in pair}
+        lines, srows = B.summarize([r for r in rows if r["backend"] in pair],
+                                   list(pair), p, "loopback", uns)
+        tables["/".join(pair)] = {"markdown": lines, "summary": srows}
+    return tables
+
+
+def run_ops(args, dev, gcx, rank, p, out):
+    """Fills out["rows"] and out["unsupported"] as it goes (so that what
+    was measured survives a failure), then out["tables"]."""
     counts = B.sizes_of(args.b, args.e, args.f, p)
     bufs = {"gcx-dev": DevBuffers(counts[-1], dev),
             "gloo-dev": None, "gcx-host": B.Buffers(counts[-1])}
     bufs["gloo-dev"] = bufs["gcx-dev"]
     groups = {"gcx-dev": gcx, "gloo-dev": dist.group.WORLD, "gcx-host": gcx}
-    names = list(groups)
+    names = list(CONTENDERS)
     ops = [o for o in args.ops.split(",") if o]
-    unsupported = {}
-    rows = []
+    unsupported = out["unsupported"]
+    rows = out["rows"]
     t0 = time.monotonic()
     for rnd in range(1, args.rounds + 1):
         k = (rnd - 1) % len(names)
         order = names[k:] + names[:k]
         for b in order:
-            if b in unsupported:
-                continue
             if rank == 0:
                 print(f"# round {rnd}/{args.rounds}, {b} "
                       f"({time.monotonic() - t0:.0f} s)", file=sys.stderr,
                       flush=True)
             for op in ops:
+                if f"{b} {op}" in unsupported:
+                    continue
                 for count in counts:
                     err = None
                     try:
                         t, wrong = measure(op, count, groups[b], bufs[b],
                                            rank, p, args.iters, args.warmup,
                                            dev)
-                    except RuntimeError as e:
-                        err = f"{op}: {str(e).splitlines()[0]}"
+                    except Exception as e:  # noqa: BLE001 (any: all ranks agree)
+                        lines = str(e).strip().splitlines() or [type(e).__name__]
+                        err = f"{type(e).__name__}: {lines[0]}"
                     err = agreed_error(err)
                     if err:
-                        unsupported[b] = err
+                        unsupported[f"{b} {op}"] = err
                         if rank == 0:
-                            print(f"# {b} unsupported: {err}",
+                            print(f"# {b} {op} unsupported: {err}",
                                   file=sys.stderr, flush=True)
                         break
                     size = count * 4
@@ -161,25 +235,13 @@ def run_ops(args, dev, gcx, rank, p):
                               f"{rows[-1]['time_us']:11.1f} us "
                               f"{wrong:4d} wrong", file=sys.stderr,
                               flush=True)
-                if b in unsupported:
-                    break
             dist.barrier()
-    out = {"ranks": p, "device": str(dev), "rows": rows,
-           "unsupported": unsupported, "tables": {}}
+    out["tables"] = ops_tables(rows, unsupported, p)
     if rank == 0:
-        for pair in (["gcx-dev", "gloo-dev"], ["gcx-dev", "gcx-host"]):
-            have = [b for b in pair if b not in unsupported]
-            lines, srows = B.summarize([r for r in rows
-                                        if r["backend"] in have], have, p,
-                                       "loopback")
-            key = "/".join(pair)
-            out["tables"][key] = {"markdown": lines, "summary": srows}
-            print(f"\n### {p} processes, dev = {dev}: {key}"
-                  f"{' (paired: ' + have[0] + ' / ' + have[1] + ')' if len(have) == 2 else ''}\n")
-            print("\n".join(lines))
-        for b, e in unsupported.items():
-            print(f"\n{b}: unsupported: {e}")
-    return out, sum(1 for r in rows if r["wrong"])
+        for key, tab in out["tables"].items():
+            print(f"\n### {p} processes, dev = {dev}: {key}\n")
+            print("\n".join(tab["markdown"]))
+    return sum(1 for r in rows if r["wrong"])
 
 
 # ---- DDP training step ----------------------------------------------------
@@ -232,13 +294,42 @@ def resnet(depth, num_classes=10):
     return model, "local (torchvision missing)"
 
 
-def run_ddp(args, dev, gcx, rank, p):
+DDP_HDR = ["model", "config", "step (ms)", "x compute", "compress (ms)",
+           "d2h (ms)", "h2d+scatter (ms)", "network (ms, summed)",
+           "compress share", "copies (MB/step)"]
+
+
+def ddp_markdown(rows, unsupported):
+    """The DDP table from the rows so far (a header at least), and the
+    unsupported configurations ("resnetD config": error) under it."""
+    lines = ["| " + " | ".join(DDP_HDR) + " |", "|" + "---|" * len(DDP_HDR)]
+    for r in rows:
+        def c(key, fmt="{:.2f}"):
+            return fmt.format(r[key]) if r.get(key) is not None else "-"
+        lines.append("| " + " | ".join([
+            f"{r['model']} ({r['grad_mb']} MB)", r["config"], c("step_ms"),
+            c("vs_compute", "{:.3f}"), c("compress_ms"), c("d2h_ms"),
+            c("h2d_ms"), c("network_ms"), c("compress_share", "{:.3f}"),
+            c("copy_mb_per_step", "{:.3f}")]) + " |")
+    if unsupported:
+        lines += [""] + [f"- {k}: unsupported: {e}"
+                         for k, e in unsupported.items()]
+    return lines
+
+
+def run_ddp(args, dev, gcx, rank, p, out):
+    """Fills out["rows"], out["unsupported"] as it goes, then
+    out["markdown"]."""
     from torch.nn.parallel import DistributedDataParallel as DDP
     from torch_gcx import hooks as H
 
     configs = ["compute", "gloo", "gcx-ddp", "gcx-dense", "gcx-topk",
                "gcx-gravac"]
-    rows, unsupported = [], {}
+    rows, unsupported = out["rows"], out["unsupported"]
+    # DDP's own collectives (the parameters' broadcast, the shape check) for
+    # the hook configurations: gloo takes cpu and cuda tensors only
+    ddp_pg = None if dev.type in ("cpu", "cuda") else gcx
+    mod = device_module(dev)
     for depth in [int(d) for d in args.models.split(",") if d]:
         torch.manual_seed(0)
         base, origin = resnet(depth)
@@ -248,11 +339,12 @@ def run_ddp(args, dev, gcx, rank, p):
         y = torch.randint(0, 10, (args.batch,), generator=g).to(dev)
         compute = None
         for cfg in configs:
-            model = resnet(depth)[0].to(dev)
-            model.load_state_dict(base.state_dict())
-            state = None
+            model = net = opt = state = None
             err = None
             try:
+                model = resnet(depth)[0]
+                model.load_state_dict(base.state_dict())
+                model = model.to(dev)
                 kw = {"device_ids": [dev.index]} if dev.type == "cuda" else {}
                 if cfg == "compute":
                     net = model
@@ -262,7 +354,8 @@ def run_ddp(args, dev, gcx, rank, p):
                     net = DDP(model, process_group=gcx,
                               broadcast_buffers=False, **kw)
                 else:
-                    net = DDP(model, broadcast_buffers=False, **kw)
+                    net = DDP(model, process_group=ddp_pg,
+                              broadcast_buffers=False, **kw)
                     if cfg == "gcx-gravac":
                         state = H.GravacState(
                             process_group=gcx, batch_size=args.batch,
@@ -293,71 +386,208 @@ def run_ddp(args, dev, gcx, rank, p):
                         times.append(t)
                         if sp is not None:
                             split.append(sp)
-            except RuntimeError as e:
-                err = f"{str(e).splitlines()[0]}"
+            except Exception as e:  # noqa: BLE001 (any: all ranks agree)
+                lines = str(e).strip().splitlines() or [type(e).__name__]
+                err = f"{type(e).__name__}: {lines[0]}"
             err = agreed_error(err)
             if err:
                 unsupported[f"resnet{depth} {cfg}"] = err
                 if rank == 0:
                     print(f"# resnet{depth} {cfg}: unsupported: {err}",
                           file=sys.stderr, flush=True)
-                continue
-            tt = torch.tensor(times, dtype=torch.float64)
-            dist.all_reduce(tt, op=dist.ReduceOp.MAX)  # the slowest rank
-            step = statistics.median(tt.tolist())
-            if cfg == "compute":
-                compute = step
-            row = {"model": f"resnet{depth}", "origin": origin,
-                   "params": nparam, "grad_mb": round(nparam * 4 / 2**20, 1),
-                   "config": cfg, "ranks": p, "device": str(dev),
-                   "batch": args.batch, "steps": args.steps,
-                   "step_ms": round(step * 1e3, 2),
-                   "compute_ms": round(compute * 1e3, 2) if compute else None,
-                   "vs_compute": round(step / compute, 3) if compute else None}
-            if split:
-                for kind in ("compress", "d2h", "h2d", "network"):
-                    row[f"{kind}_ms"] = round(statistics.median(
-                        s[kind] for s in split) * 1e3, 2)
-                row["copy_mb_per_step"] = round(
-                    (sum(state.copy_bytes.values()) - copied) /
-                    args.steps / 2**20, 3)
-                row["compress_share"] = round(row["compress_ms"] /
-                                              row["step_ms"], 4)
-            rows.append(row)
-            if rank == 0:
-                print(f"# resnet{depth} {cfg}: {row['step_ms']} ms",
-                      file=sys.stderr, flush=True)
+            else:
+                tt = torch.tensor(times, dtype=torch.float64)
+                dist.all_reduce(tt, op=dist.ReduceOp.MAX)  # the slowest rank
+                step = statistics.median(tt.tolist())
+                if cfg == "compute":
+                    compute = step
+                row = {"model": f"resnet{depth}", "origin": origin,
+                       "params": nparam,
+                       "grad_mb": round(nparam * 4 / 2**20, 1),
+                       "config": cfg, "ranks": p, "device": str(dev),
+                       "batch": args.batch, "steps": args.steps,
+                       "step_ms": round(step * 1e3, 2),
+                       "compute_ms": round(compute * 1e3, 2)
+                       if compute else None,
+                       "vs_compute": round(step / compute, 3)
+                       if compute else None}
+                if split:
+                    for kind in ("compress", "d2h", "h2d", "network"):
+                        row[f"{kind}_ms"] = round(statistics.median(
+                            s[kind] for s in split) * 1e3, 2)
+                    row["copy_mb_per_step"] = round(
+                        (sum(state.copy_bytes.values()) - copied) /
+                        args.steps / 2**20, 3)
+                    row["compress_share"] = round(row["compress_ms"] /
+                                                  row["step_ms"], 4)
+                rows.append(row)
+                if rank == 0:
+                    print(f"# resnet{depth} {cfg}: {row['step_ms']} ms",
+                          file=sys.stderr, flush=True)
             del net, model, opt, state
-            if dev.type == "cuda":
-                torch.cuda.empty_cache()
-    hdr = ["model", "config", "step (ms)", "x compute", "compress (ms)",
-           "d2h (ms)", "h2d+scatter (ms)", "network (ms, summed)",
-           "compress share", "copies (MB/step)"]
-    lines = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
-    for r in rows:
-        def c(key, fmt="{:.2f}"):
-            return fmt.format(r[key]) if r.get(key) is not None else "-"
-        lines.append("| " + " | ".join([
-            f"{r['model']} ({r['grad_mb']} MB)", r["config"], c("step_ms"),
-            c("vs_compute", "{:.3f}"), c("compress_ms"), c("d2h_ms"),
-            c("h2d_ms"), c("network_ms"), c("compress_share", "{:.3f}"),
-            c("copy_mb_per_step", "{:.3f}")]) + " |")
+            if mod is not None and hasattr(mod, "empty_cache"):
+                mod.empty_cache()
+    out["markdown"] = ddp_markdown(rows, unsupported)
     if rank == 0:
         print(f"\n### DDP step, {p} processes on {dev}, batch {args.batch} "
               f"(3x32x32), median of {args.steps} steps after "
               f"{args.warmup}\n")
-        print("\n".join(lines))
-        for k, e in unsupported.items():
-            print(f"\n{k}: unsupported: {e}")
-    return {"ranks": p, "device": str(dev), "rows": rows,
-            "unsupported": unsupported, "markdown": lines}, 0
+        print("\n".join(out["markdown"]))
+    return 0
+
+
+class Stopped(BaseException):
+    """SIGTERM (the launcher stopping the ranks: a time limit). Not an
+    Exception: the per-op/per-config `except Exception` must not take it
+    for an unsupported contender."""
+
+
+def on_sigterm(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once
+    raise Stopped(f"stopped by {signal.Signals(signum).name} (a time limit?)")
+
+
+def write_json(path, out):
+    """Atomically: a reader never sees half a file."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(out, f, indent=1)
+    os.replace(tmp, path)
+
+
+# ---- results.md / results.json (run.sh's last step) ------------------------
+
+def _load(path):
+    """(data, None) or (None, why) for a JSON file of a step."""
+    try:
+        with open(path) as f:
+            return json.load(f), None
+    except (OSError, ValueError) as e:
+        return None, f"{os.path.basename(path)} unreadable ({type(e).__name__}: {e})"
+
+
+def report(out, dry, device, status):
+    """results.md (every section a GPU run has, each with its table, or
+    what stopped its step) and results.json (every row) in out, from the
+    files the steps wrote and run.sh's step lines ("name: what happened").
+    Never raises on a missing or broken file; returns the markdown."""
+    steps = dict(st.split(": ", 1) if ": " in st else (st, "")
+                 for st in status)
+    res = {"dry_run": dry, "device": device, "steps": status, "tests": None,
+           "select": None, "ops": [], "ddp": [], "problems": []}
+    title = "# perf/gpu results"
+    if dry:
+        title += f" (DRY RUN on {device}: tiny sizes; no GPU figure)"
+    md = [title, "", "## Steps", ""] + [f"- {st}" for st in status] + [""]
+
+    def missing(name, what):
+        why = steps.get(name)
+        return [f"(no {what}: {name} {why})" if why else
+                f"(no {what}: {name} did not run)", ""]
+
+    md += ["## CUDA tests", ""]
+    try:
+        with open(os.path.join(out, "tests.txt")) as f:
+            last = [ln for ln in f.read().splitlines() if ln.strip()][-1:]
+        res["tests"] = last[0] if last else None
+    except OSError:
+        pass
+    md += [f"    {res['tests']}", ""] if res["tests"] else \
+        missing("cuda-tests", "summary line")
+
+    md += ["## Top-k selection on the device (bench_select.py)", ""]
+    sel, why = _load(os.path.join(out, "select.json"))
+    if sel is not None and sel.get("rows") is not None:
+        res["select"] = sel["rows"]
+        md += ["| device | N | CF | select | time (ms) | sent | recall |",
+               "|---|---|---|---|---|---|---|"]
+        md += [f"| {r['device']} | {r['n']} | {r['cf']:g} | {r['select']} | "
+               f"{r['time_ms']} | {r['sent']} | {r['recall']} |"
+               for r in sel["rows"]] + [""]
+    else:
+        if why and os.path.exists(os.path.join(out, "select.json")):
+            res["problems"].append(why)
+        md += missing("select", "table")
+
+    def ranks_of(name):
+        try:
+            return int(name.rsplit("-p", 1)[1])
+        except (IndexError, ValueError):
+            return None
+
+    def files_and_steps(kind):
+        """(P, path) for every kind-p<P> step run.sh planned and every
+        kind-p<P>.json there is, by P."""
+        ps = {ranks_of(n) for n in steps if n.startswith(kind + "-p")}
+        for path in glob.glob(os.path.join(out, f"{kind}-p*.json")):
+            ps.add(ranks_of(os.path.basename(path)[:-5]))
+        return sorted(x for x in ps if x is not None)
+
+    for q in files_and_steps("ops"):
+        name, path = f"ops-p{q}", os.path.join(out, f"ops-p{q}.json")
+        o, why = _load(path)
+        if o is None:
+            if os.path.exists(path):
+                res["problems"].append(why)
+            md += [f"## Collectives, {q} processes", ""] + \
+                missing(name, "tables")
+            continue
+        res["ops"].append(o)
+        for key, tab in (o.get("tables") or {}).items():
+            md += [f"## Collectives, {o['ranks']} processes, {key} "
+                   f"(dev = {o['device']})", ""] + tab["markdown"] + [""]
+        if o.get("error"):
+            md += [f"- {name} stopped: {o['error']} (the tables hold "
+                   f"what was measured before)", ""]
+    for q in files_and_steps("ddp"):
+        name, path = f"ddp-p{q}", os.path.join(out, f"ddp-p{q}.json")
+        d, why = _load(path)
+        if d is None:
+            if os.path.exists(path):
+                res["problems"].append(why)
+            md += [f"## DDP step, {q} processes", ""] + missing(name, "table")
+            continue
+        res["ddp"].append(d)
+        md += [f"## DDP step, {d['ranks']} processes (dev = {d['device']})",
+               ""] + d.get("markdown", []) + [""]
+        if d.get("error"):
+            md += [f"- {name} stopped: {d['error']} (the table holds what "
+                   f"was measured before)", ""]
+    if res["problems"]:
+        md += ["## Problems", ""] + [f"- {x}" for x in res["problems"]] + [""]
+    write_json(os.path.join(out, "results.json"), res)
+    text = "\n".join(md) + "\n"
+    tmp = os.path.join(out, f"results.md.tmp{os.getpid()}")
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, os.path.join(out, "results.md"))
+    return text
+
+
+def main_report(argv):
+    ap = argparse.ArgumentParser(
+        prog="bench_gpu.py report",
+        description="results.md and results.json from a run's files")
+    ap.add_argument("out")
+    ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--device", default="cuda")
+    # after "--": run.sh's step lines, "name: what happened"
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args = ap.parse_args(argv[:cut])
+    print(report(args.out, args.dry_run, args.device, argv[cut + 1:]), end="")
+    return 0
 
 
 def main():
+    if sys.argv[1:2] == ["report"]:
+        return main_report(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("what", choices=["ops", "ddp"])
     ap.add_argument("--dry-run", action="store_true",
-                    help="CPU tensors, tiny sizes (checks the script)")
+                    help="tiny sizes, 2 steps (checks the script)")
+    ap.add_argument("--device", default=None,
+                    help="cuda (default), cpu, simdev, ... (default with "
+                         "--dry-run: cpu)")
     ap.add_argument("-b", type=parse_size, default=None,
                     help="ops: smallest size in bytes (default 1M; dry 64K)")
     ap.add_argument("-e", type=parse_size, default=None,
@@ -379,6 +609,7 @@ def main():
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     dry = args.dry_run
+    args.device = args.device or ("cpu" if dry else "cuda")
     args.b = args.b or (64 << 10 if dry else 1 << 20)
     args.e = args.e or (256 << 10 if dry else 256 << 20)
     args.models = args.models or ("50" if dry else "50,101")
@@ -392,6 +623,7 @@ def main():
     # torch 2.13 deprecates DDP's broadcast_buffers (2.11 has no successor)
     warnings.filterwarnings("ignore", message=".*broadcast_buffers",
                             category=FutureWarning)
+    load_device_type(args.device.split(":")[0])  # before torch.device() of it
     import torch_gcx
     dev = device_of(args)
     timeout = B.init_gloo_default_group()
@@ -401,18 +633,36 @@ def main():
         print(f"# bench_gpu {args.what}: {p} processes, device {dev}"
               f"{' (dry run)' if dry else ''}, torch {torch.__version__}, "
               f"gcx {torch_gcx.gcx_version()}", flush=True)
+    out = {"ranks": p, "device": str(dev), "rows": [], "unsupported": {},
+           "torch": torch.__version__, "dry_run": dry,
+           "gcx": torch_gcx.gcx_version()}
     if args.what == "ops":
-        out, bad = run_ops(args, dev, gcx, rank, p)
+        out["tables"] = {}
     else:
-        out, bad = run_ddp(args, dev, gcx, rank, p)
+        out["markdown"] = []
+    signal.signal(signal.SIGTERM, on_sigterm)
+    bad, failed = 0, False
+    try:
+        if args.what == "ops":
+            bad = run_ops(args, dev, gcx, rank, p, out)
+        else:
+            bad = run_ddp(args, dev, gcx, rank, p, out)
+    except (Exception, Stopped) as e:  # noqa: BLE001 (the file is written)
+        failed = True
+        out["error"] = f"{type(e).__name__}: {e}"
+        print(f"# rank {rank}: {out['error']}\n{traceback.format_exc()}",
+              file=sys.stderr, flush=True)
+        if args.what == "ops":
+            out["tables"] = ops_tables(out["rows"], out["unsupported"], p)
+        else:
+            out["markdown"] = ddp_markdown(out["rows"], out["unsupported"])
     if rank == 0 and args.out:
         os.makedirs(args.out, exist_ok=True)
         path = os.path.join(args.out, f"{args.what}-p{p}.json")
-        out.update(torch=torch.__version__, dry_run=dry,
-                   gcx=torch_gcx.gcx_version())
-        with open(path, "w") as f:
-            json.dump(out, f, indent=1)
+        write_json(path, out)
         print(f"\n# wrote {path}", flush=True)
+    if failed:  # the others may be inside a collective: no goodbyes
+        return 1
     dist.destroy_process_group(gcx)
     dist.destroy_process_group()
     return 1 if bad else 0

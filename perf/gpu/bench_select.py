@@ -12,10 +12,15 @@ time of the accumulate (e += g) that both pay, as a scale.
     python perf/gpu/bench_select.py [--device cuda] [--sizes 1M,4M,25M]
         [--cfs 100,1000] [--reps 20] [--json FILE]
 
+--device: cuda (the default where torch sees CUDA, else cpu), cpu, or a
+custom device type such as simdev (its module torch_<type> is imported
+first); the device is synchronised through torch.get_device_module().
+
 Prints a markdown table; --json writes the rows. Cost: per size, about
 (2 + REPS x 3) passes over N floats per CF; 25M floats ~ 0.3 GB.
 """
 import argparse
+import importlib
 import json
 import math
 import os
@@ -30,9 +35,16 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 from gloo_allreduce_perf import parse_size  # noqa: E402  ('64M' -> bytes)
 
 
+def device_sync(dev):
+    """A function that waits for dev's queued work (nothing on the CPU)."""
+    if dev.type == "cpu":
+        return lambda: None
+    mod = torch.get_device_module(dev.type)
+    return lambda: mod.synchronize(dev)
+
+
 def timed(fn, dev, reps):
-    sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" \
-        else (lambda: None)
+    sync = device_sync(dev)
     out = fn()  # warm-up (allocations, kernels)
     ts = []
     for _ in range(reps):
@@ -45,16 +57,20 @@ def timed(fn, dev, reps):
 
 
 def main():
-    from torch_gcx import hooks as H
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available()
+                    else "cpu")
     ap.add_argument("--sizes", default="1M,4M,16M",
                     help="entry counts (K/M suffixes: x1024)")
     ap.add_argument("--cfs", default="100,1000")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--json", default="")
     args = ap.parse_args()
+    kind = args.device.split(":")[0]  # torch.device() knows it only once imported
+    if kind not in ("cpu", "cuda"):
+        importlib.import_module(f"torch_{kind}")  # registers the device type
+        os.environ.setdefault("GCX_TORCH_DEVICES", f"cpu,cuda,{kind}")
+    from torch_gcx import hooks as H
     dev = torch.device(args.device)
     torch.manual_seed(0)
     rows = []
@@ -94,8 +110,11 @@ def main():
               f"{r['select']} | {r['time_ms']:.2f} | {r['sent']} | "
               f"{r['recall']:.3f} | {r['accumulate_ms']:.2f} |")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"torch": torch.__version__, "rows": rows}, f, indent=1)
+        tmp = f"{args.json}.tmp{os.getpid()}"
+        with open(tmp, "w") as f:
+            json.dump({"torch": torch.__version__, "device": str(dev),
+                       "rows": rows}, f, indent=1)
+        os.replace(tmp, args.json)  # a reader never sees half a file
     return 0
 
 

@@ -111,16 +111,18 @@ class Buffers:
 
     @staticmethod
     def wrong(op, views, p):
-        """Elements that differ from the expected result of one call after setup()."""
-        if op == "all_reduce":
-            return int((views[0] != p * (p + 1) / 2).sum())
-        if op == "broadcast":
-            return int((views[0] != 7.0).sum())
+        """Elements that differ from the expected result of one call after setup().
+        The comparison runs on the output's device: no CPU tensor enters it
+        (CUDA refuses a non-scalar CPU operand; bench_gpu.py checks device outputs)."""
+        out = views[0]
         if op == "all_gather":
-            out = views[0].view(p, -1)
-            want = torch.arange(1, p + 1, dtype=torch.float32).view(p, 1)
-            return int((out != want).sum())
-        return int((views[0] != p * (p + 1) / 2).sum())
+            want = torch.arange(1, p + 1, dtype=out.dtype, device=out.device).view(p, 1)
+            bad = (out.view(p, -1) != want).sum()
+        elif op == "broadcast":
+            bad = (out != 7.0).sum()
+        else:  # all_reduce, reduce_scatter: the sum of rank + 1 over the ranks
+            bad = (out != p * (p + 1) / 2).sum()
+        return int(bad)
 
 
 def call(op, views, group):
@@ -172,12 +174,15 @@ def fmt_size(b):
     return f"{b} B"
 
 
-def summarize(rows, backends, p, link):
-    """Markdown lines and summary rows from the raw rows (rank 0)."""
+def summarize(rows, backends, p, link, unsupported=None):
+    """Markdown lines and summary rows from the raw rows (rank 0). Any of the
+    backends may have no rows (it could not run: its cells are "-"), or there
+    may be no backend at all: the table is still made. unsupported: {name:
+    error}, listed under the table ("- name: unsupported: error")."""
     by = {}
     for r in rows:
         by.setdefault((r["op"], r["size"]), {}).setdefault(r["backend"], {})[r["round"]] = r
-    base = backends[0]
+    base = backends[0] if backends else None
     other = backends[1] if len(backends) > 1 else None
     hdr = ["op", "size", "count", "type"]
     for b in backends:
@@ -218,6 +223,8 @@ def summarize(rows, backends, p, link):
         srow["wrong"] = wrong
         lines.append("| " + " | ".join(cells) + " |")
         out_rows.append(srow)
+    if unsupported:
+        lines += [""] + [f"- {b}: unsupported: {e}" for b, e in unsupported.items()]
     return lines, out_rows
 
 

@@ -238,6 +238,29 @@ def test_stream_wait_word_holds_the_stream_until_the_host_sets_it():
     assert fn(5, s.stream_id, word.data_ptr(), 1) != 0  # no such device
 
 
+def test_convolution_forward_and_backward_match_cpu():
+    # convolutions reach convolution_overrideable (not the fallback): run
+    # through aten::convolution's CPU kernels, gradients as on the CPU
+    torch.manual_seed(0)
+    for transposed in (False, True):
+        conv = (torch.nn.ConvTranspose2d(4, 6, 3, stride=2, groups=2)
+                if transposed else torch.nn.Conv2d(4, 6, 3, padding=1,
+                                                   groups=2))
+        x = torch.randn(2, 4, 7, 7)
+        ref_out = conv(x)
+        ref_out.square().sum().backward()
+        ref = [p.grad.clone() for p in conv.parameters()]
+        conv.zero_grad()
+        dconv = conv.to("simdev")
+        out = dconv(x.to("simdev"))
+        torch.testing.assert_close(out.cpu(), ref_out, rtol=1e-5, atol=1e-5)
+        out.square().sum().backward()
+        for p, want in zip(dconv.parameters(), ref):
+            torch.testing.assert_close(p.grad.cpu(), want, rtol=1e-4,
+                                       atol=1e-4)
+        conv.to("cpu")
+
+
 def test_current_stream_is_thread_local_and_per_device():
     s = torch.Stream(device="simdev")
     seen = {}

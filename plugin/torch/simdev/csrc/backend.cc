@@ -661,6 +661,35 @@ void sd_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
 }
 
+// Convolutions: every convolution of a PrivateUse1 tensor reaches
+// convolution_overrideable (and its backward), whose default kernel raises,
+// so the fallback never sees them. They run as the fallback runs any op,
+// with the CPU kernels of aten::convolution and aten::convolution_backward
+// (the same arguments; the backward's bias sizes added: the output
+// channels).
+void sd_convolution(const c10::OperatorHandle&, torch::jit::Stack* stack) {
+  static const auto conv = c10::Dispatcher::singleton().findSchemaOrThrow(
+      "aten::convolution", "");
+  sd_fallback(conv, stack);
+}
+
+void sd_convolution_backward(const c10::OperatorHandle&,
+                             torch::jit::Stack* stack) {
+  static const auto back = c10::Dispatcher::singleton().findSchemaOrThrow(
+      "aten::convolution_backward", "");
+  // (grad_output, input, weight, stride, padding, dilation, transposed,
+  //  output_padding, groups, output_mask): bias_sizes goes after weight
+  constexpr std::ptrdiff_t kArgs = 10;
+  auto first = stack->end() - kArgs;
+  const at::Tensor weight = first[2].toTensor();
+  const bool transposed = first[6].toBool();
+  const int64_t groups = first[8].toInt();
+  const int64_t out_channels =
+      transposed ? weight.size(1) * groups : weight.size(0);
+  stack->insert(first + 3, c10::IValue(std::vector<int64_t>{out_channels}));
+  sd_fallback(back, stack);
+}
+
 // ---------------------------------------------------------------------------
 // hooks: pinned memory, generators, device of a pointer
 
@@ -753,6 +782,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from_and_resize", sd_copy_from_and_resize);
   m.impl("_local_scalar_dense", sd_local_scalar_dense);
   m.impl("record_stream", sd_record_stream);
+  m.impl("convolution_overrideable",
+         torch::CppFunction::makeFromBoxedFunction<&sd_convolution>());
+  m.impl("convolution_backward_overrideable",
+         torch::CppFunction::makeFromBoxedFunction<&sd_convolution_backward>());
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {

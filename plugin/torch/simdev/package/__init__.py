@@ -215,11 +215,13 @@ class Stream(torch.Stream):
 
 
 class Event(torch.Event):
-    """A simdev event (a torch.Event on device "simdev")."""
+    """A simdev event: a torch.Event on device "simdev" (an instance of
+    torch.Event itself, not of this class: torch's Event methods, e.g.
+    elapsed_time(other), take only exact torch.Event objects)."""
 
     def __new__(cls, enable_timing=False, blocking=False, interprocess=False):
-        return super().__new__(cls, device=_NAME, enable_timing=enable_timing,
-                               blocking=blocking, interprocess=interprocess)
+        return torch.Event(device=_NAME, enable_timing=enable_timing,
+                           blocking=blocking, interprocess=interprocess)
 
 
 def _stream_wait_word_fn():
