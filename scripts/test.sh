@@ -6,9 +6,11 @@
 #   GCX_TEST_NO_ASAN=1 ...     skip the sanitizer pass (local iteration)
 #   GCX_TEST_NO_FUZZ=1 ...     skip the fuzz stage (below)
 #   GCX_TEST_NO_TSAN=1 ...     skip the ThreadSanitizer pass (suite threads)
-#   GCX_TEST_NO_WHEEL=1 ...    skip the torch plugin's wheel check (its
-#                              tests again, against the wheel a fresh venv
-#                              builds; below)
+#   GCX_TEST_NO_WHEEL=1 ...    skip the torch plugin's wheel check (the
+#                              wheel a fresh venv builds, its install tests
+#                              and basic suite against it; below)
+#   GCX_TEST_WHEEL_ALL=1 ...   the wheel check runs the plugin's whole
+#                              pytest suite against the wheel (~10 min more)
 #
 # Suites: unit (no network), multirank (gcxrun jobs with P = 1..5), failure
 # (dead and sleeping ranks, joins), cluster (network-namespace self-test;
@@ -82,15 +84,25 @@ run_pytest() {
   fi
 }
 # the torch plugin's pytest suite (also meson test --suite torch, as one
-# test), from the build tree
-run_pytest "torch plugin pytest" env PYTHONPATH=build/plugin/torch \
-  timeout 2400 "$torch_python" -m pytest -q -p no:cacheprovider plugin/torch/tests
-# the same tests against the plugin as a user installs it: a fresh venv with
-# torch builds the wheel (libgcx bundled) and runs them from a copy outside
-# the tree (plugin/torch/tools/wheel_check.sh; 21.7 min at load 17 on the
-# shared 2-core box, 7.8 min of CPU: torch 1, the build ~2.5, the tests)
+# test), from the build tree, with the simulated device's own tests
+# (plugin/torch/simdev, built beside the plugin) and the GPU check's
+# scripts (perf/gpu/run.sh's steps on the simulated device, launch_local's
+# signal handling)
+run_pytest "torch plugin pytest" \
+  env PYTHONPATH=build/plugin/torch:build/plugin/torch/simdev \
+  timeout 2400 "$torch_python" -m pytest -q -p no:cacheprovider \
+  plugin/torch/tests plugin/torch/simdev/test_simdev.py \
+  perf/torch/test_launch_local.py perf/gpu/test_gpu_scripts.py
+# the plugin as a user installs it: a fresh venv with torch builds the
+# wheel (libgcx bundled) and runs its install tests and basic suite from a
+# copy outside the tree (plugin/torch/tools/wheel_check.sh; the build ~2.5
+# min of CPU; the whole suite against it with GCX_TEST_WHEEL_ALL=1: the
+# suite above already ran on the build tree, compiled from the same sources)
 if [[ "${GCX_TEST_NO_WHEEL:-0}" != "1" ]]; then
-  run_pytest "torch plugin wheel check" plugin/torch/tools/wheel_check.sh
+  wheel_tests=install
+  [[ "${GCX_TEST_WHEEL_ALL:-0}" == "1" ]] && wheel_tests=all
+  run_pytest "torch plugin wheel check" \
+    env WHEEL_CHECK_TESTS=$wheel_tests plugin/torch/tools/wheel_check.sh
 fi
 
 if [[ "${GCX_TEST_NO_ASAN:-0}" != "1" ]]; then
