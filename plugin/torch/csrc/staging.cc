@@ -12,15 +12,28 @@
 //     that event's query(); return the Work.
 //   engine thread: issues chunk i's gcx call once its copy has landed
 //     (FIFO: later jobs wait for it), polls the requests.
+//   host mode (GCX_TORCH_WAIT=host, or a device without a stream wait):
 //   completer thread: chunk i done: queue its host-to-device copies on the
 //     h2d stream. The last chunk done: record the completion event on the
 //     h2d stream (Work::wait() then makes the caller's stream wait on it),
 //     wait for it on the host, give the buffers back, complete the Work and
 //     its Future (under a guard of the h2d stream, so a device-aware
 //     Future's events follow the copies).
+//   stream mode (the default where the device has a stream wait on a host
+//     word): at the call, after the copies in, every chunk's copies back
+//     are queued on h2d behind a wait on the chunk's pinned word, then the
+//     completion event, which the Work has at once (wait() returns without
+//     blocking the host). The engine thread sets chunk i's word when its
+//     gcx call is over (Job::settled); the last chunk's completer gives
+//     the buffers to the pool for when the event is reached and completes
+//     the Work and its Future (on a stream that waits for the event),
+//     waiting for nothing on the device.
+// Every device call the engine and completer threads make is under a
+// guard of the call's device (they never set one of their own).
 // Cost: beyond the copies themselves, one event query per poll of the
-// engine while a chunk's copy is landing, one event per chunk, and a host
-// wait for the last chunk's copy back before the Future completes.
+// engine while a chunk's copy is landing, one event per chunk; host mode:
+// a host wait for the last chunk's copy back before the Future completes;
+// stream mode: a pinned word and a stream wait per chunk.
 #include "staging.h"
 
 #include "backend_impl.h"
@@ -439,11 +452,11 @@ struct StageRun {
     double timeout_s = 0;
     // stream mode (stream_waits): the copies back were queued at the call,
     // each chunk's behind a wait of the copy-back stream on its word of
-    // `flags` (pinned, 0 until the chunk's gcx call is over), and `done`
-    // recorded after them
+    // `flags` (pinned, 0 until the chunk's gcx call is over), and
+    // `back_done` recorded after them
     bool stream_mode = false;
     at::Tensor flags;
-    std::shared_ptr<c10::Event> done;
+    std::shared_ptr<c10::Event> back_done;
 
     // chunk i is over (done or failed): let the stream copy it back
     void open_gate(size_t i)
@@ -563,19 +576,20 @@ struct StageRun {
         }
     }
 
-    // stream mode: the copies back and `done` were queued at the call;
-    // nothing here waits for the device (the completer must never block
-    // on a stream that may wait on another call's gate, which only a
-    // completer opens). The buffers go back to the pool once `done` is
-    // reached; the Future completes on a stream that waits for it.
+    // stream mode: the copies back and `back_done` were queued at the
+    // call; nothing here waits for the device (a completer runs the other
+    // calls' completions and callbacks: it must not sit behind a stream
+    // that waits on gates). The buffers go back to the pool once
+    // `back_done` is reached; the Future completes on a stream that waits
+    // for it.
     void finish_stream_mode(std::exception_ptr err)
     {
         HostPool &pool = HostPool::get();
-        pool.give_after(hin, done);
+        pool.give_after(hin, back_done);
         if (!plan.out_is_in) {
-            pool.give_after(hout, done);
+            pool.give_after(hout, back_done);
         }
-        pool.give_after(flags, done);
+        pool.give_after(flags, back_done);
         hin = hout = flags = at::Tensor();
         if (err) {
             work->finish_error(err);
@@ -583,7 +597,7 @@ struct StageRun {
         }
         c10::impl::VirtualGuardImpl impl(plan.device.type());
         c10::Stream s = impl.getStreamFromGlobalPool(plan.device, false);
-        done->block(s);
+        back_done->block(s);
         c10::StreamGuard g(s);
         work->finish_ok();
     }
@@ -631,8 +645,8 @@ void queue_copies_back(StageRun &run, size_t n)
                                            run.streams->h2d);
             }
         }
-        run.done = device_event(run.plan.device);
-        run.done->record(run.streams->h2d);
+        run.back_done = device_event(run.plan.device);
+        run.back_done->record(run.streams->h2d);
     } catch (...) {
         // nothing is submitted: open every gate queued so far, so the
         // stream goes on (the device refused a wait its probe accepted)
@@ -641,7 +655,7 @@ void queue_copies_back(StageRun &run, size_t n)
         }
         throw;
     }
-    run.work->set_recorded(run.done);
+    run.work->set_recorded(run.back_done);
 }
 
 } // namespace

@@ -14,6 +14,7 @@ checked at the end). Results are compared with gloo's on the same data
 import datetime
 import os
 import sys
+import time
 
 import simdev_env  # noqa: I100  (the simulated device, before torch_gcx)
 import torch
@@ -284,12 +285,14 @@ def sc_errors(rank, size, gloo):
 
 
 def sc_streams(rank, size, gloo):
-    """A device (CUDA, the simulated one): NCCL's stream semantics. The call is ordered after what
-    the current stream had queued (a fill queued behind a long kernel is
-    what gets reduced); work.wait() orders the current stream after the
-    copy back without a host sync, so a read queued on the stream right
-    after it sees the result; a call made on a side stream is ordered
-    after that stream's work; the Future's value is the result."""
+    """A device (CUDA, the simulated one): NCCL's stream semantics. The
+    call is ordered after what the current stream had queued (a fill
+    queued behind a long kernel is what gets reduced); work.wait() orders
+    the current stream after the copy back without a host sync, so a read
+    queued on the stream right after it sees the result; a call made on a
+    side stream is ordered after that stream's work; work.synchronize() orders the stream as
+    wait() does; the Future's value is the result, and then() runs on a
+    device stream, for staged and mirrored calls."""
     assert MOD is not None, DEV
     n = 3 * (CHUNK // 4) + 11  # several chunks
     want = float(sum(r + 1 for r in range(size)))
@@ -326,6 +329,17 @@ def sc_streams(rank, size, gloo):
         w.wait()
         got = (t * 2).cpu()
     assert torch.all(got == 2 * want), got[:4]
+    # work.synchronize(): the current stream waits for the result (no host
+    # wait for the copies), as after wait()
+    t = torch.zeros(n, device=DEV)
+    busy()
+    t.fill_(rank + 1)
+    w = dist.all_reduce(t, async_op=True)
+    while not w.is_completed():  # the host learns it is over; copies may
+        time.sleep(0.001)        # still be queued on the device
+    w.synchronize()
+    got = (t + 0).cpu()
+    assert torch.all(got == want), ("synchronize", got[:4])
     # the Future: complete when the result is in the tensor
     t = torch.zeros(n, device=DEV)
     busy()
