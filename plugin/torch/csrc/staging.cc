@@ -68,24 +68,25 @@ size_t env_size(const char *name, size_t dflt, size_t min)
 
 thread_local Mirror *tl_mirror = nullptr;
 
+// A setting of two values: unset, empty or "auto" (false), or `other`
+// (true); anything else raises, naming the variable and both values.
+bool env_is(const char *name, const char *other)
+{
+    const char *v = std::getenv(name);
+    if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) {
+        return false;
+    }
+    TORCH_CHECK(std::strcmp(v, other) == 0, "torch_gcx: ", name, "='", v,
+                "' is not one of auto, ", other);
+    return true;
+}
+
 } // namespace
 
 bool stage_always()
 {
-    static const int mode = [] {
-        const char *v = std::getenv("GCX_TORCH_STAGE");
-        if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) {
-            return 0;
-        }
-        if (std::strcmp(v, "always") == 0) {
-            return 1;
-        }
-        return -1;
-    }();
-    TORCH_CHECK(mode >= 0, "torch_gcx: GCX_TORCH_STAGE='",
-                std::getenv("GCX_TORCH_STAGE"),
-                "' is not one of auto, always");
-    return mode == 1;
+    static const bool always = env_is("GCX_TORCH_STAGE", "always");
+    return always;
 }
 
 size_t stage_chunk_bytes()
@@ -208,19 +209,8 @@ void set_stream_wait_word(c10::DeviceType type, StreamWaitWordFn fn)
 
 bool wait_on_stream_allowed()
 {
-    static const int mode = [] {
-        const char *v = std::getenv("GCX_TORCH_WAIT");
-        if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) {
-            return 1;
-        }
-        if (std::strcmp(v, "host") == 0) {
-            return 0;
-        }
-        return -1;
-    }();
-    TORCH_CHECK(mode >= 0, "torch_gcx: GCX_TORCH_WAIT='",
-                std::getenv("GCX_TORCH_WAIT"), "' is not one of auto, host");
-    return mode == 1;
+    static const bool host = env_is("GCX_TORCH_WAIT", "host");
+    return !host;
 }
 
 bool stream_waits(c10::Device device)

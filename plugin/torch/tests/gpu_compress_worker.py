@@ -184,6 +184,20 @@ def sc_gravac_matches_host(rank, size, gloo):
     print(f"dev gravac matches host ok: {td}", flush=True)
 
 
+def train_alike(pairs, steps, seed):
+    """`steps` SGD steps of every (DDP model, optimizer) pair on the same
+    batches (16 x 20 -> 4, MSE), each model on its own device."""
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        x = torch.randn(16, 20, generator=g)
+        y = torch.randn(16, 4, generator=g)
+        for m, o in pairs:
+            dev = next(m.parameters()).device
+            o.zero_grad()
+            torch.nn.functional.mse_loss(m(x.to(dev)), y.to(dev)).backward()
+            o.step()
+
+
 def sc_ddp_matches_host(rank, size, gloo):
     # DDP (warm-up step, several buckets, their rebuild after step 0) with
     # the device path's top-k hook (a model on DEV; a CUDA model needs the
@@ -198,15 +212,7 @@ def sc_ddp_matches_host(rank, size, gloo):
 
     a, sa, oa = make("cpu")
     b, sb, ob = make(DEV, device_path="always", select="topk")
-    g = torch.Generator().manual_seed(100 + rank)
-    for _ in range(6):
-        x = torch.randn(16, 20, generator=g)
-        y = torch.randn(16, 4, generator=g)
-        for m, o in ((a, oa), (b, ob)):
-            dev = next(m.parameters()).device
-            o.zero_grad()
-            torch.nn.functional.mse_loss(m(x.to(dev)), y.to(dev)).backward()
-            o.step()
+    train_alike([(a, oa), (b, ob)], 6, seed=100 + rank)
     same_params(a, b, "device path vs host path", rtol=1e-5,
                 atol=1e-6)
     assert [t["bytes"] for t in sa.trace] == [t["bytes"] for t in sb.trace]
@@ -267,16 +273,7 @@ def sc_ddp_unused_matches_host(rank, size, gloo):
     for gravac in (False, True):
         a, sa, oa = make("cpu", gravac)
         b, sb, ob = make(DEV, gravac, device_path="always", select="topk")
-        g = torch.Generator().manual_seed(300 + rank)
-        for _ in range(8):
-            x = torch.randn(16, 20, generator=g)
-            y = torch.randn(16, 4, generator=g)
-            for m, o in ((a, oa), (b, ob)):
-                dev = next(m.parameters()).device
-                o.zero_grad()
-                torch.nn.functional.mse_loss(m(x.to(dev)),
-                                             y.to(dev)).backward()
-                o.step()
+        train_alike([(a, oa), (b, ob)], 8, seed=300 + rank)
         same_params(a, b, f"unused params, gravac={gravac}: device "
                     f"path vs host path", rtol=1e-5, atol=1e-6)
         assert [t["bytes"] for t in sa.trace] == \

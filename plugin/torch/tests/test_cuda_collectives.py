@@ -105,3 +105,30 @@ def test_device_wait_does_not_block_the_host(device, mode):
     want = "host wait timed out" if mode == "host" else \
         "wait returned before the collective"
     assert outs[0].count(want) == (1 if mode == "host" else 3), outs[0]
+
+
+def _import_error(env, code):
+    import os
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                       text=True, env=dict(os.environ, **env), timeout=120)
+    assert r.returncode != 0, r.stdout
+    return r.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("value,want", [
+    ("cpu,nosuchdev", "GCX_TORCH_DEVICES='cpu,nosuchdev' names 'nosuchdev'"),
+    ("cuda", "must include cpu")])
+def test_bad_devices_variable_names_it(value, want):
+    err = _import_error({"GCX_TORCH_DEVICES": value}, "import torch_gcx")
+    assert want in err, err
+
+
+@pytest.mark.skipif(not HAVE_SIMDEV, reason="torch_simdev is not built")
+def test_bad_wait_variable_names_it():
+    err = _import_error({"GCX_TORCH_WAIT": "xyz",
+                         "GCX_TORCH_DEVICES": "cpu,simdev"},
+                        "import torch_simdev, torch_gcx; "
+                        "torch_gcx._C.stream_waits('simdev:0')")
+    assert "GCX_TORCH_WAIT='xyz' is not one of auto, host" in err, err
