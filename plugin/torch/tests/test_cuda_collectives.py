@@ -101,6 +101,8 @@ def test_device_wait_does_not_block_the_host(device, mode):
     env = {"GCX_TORCH_STAGE_CHUNK": "65536"}
     if mode == "host":
         env["GCX_TORCH_WAIT"] = "host"
+    if device["TEST_DEVICE"] == "simdev":
+        env["SIMDEV_LATENCY_US"] = "1000"  # 1 ms per copy (the issue's)
     outs = run("wait_nonblocking", 2, device, env=env)
     want = "host wait timed out" if mode == "host" else \
         "wait returned before the collective"
