@@ -63,11 +63,13 @@ fi
 meson compile -C build
 
 # The sanitizer, fuzz and ThreadSanitizer trees compile in the background,
-# niced, while the release build's suites and the plugin's pytest run (those
-# wait on the network and on timeouts much of the time: the compiles fill
-# the idle CPU instead of running after them, ~6 min less wall time); their
-# suites run after. The tests were written to pass on a loaded box (the
-# shared 2-core machine ran them at load 15-17).
+# niced, while the plugin's pytest runs (its ranks sleep on the transport's
+# events while they wait, GCX_PROGRESS_SLEEP, so the compiles take the idle
+# CPU instead of running after them); their suites run after. Not beside
+# the release build's meson suites: their ranks wait by sched_yield(), which
+# hands the CPU to whatever else runs, niced or not (with the compiles
+# beside them they took 10.7 min instead of 5.8). The tests were written to
+# pass on a loaded box (the shared 2-core machine ran them at load 15-17).
 build_other_trees() {
   # ASan + UBSan at -O2 -g (debugoptimized; -O0 before: the sanitizer pass
   # took ~20 min, gcx-train's end-to-end test alone 4 min): the checks are
@@ -103,6 +105,22 @@ build_other_trees() {
     meson compile -C build-tsan gcxrun mr_threads mr_comms mr_torch_engine
   fi
 }
+# the trees built in the background: their output, and their failure ends
+# the run
+wait_other_trees() {
+  local rc=0
+  wait "$others_pid" || rc=$?
+  cat "$others_log"
+  rm -f "$others_log"
+  if [[ $rc -ne 0 ]]; then
+    echo "building the sanitizer/fuzz/TSan trees failed (rc $rc)"
+    echo "tests: $passed passed, $((failed + 1)) failed, $skipped skipped"
+    exit "$rc"
+  fi
+}
+
+run_suites build --no-suite torch
+
 others_log=$(mktemp)
 # its own process group (setsid), stopped with the run if the run ends first
 nice -n 15 setsid bash -c \
@@ -127,21 +145,6 @@ if [[ "${GCX_TEST_NO_WHEEL:-0}" != "1" ]]; then
 fi
 trap 'kill -- -"$others_pid" 2>/dev/null; [[ -z $wheel_pid ]] ||
       kill -- -"$wheel_pid" 2>/dev/null; true' EXIT
-# the trees built in the background: their output, and their failure ends
-# the run
-wait_other_trees() {
-  local rc=0
-  wait "$others_pid" || rc=$?
-  cat "$others_log"
-  rm -f "$others_log"
-  if [[ $rc -ne 0 ]]; then
-    echo "building the sanitizer/fuzz/TSan trees failed (rc $rc)"
-    echo "tests: $passed passed, $((failed + 1)) failed, $skipped skipped"
-    exit "$rc"
-  fi
-}
-
-run_suites build --no-suite torch
 
 # tally_pytest WHAT LOG RC: the counts of the pytest run whose output is in
 # LOG (its last summary line) go into the totals; RC != 0 ends the run
