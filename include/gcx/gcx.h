@@ -536,8 +536,10 @@ gcx_status_t gcx_comm_shrink(gcx_comm_t *comm, gcx_comm_t **newcomm_p);
  * during the shrink is left out once the others know it is gone: a peer
  * whose connection UCX reports lost, a process on this host that ended
  * (seen within milliseconds), or a rank not heard from within GCX_TIMEOUT
- * of a round (a slow rank is then treated as dead). Every survivor gets the
- * same member set, also when more ranks die during the agreement: a
+ * of a round (a slow rank is then treated as dead; a rank that can no
+ * longer hear its host's peers leaves instead: GCX_ERR_TRANSPORT below).
+ * Every survivor gets the same member set, also when more ranks die
+ * during the agreement: a
  * flooding consensus (every rank sends what it knows to every rank it does
  * not know to be dead, round after round, until a round in which it heard
  * from the same ranks as in the round before; a rank that decides tells
@@ -562,7 +564,11 @@ gcx_status_t gcx_comm_shrink(gcx_comm_t *comm, gcx_comm_t **newcomm_p);
  *         caller itself, an unknown flag (nothing is sent; the message names
  *         the argument); GCX_ERR_TIMEOUT when this rank was left out (not
  *         heard within GCX_TIMEOUT); GCX_ERR_TRANSPORT when the process's
- *         worker was stopped by an earlier abort (destroy everything);
+ *         worker was stopped by an earlier abort (destroy everything), or
+ *         when this process no longer hears its peers on its host (UCX's
+ *         shared-memory queue stops for good when a peer is killed while
+ *         writing into it; an error says so): it tells the others it
+ *         leaves, they shrink without it, and the rank is to be restarted;
  *         GCX_ERR_UNSUPPORTED when a member has 2048 live communicators.
  */
 GCX_API

@@ -21,7 +21,11 @@
  * millisecond), when its round r has not come within the round's timeout,
  * or when a message of the agreement says another caller took it for dead
  * (the values carry the ranks their senders took for dead, so one
- * caller's verdict frees the others from waiting for that rank too). The
+ * caller's verdict frees the others from waiting for that rank too). A
+ * rank whose process the transport finds deaf (it no longer hears its
+ * peers on its host: ucx_ctl.c) leaves with GCX_ERR_TRANSPORT, its own bit
+ * in the dead set of a last message, instead of taking the silent live
+ * ranks for dead and deciding alone (two communicators). The
  * round's timeout is GCX_TIMEOUT, or, when this rank's communicator failed
  * by GCX_TIMEOUT (a rank was silent for GCX_TIMEOUT already: a hung
  * process, a vanished host), the grace min(GCX_TIMEOUT, max(1 s,
@@ -259,6 +263,15 @@ static int gcx_shrink_subset(const gcx_shrink_t *sh, const uint8_t *a,
     return 1;
 }
 
+/* This rank leaves the agreement with @p status: it tells the others it
+ * is out (its bit in the dead set), so they need not wait for it. */
+static void gcx_shrink_leave(gcx_shrink_t *sh, gcx_status_t status)
+{
+    gcx_shrink_dead(sh, sh->me);
+    gcx_shrink_send(sh, GCX_CTL_PROPOSAL, sh->round, sh->val[sh->round]);
+    sh->super.status = status;
+}
+
 /* One step of the agreement; returns events (0: idle). */
 static int gcx_shrink_progress(gcx_shrink_t *sh)
 {
@@ -270,6 +283,16 @@ static int gcx_shrink_progress(gcx_shrink_t *sh)
     }
     events += gcx_shrink_consume(sh);
     if (sh->super.status != GCX_INPROGRESS) {
+        return events + 1;
+    }
+    /* this process hears none of its peers on this host any more (a peer
+     * killed inside a write into its shared-memory queue): taking the
+     * silent live ones for dead would make it decide alone */
+    if (comm->tl->ops->deaf(comm->tl)) {
+        gcx_error("gcx_comm_shrink: this process no longer hears its peers "
+                  "on this host: it leaves the shrink (the others go on "
+                  "without it)");
+        gcx_shrink_leave(sh, GCX_ERR_TRANSPORT);
         return events + 1;
     }
     /* the failure detector: the transport's word, or GCX_TIMEOUT */

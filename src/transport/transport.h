@@ -380,6 +380,15 @@ typedef struct gcx_tl_ops {
      */
     int (*peer_lost)(gcx_tl_t *tl, int peer);
 
+    /**
+     * Nonzero once this process no longer hears its peers on this host:
+     * a peer killed while writing into its shared-memory receive queue
+     * left the queue stopped (found by a probe after each death on this
+     * host). Control messages still go out; what it waits for from those
+     * peers never comes.
+     */
+    int (*deaf)(gcx_tl_t *tl);
+
     /** Set the process's handler of control messages (one per context). */
     void (*ctx_ctl_handler)(gcx_tl_ctx_t *ctx, gcx_tl_ctl_handler_t handler,
                             void *arg);

@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <random>
+#include <string>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -133,7 +135,11 @@ bool check_shrunk(gcx_comm_t *comm, std::vector<int32_t> &members)
 }
 
 // Survivors: shrink until the new communicator works; returns its members.
-std::vector<int32_t> shrink_until_healthy(gcx_comm_t *parent)
+// With @p cut_off, a shrink that leaves with GCX_ERR_TRANSPORT (this rank
+// heard none of its live peers on this host: shrink.c) sets it and returns
+// {}; without, any failure of a shrink is a test failure.
+std::vector<int32_t> shrink_until_healthy(gcx_comm_t *parent,
+                                          bool       *cut_off = nullptr)
 {
     std::vector<int32_t> members;
     gcx_comm_t          *cur = parent;
@@ -141,7 +147,11 @@ std::vector<int32_t> shrink_until_healthy(gcx_comm_t *parent)
     for (int attempt = 0; attempt < 4; ++attempt) {
         gcx_comm_t  *next = nullptr;
         gcx_status_t st   = gcx_comm_shrink(cur, &next);
-        EXPECT_EQ(GCX_OK, st) << gcx_strerror(st);
+        if (cut_off != nullptr && st == GCX_ERR_TRANSPORT) {
+            *cut_off = true;
+        } else {
+            EXPECT_EQ(GCX_OK, st) << gcx_strerror(st);
+        }
         if (cur != parent) {
             gcx_comm_destroy(cur);
         }
@@ -413,10 +423,38 @@ TEST(Shrink, DeathWhileALivePeerIsMidMessage)
     gcx_comm_destroy(comm);
 }
 
+// Where a rank cut off in a shrink says so to the others of its job (a
+// file in the working directory, named by gcxrun's job token).
+std::string cut_off_note(int world)
+{
+    const char *token = getenv("GCX_JOB_TOKEN");
+    return std::string("mr-shrink-cut-off-") + (token ? token : "none") +
+           "-" + std::to_string(world);
+}
+
+// Waits up to @p seconds for @p path to exist.
+bool appears(const std::string &path, int seconds)
+{
+    for (int i = 0; i < seconds * 100; ++i) {
+        if (access(path.c_str(), F_OK) == 0) {
+            return true;
+        }
+        usleep(10 * 1000);
+    }
+    return false;
+}
+
 // One rank dies in collectives; a second one enters the shrink and dies
 // while it runs (at a seeded delay); after its shrink returns it takes no
 // part in anything, so whether the others counted it or not, they find out
-// on the new communicator and shrink again. All end with the same three.
+// on the new communicator and shrink again. All end with the same three,
+// unless the second died while writing into a survivor's shared-memory
+// queue (it is killed at any instruction: its shrink runs on another
+// thread), which stops that queue for good (UCX 1.13: a writer claims a
+// slot, then fills it). That survivor then hears none of the others: its
+// shrink must leave with GCX_ERR_TRANSPORT (seen in 1 of ~150 loaded runs;
+// before, it decided alone while the others decided without it, two
+// communicators), and the others must get exactly the rest.
 TEST(Shrink, RankDiesDuringTheShrink)
 {
     ASSERT_GE(world_size(), 4);
@@ -461,7 +499,28 @@ TEST(Shrink, RankDiesDuringTheShrink)
             want.push_back(r);
         }
     }
-    EXPECT_EQ(want, shrink_until_healthy(comm));
+    bool                 cut_off = false;
+    std::vector<int32_t> got     = shrink_until_healthy(comm, &cut_off);
+    if (cut_off) {
+        printf("rank %d: cut off in the shrink\n", world_rank());
+        FILE *f = fopen(cut_off_note(world_rank()).c_str(), "w");
+        ASSERT_NE(nullptr, f);
+        fclose(f);
+    } else if (got != want) {
+        // a live rank is missing only if it was cut off, and it alone
+        std::vector<int32_t> missing;
+        std::set_difference(want.begin(), want.end(), got.begin(), got.end(),
+                            std::back_inserter(missing));
+        EXPECT_TRUE(std::includes(want.begin(), want.end(), got.begin(),
+                                  got.end()));
+        ASSERT_EQ(1u, missing.size()) << "members: " << ::testing::PrintToString(got);
+        const std::string note = cut_off_note(missing[0]);
+        EXPECT_TRUE(appears(note, 120))
+            << "rank " << missing[0] << " is alive and was left out, but "
+            << "its shrink did not say it was cut off";
+        printf("rank %d: rank %d was cut off; the others shrank without it\n",
+               world_rank(), missing[0]);
+    }
     gcx_comm_destroy(comm);
 }
 

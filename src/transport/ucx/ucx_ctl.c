@@ -30,10 +30,26 @@
  * one); ranks in another pid namespace (containers) are still found by
  * GCX_TIMEOUT.
  *
+ * Deafness: UCX's shared-memory transport queues a process's incoming
+ * messages in one FIFO that every peer on the host writes into: a writer
+ * claims a slot (an atomic increment of the head), fills it, then marks
+ * it ready, and the reader takes slots in order. A peer killed between
+ * the claim and the mark leaves a slot that is never ready: the reader
+ * hears nobody on this host again (UCX 1.13; seen in the shrink tests,
+ * whose victim dies while another of its threads sends). Only the death
+ * of a peer on this host can do that, so each time the liveness poll
+ * finds one, the process sends itself a message over that path from a
+ * worker of its own (a probe, gcx_tl_ucx_hears_itself) and counts itself
+ * deaf if it does not arrive: the shrink then leaves at once
+ * (GCX_ERR_TRANSPORT, telling the others) instead of taking every silent
+ * live peer for dead and deciding alone, and an error names the cause.
+ *
  * Cost: a clock read per progress call while peers are watched and one
  * poll() over their pidfds per period (a few microseconds per
  * millisecond); one fd per peer on this host; 24 bytes per published
- * address. A control message is one malloc'd copy, freed once sent.
+ * address. A control message is one malloc'd copy, freed once sent. A
+ * probe, after a death on this host only: a UCP worker created and
+ * destroyed (about a millisecond), nothing per peer.
  */
 #include "ucx_int.h"
 #include "base/log.h"
@@ -53,6 +69,11 @@
 
 /* most progress calls that take what a dead peer left in shared memory */
 #define GCX_TL_UCX_DEAD_DRAIN 256
+
+/* seconds a deafness probe waits for its message: it is written and read
+ * by this thread, so only a live peer stopped inside a write (a claimed
+ * slot it has not marked yet) delays it */
+#define GCX_TL_UCX_PROBE_WAIT 1.0
 
 /* ---- control messages ----------------------------------------------------- */
 
@@ -116,6 +137,24 @@ static ucs_status_t gcx_tl_ucx_purge_cb(void *arg, const void *header,
     return UCS_OK;
 }
 
+static ucs_status_t gcx_tl_ucx_probe_cb(void *arg, const void *header,
+                                        size_t header_length, void *data,
+                                        size_t length,
+                                        const ucp_am_recv_param_t *param)
+{
+    gcx_tl_ctx_t *ctx = arg;
+    uint64_t      number;
+
+    (void)header;
+    (void)header_length;
+    if (length == sizeof(number) &&
+        !(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+        memcpy(&number, data, sizeof(number));
+        ctx->probe_heard = number;
+    }
+    return UCS_OK;
+}
+
 gcx_status_t gcx_tl_ucx_ctl_init(gcx_tl_ctx_t *ctx)
 {
     ucp_am_handler_param_t params = {0};
@@ -140,6 +179,14 @@ gcx_status_t gcx_tl_ucx_ctl_init(gcx_tl_ctx_t *ctx)
     st        = ucp_worker_set_am_recv_handler(ctx->worker, &params);
     if (st != UCS_OK) {
         gcx_error("ucp_worker_set_am_recv_handler(purge) failed: %s",
+                  ucs_status_string(st));
+        return GCX_ERR_TRANSPORT;
+    }
+    params.id = GCX_TL_UCX_PROBE_AM_ID;
+    params.cb = gcx_tl_ucx_probe_cb;
+    st        = ucp_worker_set_am_recv_handler(ctx->worker, &params);
+    if (st != UCS_OK) {
+        gcx_error("ucp_worker_set_am_recv_handler(probe) failed: %s",
                   ucs_status_string(st));
         return GCX_ERR_TRANSPORT;
     }
@@ -244,6 +291,63 @@ void gcx_tl_ucx_ep_unwatch(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep)
     }
 }
 
+/* Whether a message from a worker of this process's own to its worker
+ * arrives (over shared memory, as from a peer on this host) within
+ * GCX_TL_UCX_PROBE_WAIT; 1 also when the probe cannot be made. */
+static int gcx_tl_ucx_hears_itself(gcx_tl_ctx_t *ctx)
+{
+    ucp_worker_params_t wparams = {0};
+    ucp_ep_params_t     eparams = {0};
+    ucp_request_param_t param   = {0};
+    ucp_worker_h        probe;
+    ucp_ep_h            ep;
+    ucs_status_ptr_t    send, close;
+    double              deadline;
+    int                 heard;
+
+    wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    if (ucp_worker_create(ctx->context, &wparams, &probe) != UCS_OK) {
+        return 1;
+    }
+    eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    eparams.address    = ctx->address;
+    if (ucp_ep_create(probe, &eparams, &ep) != UCS_OK) {
+        ucp_worker_destroy(probe);
+        return 1;
+    }
+    ++ctx->probe_sent; /* the payload: lives in ctx past the send */
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags        = UCP_AM_SEND_FLAG_EAGER;
+    send = ucp_am_send_nbx(ep, GCX_TL_UCX_PROBE_AM_ID, NULL, 0,
+                           &ctx->probe_sent, sizeof(ctx->probe_sent), &param);
+    deadline = gcx_time_now() + GCX_TL_UCX_PROBE_WAIT;
+    while (!UCS_PTR_IS_ERR(send) && ctx->probe_heard != ctx->probe_sent &&
+           gcx_time_now() < deadline) {
+        ucp_worker_progress(probe);
+        ucp_worker_progress(ctx->worker);
+    }
+    heard = UCS_PTR_IS_ERR(send) || ctx->probe_heard == ctx->probe_sent;
+    /* FORCE: a send stuck on a full queue is purged, not flushed */
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+    close              = ucp_ep_close_nbx(ep, &param);
+    deadline           = gcx_time_now() + GCX_TL_UCX_PROBE_WAIT;
+    while (UCS_PTR_IS_PTR(close) &&
+           ucp_request_check_status(close) == UCS_INPROGRESS &&
+           gcx_time_now() < deadline) {
+        ucp_worker_progress(probe);
+    }
+    if (UCS_PTR_IS_PTR(close)) {
+        ucp_request_free(close);
+    }
+    if (UCS_PTR_IS_PTR(send)) {
+        ucp_request_free(send);
+    }
+    ucp_worker_destroy(probe);
+    return heard;
+}
+
 /* The process behind @p ep ended. What it sent before may still sit in
  * shared memory (a rank that finished its part of a collective and left
  * is no failure): progress takes that first, then the rest fails. */
@@ -266,7 +370,7 @@ void gcx_tl_ucx_liveness(gcx_tl_ctx_t *ctx)
     struct pollfd    pfds[64];
     gcx_tl_ucx_ep_t *eps[64], *ep;
     double           now = gcx_time_now();
-    int              n, i;
+    int              n, i, died = 0;
 
     if (now < ctx->liveness_next) {
         return;
@@ -289,7 +393,19 @@ void gcx_tl_ucx_liveness(gcx_tl_ctx_t *ctx)
         for (i = 0; i < n; ++i) {
             if (pfds[i].revents != 0) {
                 gcx_tl_ucx_ep_dead(ctx, eps[i]);
+                died = 1;
             }
         }
+    }
+    /* a peer on this host killed inside a write into this process's
+     * queue leaves it stopped (file comment): only then can it happen */
+    if (died && !ctx->deaf && !ctx->tcp_only && !gcx_tl_ucx_hears_itself(ctx)) {
+        ctx->deaf = 1;
+        gcx_error("this process no longer hears its peers on this host: a "
+                  "peer process was killed while writing into its "
+                  "shared-memory receive queue, which stays stopped (UCX "
+                  "%s); shrinks leave with GCX_ERR_TRANSPORT, collectives "
+                  "with peers on this host end by GCX_TIMEOUT: restart "
+                  "this rank", ucp_get_version_string());
     }
 }

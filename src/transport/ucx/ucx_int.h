@@ -90,6 +90,11 @@ typedef struct gcx_tl_ucx_am_route {
  * the header is gcx_tl_ucx_purge_t. */
 #define GCX_TL_UCX_PURGE_AM_ID (GCX_TL_AM_MAX_ID + 2)
 
+/* A deafness probe (ucx_ctl.c) travels as an eager active message on this
+ * id from a worker of the process's own to its worker; the payload is the
+ * probe's number. */
+#define GCX_TL_UCX_PROBE_AM_ID (GCX_TL_AM_MAX_ID + 3)
+
 /* A purge notice: rank @c rank of communicator @c comm_id closed its
  * endpoint to the receiver in an abort. */
 typedef struct gcx_tl_ucx_purge {
@@ -144,6 +149,11 @@ struct gcx_tl_ctx {
     void                  *ctl_arg;
     int                    watched;  /* endpoints with a pidfd */
     double                 liveness_next; /* next poll of the pidfds */
+    int                    deaf;     /* its shared-memory receive queue
+                                        stopped (ucx_ctl.c): peers on this
+                                        host are not heard any more */
+    uint64_t               probe_sent;  /* the last deafness probe's number */
+    uint64_t               probe_heard; /* the last one that arrived */
 };
 
 /*

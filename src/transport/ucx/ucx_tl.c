@@ -618,6 +618,11 @@ static int gcx_tl_ucx_peer_lost(gcx_tl_t *tl, int peer)
     return ep == NULL || ep->lost;
 }
 
+static int gcx_tl_ucx_deaf(gcx_tl_t *tl)
+{
+    return tl->ctx->deaf;
+}
+
 /* Completes one tracked request with @p status now; its UCP request is
  * orphaned (freed by its callback, nothing else touched). */
 static void gcx_tl_ucx_orphan(gcx_tl_ctx_t *ctx, gcx_tl_req_t *req,
@@ -1121,6 +1126,7 @@ const gcx_tl_ops_t gcx_tl_ucx_ops = {
     .progress     = gcx_tl_ucx_progress,
     .peer_failed  = gcx_tl_ucx_peer_failed,
     .peer_lost    = gcx_tl_ucx_peer_lost,
+    .deaf         = gcx_tl_ucx_deaf,
     .ctx_ctl_handler = gcx_tl_ucx_ctx_ctl_handler,
     .ctl_send     = gcx_tl_ucx_ctl_send,
     .revive       = gcx_tl_ucx_revive,
