@@ -66,6 +66,7 @@ struct gcx_config {
     double timeout;             /* GCX_TIMEOUT, seconds */
     int    progress_yield;      /* GCX_PROGRESS_YIELD */
     int    progress_sleep;      /* GCX_PROGRESS_SLEEP */
+    int    progress_thread;     /* GCX_PROGRESS_THREAD (progress_thread.c) */
     int    rank;                /* GCX_RANK, -1 = not set */
     int    world_size;          /* GCX_WORLD_SIZE, -1 = not set */
     int    local_rank;          /* GCX_LOCAL_RANK, -1 = not set */

@@ -180,7 +180,7 @@ gcx_status_t gcx_comm_new(const gcx_config_t *config, int rank,
     comm->size   = size;
     comm->id     = UINT32_MAX;
     comm->queue.timeout = config->timeout;
-    status       = gcx_context_acquire(config->transport, &comm->ctx);
+    status       = gcx_context_acquire(config, &comm->ctx);
     if (status != GCX_OK) {
         free(comm);
         return status;

@@ -10,11 +10,14 @@
  * Cost: a lock and unlock per public call (uncontended: tens of
  * nanoseconds); a progress call is one transport progress plus one
  * indirect call per registered callback (two per live communicator, each a
- * pointer test when idle, and one per shrink under way); registering and
+ * pointer test when idle, and one per shrink under way), and a drain (what
+ * gcx_progress(), gcx_test() and every wait make) repeats it while it
+ * finds work, at most GCX_CONTEXT_DRAIN_PASSES times; registering and
  * unregistering are O(1) list links; an id agreement is a scan of at most
  * 2048 bits per member, at creation only.
  */
 #include "context.h"
+#include "base/config.h"
 #include "base/log.h"
 
 #include <stdlib.h>
@@ -46,9 +49,16 @@ void gcx_context_create_unlock(void)
     pthread_mutex_unlock(&gcx_context_create_mutex);
 }
 
-gcx_status_t gcx_context_acquire(int transport, gcx_context_t **ctx_p)
+int gcx_context_timedlock(const struct timespec *deadline)
 {
-    gcx_context_t *ctx = &gcx_context_the;
+    return pthread_mutex_timedlock(&gcx_context_mutex, deadline);
+}
+
+gcx_status_t gcx_context_acquire(const gcx_config_t *config,
+                                 gcx_context_t **ctx_p)
+{
+    gcx_context_t *ctx       = &gcx_context_the;
+    int            transport = config->transport;
     gcx_status_t   status;
 
     if (gcx_context_live) {
@@ -56,6 +66,12 @@ gcx_status_t gcx_context_acquire(int transport, gcx_context_t **ctx_p)
             gcx_error("GCX_TRANSPORT differs from the one this process's "
                       "communicators use");
             return GCX_ERR_INVALID;
+        }
+        if (config->progress_thread && !ctx->progress_thread.running) {
+            status = gcx_progress_thread_start(ctx);
+            if (status != GCX_OK) {
+                return status;
+            }
         }
         ++ctx->refcount;
         *ctx_p = ctx;
@@ -76,6 +92,13 @@ gcx_status_t gcx_context_acquire(int transport, gcx_context_t **ctx_p)
     ctx->network_only = ctx->tl_ops->ctx_network_only != NULL &&
                         ctx->tl_ops->ctx_network_only(ctx->tl_ctx);
     ctx->refcount     = 1;
+    ctx->progress_thread.wake_fd = -1;
+    if (config->progress_thread &&
+        (status = gcx_progress_thread_start(ctx)) != GCX_OK) {
+        ctx->tl_ops->ctx_destroy(ctx->tl_ctx);
+        ctx->tl_ctx = NULL;
+        return status;
+    }
     gcx_context_live  = 1;
     *ctx_p           = ctx;
     return GCX_OK;
@@ -86,6 +109,7 @@ void gcx_context_release(gcx_context_t *ctx)
     if (--ctx->refcount > 0) {
         return;
     }
+    gcx_progress_thread_stop(ctx);
     ctx->tl_ops->ctx_destroy(ctx->tl_ctx);
     ctx->tl_ctx      = NULL;
     gcx_context_live = 0;
@@ -135,6 +159,20 @@ int gcx_context_progress(gcx_context_t *ctx)
     }
     ctx->progress_next = NULL;
     return events;
+}
+
+int gcx_context_drain(gcx_context_t *ctx)
+{
+    int total = 0, events, pass;
+
+    for (pass = 0; pass < GCX_CONTEXT_DRAIN_PASSES; ++pass) {
+        events = gcx_context_progress(ctx);
+        total += events;
+        if (events == 0) {
+            break;
+        }
+    }
+    return total;
 }
 
 int gcx_context_arm(gcx_context_t *ctx)

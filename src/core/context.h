@@ -31,6 +31,7 @@
 #include <gcx/gcx.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 #define GCX_CONTEXT_ID_PAIRS (GCX_TL_MAX_COMM_IDS / 2)
 
@@ -58,6 +59,14 @@ typedef struct gcx_progress_cb {
     struct gcx_progress_cb *prev, *next;
 } gcx_progress_cb_t;
 
+/* The context's progress thread (progress_thread.c), when one runs. */
+typedef struct gcx_progress_thread {
+    pthread_t thread;
+    int       running;  /* started and not joined (context lock) */
+    int       stop;     /* __atomic: the thread is to end */
+    int       wake_fd;  /* an eventfd that ends its sleep at once */
+} gcx_progress_thread_t;
+
 typedef struct gcx_context {
     pthread_mutex_t     lock;        /* recursive: every gcx call */
     int                 refcount;    /* live communicators */
@@ -77,6 +86,7 @@ typedef struct gcx_context {
     int                 ctl_handler_set;
     struct gcx_ctl_msg *ctl_early;
     int                 ctl_early_n;
+    gcx_progress_thread_t progress_thread; /* GCX_PROGRESS_THREAD */
 } gcx_context_t;
 
 /** Lock and unlock the context (every public entry point). */
@@ -93,9 +103,12 @@ void gcx_context_create_unlock(void);
 
 /**
  * Take a reference on the context, creating it (and the transport context)
- * for @p transport if it does not exist. Call with the context lock held.
+ * for @p config's transport if it does not exist, and start its progress
+ * thread if @p config asks for one (GCX_PROGRESS_THREAD; once started it
+ * runs until the context is released). Call with the context lock held.
  */
-gcx_status_t gcx_context_acquire(int transport, gcx_context_t **ctx_p);
+gcx_status_t gcx_context_acquire(const gcx_config_t *config,
+                                 gcx_context_t **ctx_p);
 
 /** Drop a reference; the last one releases the transport context. */
 void gcx_context_release(gcx_context_t *ctx);
@@ -116,6 +129,29 @@ void gcx_context_progress_unregister(gcx_context_t *ctx,
 /** Progress the transport once, then call every registered callback;
  *  returns the events of all of them (0: idle). */
 int gcx_context_progress(gcx_context_t *ctx);
+
+/** Most passes of gcx_context_progress() one gcx_context_drain() makes. */
+#define GCX_CONTEXT_DRAIN_PASSES 32
+
+/**
+ * Finish what the arrived messages allow: gcx_context_progress() again
+ * while a pass found something, at most GCX_CONTEXT_DRAIN_PASSES passes
+ * (each the transport's progress, bounded by UCX's per-call budget, and
+ * one call of every registered callback: a decode, a publish, the next
+ * step of a pipeline). Returns the events of all passes (0: idle).
+ */
+int gcx_context_drain(gcx_context_t *ctx);
+
+/** Lock the context, waiting at most until @p deadline (CLOCK_REALTIME);
+ *  0 when locked, else an errno (the progress thread's lock). */
+int gcx_context_timedlock(const struct timespec *deadline);
+
+/** Start the context's progress thread (lock held); GCX_OK if it runs. */
+gcx_status_t gcx_progress_thread_start(gcx_context_t *ctx);
+
+/** End and join it (lock held: the thread takes the lock with a timeout,
+ *  so it sees the request); a no-op if none runs. */
+void gcx_progress_thread_stop(gcx_context_t *ctx);
 
 /** Arm the transport for a sleep: a file descriptor to poll (without the
  *  context lock) until the next event, or -1 when it cannot sleep now. */

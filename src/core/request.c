@@ -3,10 +3,11 @@
  * API: gcx_task_submit/start, gcx_test, gcx_wait, gcx_progress,
  * gcx_progress_wait, gcx_request_free, and the one waiting policy.
  *
- * gcx_progress() = one progress call of the process context: the shared
- * transport once, then the callbacks registered with it, among them each
- * communicator's queue (comm.c), which progresses its active task: the
- * cost is bounded by what one task's progress() may do per communicator.
+ * gcx_progress() = one drain of the process context (context.h): the
+ * shared transport, then the callbacks registered with it (among them each
+ * communicator's queue, comm.c, which progresses its active task), again
+ * while a pass finds work, at most GCX_CONTEXT_DRAIN_PASSES passes: what
+ * the arrived messages allow is done, within a bound.
  *
  * Every public entry takes the context lock (context.h); a wait drops it
  * between progress calls, so other threads get their turn.
@@ -30,11 +31,11 @@
 #define GCX_WAIT_IDLE_POLLS 2  /* empty progress calls before a sleep */
 #define GCX_WAIT_SLEEP_MS   1  /* longest sleep before polling again */
 
-/* One progress call of the process context (lock held); returns work done
- * (0: idle). */
+/* One progress call of the process context (lock held): what the arrived
+ * messages allow, drained (context.h); returns work done (0: idle). */
 static int gcx_comm_progress_once(gcx_comm_t *comm)
 {
-    return gcx_context_progress(comm->ctx);
+    return gcx_context_drain(comm->ctx);
 }
 
 /* Returns the request, or waits for the task and frees it. Lock held. */
