@@ -170,11 +170,39 @@ const gcx_config_t *gcx_comm_config(const gcx_comm_t *comm);
 typedef struct gcx_request gcx_request_t;
 
 /**
- * Progress every outstanding operation of @p comm a bounded amount; never
- * blocks. Returns GCX_OK, or the communicator's error once it has failed.
+ * Progress every outstanding operation of the process (every communicator:
+ * they share one context) until a pass finds nothing more to do: every
+ * message that has arrived is taken, and what it allows is done (a receive
+ * completes, a ring step or pipeline chunk goes on, a coded chunk is
+ * decoded and published), at most 32 passes of one transport progress call
+ * (UCX's own per-call budget) and one step of every active operation each.
+ * Never blocks. Returns GCX_OK, or the communicator's error once it has
+ * failed. gcx_test() and the waits progress the same way.
+ *
+ * Progress happens only inside gcx calls unless the progress thread runs
+ * (gcx_progress_thread_enable(), GCX_PROGRESS_THREAD=y): an operation
+ * posted before a long compute phase, or a master-less coded allreduce's
+ * chunks this rank owns, then advance while the application computes.
  */
 GCX_API
 gcx_status_t gcx_progress(gcx_comm_t *comm);
+
+/**
+ * Start the process's progress thread now, if it does not run yet (what
+ * GCX_PROGRESS_THREAD=y in a communicator's configuration does at its
+ * creation): one thread per process that progresses every communicator
+ * whenever messages arrive, serialized with the application's gcx calls by
+ * the context's lock (safe beside application threads). It sleeps on the
+ * transport's events where it can (a network-only job: UCX on tcp and
+ * self) and, on shared memory, polls with a backoff up to 1 ms, so an idle
+ * process spends no core on it. It runs until the process's last
+ * communicator is destroyed. Idempotent.
+ *
+ * @return GCX_OK; GCX_ERR_INVALID for a NULL @p comm; GCX_ERR_NOMEM when
+ *         the thread cannot be started (logged).
+ */
+GCX_API
+gcx_status_t gcx_progress_thread_enable(gcx_comm_t *comm);
 
 /**
  * Progress and report: GCX_INPROGRESS while running, GCX_OK when done, an

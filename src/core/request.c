@@ -1,7 +1,8 @@
 /*
  * request.c - handing tasks to their communicator and the public request
  * API: gcx_task_submit/start, gcx_test, gcx_wait, gcx_progress,
- * gcx_progress_wait, gcx_request_free, and the one waiting policy.
+ * gcx_progress_wait, gcx_progress_thread_enable, gcx_request_free, and the
+ * one waiting policy.
  *
  * gcx_progress() = one drain of the process context (context.h): the
  * shared transport, then the callbacks registered with it (among them each
@@ -115,6 +116,19 @@ gcx_status_t gcx_progress(gcx_comm_t *comm)
     gcx_context_lock();
     gcx_comm_progress_once(comm);
     status = comm->error;
+    gcx_context_unlock();
+    return status;
+}
+
+gcx_status_t gcx_progress_thread_enable(gcx_comm_t *comm)
+{
+    gcx_status_t status;
+
+    if (comm == NULL) {
+        return GCX_ERR_INVALID;
+    }
+    gcx_context_lock();
+    status = gcx_progress_thread_start(comm->ctx);
     gcx_context_unlock();
     return status;
 }

@@ -5,7 +5,8 @@
 //   (a drain: passes until one finds nothing), not a transport budget's
 //   worth: before, one call took what one UCX progress call read (16
 //   shared-memory messages).
-// - With GCX_PROGRESS_THREAD=y a rank that posts an allreduce and then
+// - With the progress thread (GCX_PROGRESS_THREAD=y, or
+//   gcx_progress_thread_enable()) a rank that posts an allreduce and then
 //   computes, calling nothing, still does its part: the other ranks
 //   finish theirs during its compute. Without the thread they cannot (its
 //   ring steps never go). The ranks tell each other through files named by
@@ -122,12 +123,16 @@ TEST(Progress, OneCallTakesEveryArrivedMessage)
 // Every rank posts an allreduce of 1M floats (a ring of many steps); the
 // last rank then computes (sleeps in bounded slices, calling nothing)
 // until every other rank has finished its allreduce, which it can only do
-// if the last rank's part goes on without it.
+// if the last rank's part goes on without it. The thread comes from
+// GCX_PROGRESS_THREAD=y, or else from gcx_progress_thread_enable() here
+// (it then runs for the rest of the process: this case comes last).
 TEST(Progress, CollectiveFinishesWhileARankComputes)
 {
+    EXPECT_EQ(GCX_ERR_INVALID, gcx_progress_thread_enable(nullptr));
     if (!thread_on()) {
-        GTEST_SKIP() << "needs GCX_PROGRESS_THREAD=y";
+        ASSERT_EQ(GCX_OK, gcx_progress_thread_enable(g_world));
     }
+    ASSERT_EQ(GCX_OK, gcx_progress_thread_enable(g_world)); // idempotent
     if (world_size() < 2) {
         GTEST_SKIP() << "needs 2 ranks";
     }
