@@ -8,6 +8,7 @@
  * Exit status: 0 success, 1 a run-time failure, 2 bad options.
  */
 #include "sync/comm.h"
+#include "sync/sync.h"
 #include "data.h"
 #include "loop.h"
 #include "opts.h"
@@ -47,7 +48,8 @@ int main(int argc, char **argv)
     train_dataset_set_norm(&train, mean, std);
     train_dataset_set_norm(&test, mean, std);
 
-    status = train_comm_open(&comm);
+    status = train_comm_open(&comm, (train_sync_flags(opts.sync) &
+                                     TRAIN_SYNC_PROGRESS_THREAD) != 0);
     if (status != GCX_OK) {
         goto out_free_test;
     }

@@ -45,8 +45,9 @@ void train_comm_local(train_comm_t *tc)
     tc->live_kill = 0;
 }
 
-gcx_status_t train_comm_open(train_comm_t *tc)
+gcx_status_t train_comm_open(train_comm_t *tc, int progress_thread)
 {
+    gcx_config_t *config = NULL;
     gcx_comm_t *comm;
     gcx_status_t status;
 
@@ -57,7 +58,18 @@ gcx_status_t train_comm_open(train_comm_t *tc)
         train_comm_local(tc);
         return GCX_OK;
     }
-    status = gcx_comm_create(NULL, NULL, &comm);
+    if (progress_thread && getenv("GCX_PROGRESS_THREAD") == NULL) {
+        status = gcx_config_read(&config);
+        if (status == GCX_OK) {
+            status = gcx_config_set(config, "PROGRESS_THREAD", "y");
+        }
+        if (status != GCX_OK) {
+            gcx_config_release(config);
+            return status;
+        }
+    }
+    status = gcx_comm_create(NULL, config, &comm);
+    gcx_config_release(config);
     if (status != GCX_OK) {
         train_error("cannot create the communicator: %s (run under gcxrun, "
                     "or set GCX_RANK, GCX_WORLD_SIZE, GCX_ROOT_ADDR and "

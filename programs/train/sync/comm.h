@@ -40,9 +40,11 @@ void train_comm_local(train_comm_t *tc);
  * Create the gcx communicator from the environment (gcx_comm_create with a
  * NULL oob: GCX_RANK/GCX_WORLD_SIZE/GCX_ROOT_ADDR/GCX_ROOT_PORT or a known
  * launcher's variables). When no launcher variable at all is set, the
- * process runs alone without a communicator (and says so).
+ * process runs alone without a communicator (and says so). With
+ * @p progress_thread (a TRAIN_SYNC_PROGRESS_THREAD mode) the communicator
+ * runs gcx's progress thread unless GCX_PROGRESS_THREAD says otherwise.
  */
-gcx_status_t train_comm_open(train_comm_t *tc);
+gcx_status_t train_comm_open(train_comm_t *tc, int progress_thread);
 
 /** Destroy the communicator, if any. */
 void train_comm_close(train_comm_t *tc);

@@ -141,6 +141,25 @@ const char *train_kv_str(train_kv_t *kv, const char *key, const char *def)
     return i < 0 ? def : kv->val[i];
 }
 
+/* The mode @p spec names, its name into @p name. */
+static const train_sync_ops_t *train_sync_of(const char *spec,
+                                             char name[32])
+{
+    const char *colon = strchr(spec, ':');
+
+    snprintf(name, 32, "%.*s",
+             (int)(colon ? (size_t)(colon - spec) : strlen(spec)), spec);
+    return train_sync_find(name);
+}
+
+unsigned train_sync_flags(const char *spec)
+{
+    char name[32];
+    const train_sync_ops_t *ops = train_sync_of(spec, name);
+
+    return ops != NULL ? ops->flags : 0;
+}
+
 gcx_status_t train_sync_create(const char *spec, train_comm_t *comm, size_t n,
                                train_sync_t *sync_p)
 {
@@ -152,9 +171,7 @@ gcx_status_t train_sync_create(const char *spec, train_comm_t *comm, size_t n,
     train_kv_t kv;
     int i;
 
-    snprintf(name, sizeof(name), "%.*s",
-             (int)(colon ? (size_t)(colon - spec) : strlen(spec)), spec);
-    ops = train_sync_find(name);
+    ops = train_sync_of(spec, name);
     if (ops == NULL) {
         train_error("unknown sync mode '%s' (see --help for the list)", name);
         return GCX_ERR_INVALID;

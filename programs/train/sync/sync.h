@@ -104,6 +104,13 @@ enum {
      * per-step allreduce would wait for every rank, stragglers included.
      */
     TRAIN_SYNC_BATCH_STATS = 1u << 1,
+    /**
+     * The mode needs progress while the rank computes (a master-less coded
+     * round's owner serves its chunks ahead of its own call): the
+     * communicator is opened with gcx's progress thread
+     * (GCX_PROGRESS_THREAD=y, unless the variable is set).
+     */
+    TRAIN_SYNC_PROGRESS_THREAD = 1u << 2,
 };
 
 typedef struct train_sync_ops {
@@ -209,6 +216,10 @@ extern const train_sync_ops_t train_sync_ignore;
 
 /** Find a mode by name; NULL if none. */
 const train_sync_ops_t *train_sync_find(const char *name);
+
+/** The TRAIN_SYNC_* flags of the mode @p spec names ("name" or
+ *  "name:k=v,..."); 0 for an unknown name (train_sync_create says so). */
+unsigned train_sync_flags(const char *spec);
 
 /** Print "  name  help" for every mode. */
 void train_sync_list(FILE *file);

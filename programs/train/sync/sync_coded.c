@@ -59,10 +59,11 @@
  * Master-less (GCX_CODED_ALGO=masterless, or auto when it is cheaper):
  * gcx_coded_gather() runs gcx_coded_allreduce, where every rank decodes a
  * chunk of every round. A rank still computing serves its chunks ahead of
- * its own call only while its process progresses, so a keeper thread calls
- * gcx_progress() every millisecond for the life of the mode (as
- * torch_gcx's does): a slow rank does not hold the others back, and skips
- * the steps decoded without it like any coded worker (gcx_coded_ready()).
+ * its own call only while its process progresses, so the coded modes open
+ * the communicator with gcx's progress thread (TRAIN_SYNC_PROGRESS_THREAD:
+ * it runs when messages arrive): a slow rank does not hold the others
+ * back, and skips the steps decoded without it like any coded worker
+ * (gcx_coded_ready()).
  *
  * Cost per step: compute of s+1 partitions (gc) or 1 (pgc) of
  * global/n samples each (per epoch both compute (s+1)x what dense does:
@@ -80,10 +81,8 @@
 #include <gcx/coded.h>
 #include <gcx/coding.h>
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define CODED_EXTRA 3 /* loss sum, hits, samples after the gradient */
 
@@ -107,25 +106,7 @@ typedef struct coded_sync {
     double scale;     /* decoded vector x scale = sum estimate (ignore: s+1) */
     long steps, skipped, abstained, lost; /* for the summary line of fini */
     long computed;    /* partition gradients this rank computed */
-    gcx_comm_t *keeper_comm; /* master-less: the keeper progresses it */
-    pthread_t keeper;
-    int keeper_stop;  /* __atomic */
 } coded_sync_t;
-
-/* Master-less: progress every millisecond (see the top), until stopped. */
-static void *coded_keeper(void *arg)
-{
-    coded_sync_t *cs = arg;
-    struct timespec ms = {0, 1000000};
-
-    while (!__atomic_load_n(&cs->keeper_stop, __ATOMIC_ACQUIRE)) {
-        if (gcx_progress(cs->keeper_comm) != GCX_OK) {
-            break; /* failed: the loop's own call reports it */
-        }
-        nanosleep(&ms, NULL);
-    }
-    return NULL;
-}
 
 static void coded_free(coded_sync_t *cs)
 {
@@ -133,10 +114,6 @@ static void coded_free(coded_sync_t *cs)
 
     if (cs == NULL) {
         return;
-    }
-    if (cs->keeper_comm != NULL) {
-        __atomic_store_n(&cs->keeper_stop, 1, __ATOMIC_RELEASE);
-        pthread_join(cs->keeper, NULL);
     }
     gcx_coded_destroy(cs->coded);
     gcx_pgc_destroy(cs->pgc);
@@ -267,15 +244,6 @@ static gcx_status_t coded_init(train_sync_t *sync, train_kv_t *args,
         status = gcx_code_assignment(cs->code, cs->worker, cs->parts,
                                      cs->coeffs, &cs->nassigned);
         if (status != GCX_OK) {
-            goto err;
-        }
-    }
-    if (gcx_coded_masterless(cs->coded)) {
-        cs->keeper_comm = sync->comm->comm;
-        if (pthread_create(&cs->keeper, NULL, coded_keeper, cs) != 0) {
-            train_error("%s: cannot start the progress thread", mode);
-            cs->keeper_comm = NULL;
-            status = GCX_ERR_NOMEM;
             goto err;
         }
     }
@@ -503,7 +471,9 @@ static gcx_status_t ignore_init(train_sync_t *sync, train_kv_t *args)
     return coded_init(sync, args, GCX_CODE_CR, 0, 1);
 }
 
-#define CODED_FLAGS (TRAIN_SYNC_OWN_GRADIENT | TRAIN_SYNC_BATCH_STATS)
+#define CODED_FLAGS                                                            \
+    (TRAIN_SYNC_OWN_GRADIENT | TRAIN_SYNC_BATCH_STATS |                        \
+     TRAIN_SYNC_PROGRESS_THREAD)
 
 const train_sync_ops_t train_sync_gc_fr = {
     .name = "gc-fr",
