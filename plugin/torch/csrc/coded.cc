@@ -47,14 +47,14 @@
 // soon as it has decoded, while the other ranks may still be pulling the
 // sum from it; the engine progresses the network only while a job is in
 // flight, so a root busy computing its next step (or in a gloo collective)
-// would hold every other rank's sum back until its next round. A keeper
-// thread therefore submits a gcx_progress job every millisecond while no
-// round of this object is in flight on the root (~1000 tiny jobs a second,
-// a few microseconds each), until close(). Master-less (GCX_CODED_ALGO):
-// every rank owns a chunk of the round, and decodes and publishes it ahead
-// of its own round when it progresses (gcx_coded_allreduce), so every rank
-// runs the keeper: a rank still computing its gradient does not hold the
-// others back.
+// would hold every other rank's sum back until its next round. The root
+// therefore starts gcx's progress thread (gcx_progress_thread_enable: it
+// runs when messages arrive, and sleeps otherwise). Master-less
+// (GCX_CODED_ALGO): every rank owns a chunk of the round, and decodes and
+// publishes it ahead of its own round when it progresses
+// (gcx_coded_allreduce), so every rank starts it: a rank still computing
+// its gradient does not hold the others back. (Before gcx had one, a
+// keeper thread here submitted a gcx_progress job every millisecond.)
 //
 // Cost per round: encoding, one streaming pass per slot with a nonzero
 // coefficient (s+1 for gc, P for pgc) over N+1 floats; with top-k, one
@@ -67,15 +67,11 @@
 #include <gcx/coding.h>
 #include <gcx/compress.h>
 
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace torch_gcx {
@@ -275,13 +271,17 @@ class CodedGather {
         }
         pcoeffs_.assign(static_cast<size_t>(code_->load), 0.0);
         if (pg->getRank() == root || gcx_coded_masterless(coded_)) {
-            keeper_ = std::thread([this] { keep_progress(); });
+            submit_composite(*backend_, "gcx_progress_thread_enable", {},
+                             [](gcx_comm_t *c, auto &) {
+                                 return gcx_progress_thread_enable(c);
+                             },
+                             {})
+                ->wait();
         }
     }
 
     ~CodedGather()
     {
-        stop_keeper();
         try {
             if (PyGILState_Check()) {
                 py::gil_scoped_release nogil;
@@ -398,10 +398,7 @@ class CodedGather {
             }
             return GCX_OK;
         };
-        auto state = kstate_;
-        state->inflight++;
-        auto post = [res, sum, g, nf, inv, loss, state] {
-            state->inflight--;
+        auto post = [res, sum, g, nf, inv, loss] {
             if (res->lost) { // every rank alike: a zero gradient
                 std::memset(g, 0, nf * sizeof(float));
                 *loss = NAN;
@@ -499,7 +496,6 @@ class CodedGather {
     // Destroy the coded gather on the engine (not collective); idempotent.
     void close()
     {
-        stop_keeper();
         if (coded_ == nullptr) {
             return;
         }
@@ -515,49 +511,6 @@ class CodedGather {
     }
 
   private:
-    // The root's keeper thread (see the file comment): one gcx_progress job
-    // at a time, every millisecond, while no round is in flight. A failed
-    // job (the communicator failed) never clears `pending`: it stops.
-    struct KeeperState {
-        std::atomic<bool> pending{false};
-        std::atomic<int64_t> inflight{0}; // rounds submitted, not finished
-    };
-
-    void keep_progress()
-    {
-        std::unique_lock<std::mutex> lk(kmu_);
-        while (!kstop_) {
-            kcv_.wait_for(lk, std::chrono::milliseconds(1));
-            if (kstop_ || kstate_->inflight.load() > 0 ||
-                kstate_->pending.load()) {
-                continue;
-            }
-            kstate_->pending = true;
-            auto state       = kstate_;
-            try {
-                submit_composite(*backend_, "gcx_progress", {},
-                                 [](gcx_comm_t *c, auto &) {
-                                     return gcx_progress(c);
-                                 },
-                                 [state] { state->pending = false; });
-            } catch (...) {
-                return; // the group or the engine is gone
-            }
-        }
-    }
-
-    void stop_keeper()
-    {
-        {
-            std::lock_guard<std::mutex> lk(kmu_);
-            kstop_ = true;
-        }
-        kcv_.notify_all();
-        if (keeper_.joinable()) {
-            keeper_.join();
-        }
-    }
-
     gcx_coded_t *live() const
     {
         TORCH_CHECK(coded_ != nullptr, "torch_gcx.coded: closed");
@@ -649,12 +602,6 @@ class CodedGather {
     gcx_compressor_t *comp_  = nullptr;
     gcx_sparse_vec_t sent_sv_ = {};
     uint64_t sent_entries_   = 0;
-    // the root's progress keeper
-    std::shared_ptr<KeeperState> kstate_ = std::make_shared<KeeperState>();
-    std::thread keeper_;
-    std::mutex kmu_;
-    std::condition_variable kcv_;
-    bool kstop_ = false;
 };
 
 } // namespace

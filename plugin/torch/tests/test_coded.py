@@ -12,8 +12,8 @@ message (equal residuals in a group, exact decode).
 
 The exactness and straggler checks also with GCX_CODED_ALGO=masterless
 (gc-fr, gc-cr through the master-less coded allreduce: a rank still
-computing serves the chunks it owns ahead of its round, driven by the
-keeper thread, and catches up by skipping like a star worker).
+computing serves the chunks it owns ahead of its round, driven by gcx's
+progress thread, and catches up by skipping like a star worker).
 
 Cost: 14 launches of 3-4 processes, ~3 minutes idle, ~5 on 2 loaded cores."""
 import pytest
