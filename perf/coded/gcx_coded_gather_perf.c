@@ -5,7 +5,8 @@
  *
  *   gcxrun -n 4 -- gcx_coded_gather_perf [--count N] [--rounds R]
  *          [--warmup W] [--s S] [--compute-ms X] [--modes a,b,..]
- *          [--straggler-exp M] [--baseline] [--json FILE] [--trace]
+ *          [--straggler-exp M] [--late R:MS] [--baseline] [--json FILE]
+ *          [--trace]
  *
  * A round on every rank = compute (a busy loop of X ms per partition
  * gradient, the cost of one partition) + encode + coded gather. Modes:
@@ -37,6 +38,11 @@
  * (all workers drawn) and GCX_STRAGGLER_MEAN_MS set per mode; it replaces
  * those two variables. Without it GCX_STRAGGLER_COUNT defaults to the
  * code's s, which is 0 for uncoded: random delays then miss that mode.
+ * --late R:MS: rank R computes every round MS ms longer (a sleep that makes
+ * no gcx call: a rank still computing, which serves the chunks it owns only
+ * if its process progresses: GCX_PROGRESS_THREAD), unless the round was
+ * decoded without it (then it computes nothing, as every coded worker);
+ * part of the straggler injection (off in --baseline's runs).
  * With --baseline every mode is also run with straggler injection off and
  * the ratio straggler/baseline printed. Columns: mode, n, s, partitions
  * computed per round, mean / p50 / max round time (ms) on the root, mean
@@ -66,6 +72,8 @@ typedef struct perf_opts {
     int    rounds, warmup, s, baseline, trace;
     double compute_ms;
     double straggler_exp; /* --straggler-exp M; 0: GCX_STRAGGLER_* as set */
+    int    late_rank;     /* --late R:MS; -1: none */
+    double late_ms;
     char   modes[256];
     char   json[256];
 } perf_opts_t;
@@ -273,6 +281,9 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
         } else if (car != NULL) {
             gcx_coded_allreduce_ready(car, &ready);
         }
+        if (!ready && straggle && rank == o->late_rank) {
+            sleep_ms(o->late_ms); /* a slow computation: no gcx call */
+        }
         if (ready && pgc) {
             abstain = 1; /* decoded without us: nothing computed */
         } else if (!ready) {
@@ -409,7 +420,7 @@ static void print_row(const perf_row_t *row, double base_mean)
 int main(int argc, char **argv)
 {
     perf_opts_t o = {.count = 1 << 16, .rounds = 50, .warmup = 5, .s = 1,
-                     .compute_ms = 5.0,
+                     .compute_ms = 5.0, .late_rank = -1,
                      .modes = "uncoded,ignore,gc-fr,gc-cr,pgc-fr,pgc-cr"};
     perf_row_t  rows[32];
     int         nrows = 0, i, rank, rc = 0;
@@ -451,6 +462,15 @@ int main(int argc, char **argv)
                                 "time\n", v);
                 return 2;
             }
+        } else if (!strcmp(a, "--late")) {
+            char *end;
+            o.late_rank = (int)strtol(v, &end, 10);
+            o.late_ms   = *end == ':' ? strtod(end + 1, &end) : -1;
+            if (*end != '\0' || o.late_rank < 0 || !(o.late_ms >= 0)) {
+                fprintf(stderr, "--late %s: expected R:MS (rank R enters "
+                                "each round MS ms late)\n", v);
+                return 2;
+            }
         } else if (!strcmp(a, "--modes")) {
             snprintf(o.modes, sizeof(o.modes), "%s", v);
         } else if (!strcmp(a, "--json")) {
@@ -472,11 +492,19 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("# gcx_coded_gather_perf: %d ranks, %zu floats, %d rounds "
                "(+%d warm-up), %.2f ms per partition; straggler injection "
-               "from GCX_STRAGGLER_*%s; times on rank 0\n",
+               "from GCX_STRAGGLER_*%s%s; times on rank 0\n",
                gcx_comm_size(world), o.count, o.rounds, o.warmup,
                o.compute_ms,
                o.straggler_exp > 0 ? " (every worker Exp(mean M x compute), "
-                                     "--straggler-exp)" : "");
+                                     "--straggler-exp)" : "",
+               o.late_rank >= 0 ? ", and --late" : "");
+        if (o.late_rank >= 0) {
+            printf("# rank %d computes every round %.1f ms longer (no gcx "
+                   "call meanwhile); progress thread %s\n", o.late_rank,
+                   o.late_ms,
+                   getenv("GCX_PROGRESS_THREAD") ? getenv("GCX_PROGRESS_THREAD")
+                                                 : "n");
+        }
         printf("%10s %9s %4s %4s %6s %10s %10s %10s %10s %8s %7s %6s\n",
                "mode", "straggler", "n", "s", "parts", "mean_ms", "p50_ms",
                "max_ms", "agg_ms", "vs_base", "#wrong", "#lost");
