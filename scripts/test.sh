@@ -102,7 +102,8 @@ build_other_trees() {
     else
       meson setup --reconfigure build-tsan >/dev/null
     fi
-    meson compile -C build-tsan gcxrun mr_threads mr_comms mr_torch_engine
+    meson compile -C build-tsan gcxrun mr_threads mr_comms mr_torch_engine \
+      mr_progress
   fi
 }
 # the trees built in the background: their output, and their failure ends
@@ -207,7 +208,8 @@ if [[ "${GCX_TEST_NO_FUZZ:-0}" != "1" ]]; then
 fi
 # ThreadSanitizer: the code that runs on more than one thread (suite
 # 'threads': tests/multirank/test_threads.cc, the torch plugin's engine
-# built without torch, test_comms.cc's Threads.*), and only the targets
+# built without torch, test_comms.cc's Threads.*, test_progress.cc: the
+# progress thread), and only the targets
 # those need. UCX is not instrumented: tests/meson.build sets
 # tests/tsan-ucx.supp (races inside UCX only) and turns UCX's mmap hooks
 # off. About 35 s from scratch on 2 shared CPUs (18 s compiling, 13 s
