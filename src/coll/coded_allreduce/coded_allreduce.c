@@ -679,11 +679,12 @@ static void gcx_car_am_handler(void *arg, const gcx_tl_am_msg_t *msg)
 
 /* ---- the round ----------------------------------------------------------- */
 
-/* Owner of chunk c now: the first owner of its line whose connection is
- * not lost (this rank's view); -1 when every one is lost. Ranks whose
- * connection is lost are counted gone (stats.gone: what a training loop
- * leaves out of its checks, as the star's root reports them). */
-static void gcx_car_update_acting(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
+/* Owner of chunk c now, into acting[c]: the first owner of its line whose
+ * connection is not lost (this rank's view); -1 when every one is lost.
+ * Ranks whose connection is lost are counted gone (stats.gone: what a
+ * training loop leaves out of its checks, as the star's root reports
+ * them). */
+static void gcx_car_acting(gcx_coded_allreduce_t *car, int *acting)
 {
     gcx_tl_t *tl     = car->base.comm->tl;
     uint64_t  failed = 0;
@@ -700,15 +701,20 @@ static void gcx_car_update_acting(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
     }
     car->base.gone |= failed;
     for (c = 0; c < car->base.n; ++c) {
-        op->acting[c] = -1;
+        acting[c] = -1;
         for (pos = 0; pos < car->line; ++pos) {
             r = gcx_car_owner(car, c, pos);
             if (!(failed & (1ull << r))) {
-                op->acting[c] = r;
+                acting[c] = r;
                 break;
             }
         }
     }
+}
+
+static void gcx_car_update_acting(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
+{
+    gcx_car_acting(car, op->acting);
 }
 
 /* Staged messages of this round that can be used now. */
@@ -1217,32 +1223,35 @@ static gcx_status_t gcx_car_resend_kept(gcx_coded_allreduce_t *car, int c,
     return gcx_car_send_ctl(car, GCX_CAR_COMMIT, kept->round, c, peers);
 }
 
-/* The kept copies of the chunks this rank acts for now (their owner is
- * lost), each sent again once. Every kept round is below next_open, so the
- * lowest round in progress (@p op) sees all the window holds. */
-static void gcx_car_serve_kept(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
+/* The kept copies of the chunks this rank acts for now (@p acting: their
+ * owner is lost), each sent again once, those of the `ahead` rounds below
+ * @p round. Every kept round is below next_open, so the lowest round in
+ * progress sees all the window holds; with no round in progress (between
+ * calls, or after the last one: gcx_car_ahead) next_open does. */
+static gcx_status_t gcx_car_serve_kept(gcx_coded_allreduce_t *car,
+                                       const int *acting, uint64_t round)
 {
     gcx_coded_slot_t *kept;
     int               c, k, me = car->base.comm->rank;
 
     for (c = 0; c < car->base.n; ++c) {
-        if (op->acting[c] != me) {
+        if (acting[c] != me) {
             continue;
         }
         for (k = 0; k < car->ahead; ++k) {
             kept = car->kept[c][k];
             if (kept == NULL || (car->kept_served[k] & (1ull << c)) ||
-                kept->round >= op->round ||
-                kept->round + (uint64_t)car->ahead < op->round) {
+                kept->round >= round ||
+                kept->round + (uint64_t)car->ahead < round) {
                 continue;
             }
             car->kept_served[k] |= 1ull << c;
             if (gcx_car_resend_kept(car, c, kept) != GCX_OK) {
-                op->super.status = GCX_ERR_NOMEM;
-                return;
+                return GCX_ERR_NOMEM;
             }
         }
     }
+    return GCX_OK;
 }
 
 static void gcx_car_progress(gcx_task_t *task)
@@ -1270,8 +1279,10 @@ static void gcx_car_progress(gcx_task_t *task)
         }
     }
     gcx_car_unstash(car, op);
-    if (op == car->rounds) {
-        gcx_car_serve_kept(car, op);
+    if (op == car->rounds &&
+        gcx_car_serve_kept(car, op->acting, op->round) != GCX_OK) {
+        task->status = GCX_ERR_NOMEM;
+        return;
     }
     if (op->entered && !op->sending && gcx_time_now() >= op->t_send) {
         op->sending = 1;
@@ -1314,14 +1325,18 @@ static void gcx_car_progress(gcx_task_t *task)
  * that computes slowly; one round further they need a chunk it does not
  * serve yet, which bounds how far behind a rank can be (the rule
  * gcx_car_serve_kept relies on). Cost: a walk of the stash per progress
- * call between rounds (a few entries); on a rank that is behind, up to
+ * call between rounds (a few entries) and, with no round here at all, a
+ * look at the P peers' connections and at the chunks it acts for (kept
+ * copies to send again when an owner is lost); on a rank behind, up to
  * `ahead` round states, each holding the chunks taken for its decode and
  * the decoded chunks received (about two vectors, in the transport's
  * buffers when held in place) and the chunk it published (a block of its
  * own: its sends may outlive the round). Received messages held in place
- * and header-only ones (COMMIT, ACK, VOID, LOST) take no block of ours
- * (gcx_car_pull); a header-only fan-out is one slot whose block holds the
- * header alone (gcx_car_send_ctl).
+ * and header-only ones (COMMIT, ACK, VOID, LOST) need no block of ours
+ * (gcx_car_pull; but a pooled slot taken for one keeps the block it had,
+ * so the pool's blocks grow towards one per message held at once: see
+ * gcx_coded_stats_t.buffer_bytes); a header-only fan-out is one slot whose
+ * block holds the header alone (gcx_car_send_ctl).
  */
 /* A fresh round state: no chunk sent yet; linked into car->rounds in
  * round order. */
@@ -1380,6 +1395,16 @@ static int gcx_car_ahead(void *arg)
         if (!op->entered) {
             gcx_car_progress(&op->super);
         }
+    }
+    if (car->rounds == NULL) {
+        /* no round here: the kept copies a lost owner's chunks need are
+         * sent from here, or a rank still in the last round the others
+         * ran would wait for one until GCX_TIMEOUT (nothing else runs
+         * gcx_car_serve_kept once this rank has stopped calling) */
+        int acting[GCX_CAR_MAX];
+
+        gcx_car_acting(car, acting);
+        (void)gcx_car_serve_kept(car, acting, car->next_open);
     }
     return made;
 }
