@@ -141,9 +141,20 @@ typedef struct gcx_coded_result {
      * time.
      */
     float arrival[GCX_CODE_MAX_WORKERS];
-    int skipped; /**< 1 when this rank did not send (contribution or
-                      abstention): the round was already decoded when it
-                      entered. */
+    /**
+     * 1 when this rank sent nothing for the round (no contribution, chunk
+     * or abstention) because the round was already decided here when it
+     * came to send -- star: the root's outcome (decoded sum, or lost) had
+     * arrived; master-less: every chunk was final. Its vector then went
+     * into no decode and sendbuf was not read. A rank that enters a round
+     * late gets it with gcx_coded_gather() or gcx_coded_allreduce() and its
+     * real message just as with an abstention: once gcx_coded_ready() or
+     * gcx_coded_allreduce_ready() said 1, the next round is skipped; a
+     * straggler delay (GCX_STRAGGLER_*) that outlasts the round gives it
+     * too. 0 when it sent anything, even if that came too late to be used;
+     * always 0 on the star's root. stats.skipped counts these rounds.
+     */
+    int skipped;
     int lost;    /**< 1 (lost_rounds only): the round could not be decoded
                       (too many abstentions); recvbuf was not written, the
                       other fields say who arrived and abstained. */
@@ -158,7 +169,8 @@ typedef struct gcx_coded_stats {
                                  (FR: a second reply of a group). */
     uint64_t early;         /**< Messages that arrived before their round
                                  was entered (staged in an internal buffer). */
-    uint64_t skipped;       /**< Rounds this rank entered already decoded. */
+    uint64_t skipped;       /**< Rounds with result->skipped = 1 (entered
+                                 already decided, whatever the call). */
     uint64_t abstained;     /**< Rounds this rank (a worker) abstained from
                                  and said so: gcx_coded_abstain() calls
                                  that were not skipped. */
@@ -177,10 +189,39 @@ typedef struct gcx_coded_stats {
                                  without a copy (kept in the transport's
                                  buffer and read there); the others were
                                  copied into an internal buffer. */
-    uint64_t buffer_bytes;  /**< Not a counter: bytes of internal buffers
-                                 the object holds now (send copies, copied
-                                 arrivals, pooled ones; payloads held in
-                                 the transport's buffer not included). */
+    /**
+     * Not a counter: bytes of the blocks of B bytes that the object's
+     * internal buffers hold now, in use or pooled (B = 4 count for the
+     * star, 4 ceil(count / P), about n / P for n vector bytes, master-less;
+     * payloads held in the transport's buffer are not counted). A pooled
+     * buffer keeps its block, and the next internal buffer taken may carry
+     * it, also one for a payload held in place or a header-only message;
+     * so the level does not go down while the object lives (but for a block
+     * left to a transfer to a dead peer) and can reach B times the most
+     * internal buffers it has had in use at once, every message held
+     * counting, not only those it needed a copy for. Master-less, with no
+     * rank lost, on a rank that has never been more than k rounds behind
+     * the others (rounds they finished that it had not; k <= A =
+     * GCX_CODED_AHEAD, so take k = A when unknown):
+     *
+     *     buffer_bytes <= B ((k + 2) (3P + s) + s A)
+     *
+     * per round held (k + 1: those behind and the one the others are in)
+     * its published chunk, up to P - 1 chunks taken for its decode, P - 1
+     * decoded chunks received and up to P + s + 1 sends not done; one more
+     * round of sends not done or of messages staged; s A kept copies (the
+     * chunks of whose line it is a later owner, last A rounds). A lost owner
+     * adds more (its chunk taken over, copies sent again): the bound is for
+     * none lost. What needs a block of its own is the chunk published per
+     * round behind (so at least k B while k rounds behind) and a round's P
+     * sends; the rest is blocks that pooled buffers carry. Measured at
+     * P = 6, s = 1, n = 400 KB (B = 66,668, bound 198 B at k = 8): 16 to
+     * 19 B on a rank 8 rounds behind, 22 to 33 B once it caught up, 15 to
+     * 25 B on the others (tests/multirank/coded,
+     * CodedContract.BufferBytesOfALaggingRank); 46 B (3.1 MB) seen after
+     * longer runs.
+     */
+    uint64_t buffer_bytes;
 } gcx_coded_stats_t;
 
 /**
@@ -213,7 +254,13 @@ gcx_status_t gcx_coded_create(gcx_comm_t *comm,
  * freed, until the root process exits, so a rank pulling it later still
  * gets the right sum.
  * Once the root process is gone, such a rank's round fails (GCX_ERR_PEER or
- * GCX_ERR_TIMEOUT); it never completes with wrong data.
+ * GCX_ERR_TIMEOUT); it never completes with wrong data. So the root's
+ * process must not exit before every rank has its sums, and a master-less
+ * object (gcx_coded_masterless()) has the rule of
+ * gcx_coded_allreduce_destroy(): every rank meets the others before it
+ * exits, as described there -- a barrier while every rank lives; after a
+ * death, gcx_comm_shrink_ranks() with flags 0 and a barrier on the
+ * survivors' communicator, then destroy.
  */
 GCX_API
 void gcx_coded_destroy(gcx_coded_t *coded);
@@ -284,7 +331,8 @@ gcx_status_t gcx_coded_abstain(gcx_coded_t *coded, float *recvbuf,
 /**
  * Whether the decoded sum of this rank's next round has already arrived,
  * after one progress call: a training loop may then skip computing its
- * contribution (gcx_coded_gather() and gcx_coded_abstain() will not send).
+ * contribution (gcx_coded_gather() and gcx_coded_abstain() will not send,
+ * and report result->skipped = 1).
  *
  * @param[out] ready_p  1 or 0.
  */
@@ -295,7 +343,13 @@ gcx_status_t gcx_coded_ready(gcx_coded_t *coded, int *ready_p);
 GCX_API
 int gcx_coded_masterless(const gcx_coded_t *coded);
 
-/** Worker index of @p rank, or -1 for a root that is not a worker. */
+/**
+ * Worker index of @p rank, a rank of the object's communicator (not of the
+ * world or the launcher: a split or shrunk communicator numbers its own):
+ * @p rank itself, but with root_not_worker -1 for the root and rank - 1
+ * above it. Worker w sends row w of the code's encoding and is bit w of
+ * the result's masks. Master-less: always @p rank.
+ */
 GCX_API
 int gcx_coded_worker(const gcx_coded_t *coded, int rank);
 
@@ -352,7 +406,11 @@ typedef struct gcx_coded_allreduce gcx_coded_allreduce_t;
  * Create a master-less coded allreduce object; collective and blocking.
  *
  * @param comm      Communicator of n ranks, all workers (must outlive the
- *                  object).
+ *                  object): worker w is rank w of @p comm (its rank in this
+ *                  communicator, whatever it is in the world), so rank w
+ *                  passes row w of the code's encoding to
+ *                  gcx_coded_allreduce(), and bit w of a result's masks is
+ *                  rank w.
  * @param params    code (n workers, borrowed), count and lost_rounds (as
  *                  for gcx_coded_create()); root is ignored;
  *                  root_not_worker must be 0.
@@ -377,10 +435,11 @@ gcx_status_t gcx_coded_allreduce_create(gcx_comm_t *comm,
  * result->used is the union of the workers the chunks were decoded from
  * (0 for a lost round), result->arrived the workers whose chunk reached
  * this rank's own chunk, result->abstained those whose VOID did,
- * result->skipped 1 when every chunk was decoded before this rank sent
- * (straggler injection), result->lost 1 for a round lost (lost_rounds:
- * recvbuf not written), result->arrival is NAN. With lost_rounds every
- * call must pass a result (GCX_ERR_INVALID otherwise).
+ * result->skipped 1 when every chunk was final here before this rank sent
+ * any (gcx_coded_result_t: a late entrant, whose own chunk it served ahead
+ * from the others'; sendbuf is then not read), result->lost 1 for a round
+ * lost (lost_rounds: recvbuf not written), result->arrival is NAN. With
+ * lost_rounds every call must pass a result (GCX_ERR_INVALID otherwise).
  *
  * @param sendbuf  Read until the request completes (chunks are copied
  *                 into internal buffers before they are sent, and sent
@@ -419,7 +478,8 @@ gcx_status_t gcx_coded_allreduce_abstain(gcx_coded_allreduce_t *car,
  * Whether the decoded sum of this rank's next round is all here already,
  * after one progress call (which also serves the chunks this rank owns
  * ahead of its call): a training loop may then skip computing its vector
- * and call gcx_coded_allreduce_abstain().
+ * and call gcx_coded_allreduce_abstain(). Either call then sends nothing
+ * and reports result->skipped = 1.
  *
  * @param[out] ready_p  1 or 0.
  * @return GCX_OK; GCX_ERR_INVALID; the communicator's error.
@@ -431,14 +491,38 @@ gcx_status_t gcx_coded_allreduce_ready(gcx_coded_allreduce_t *car,
 /**
  * Destroy; not collective, rounds must be finished. NULL is allowed. A rank
  * that finished its last round may still have messages of it on their way
- * to the others (its decoded chunks, its COMMITs): they go on after this
+ * to the others (its decoded chunks, its COMMITs; they go on after this
  * call while the communicator lives, but a process that exits at once can
- * cut them, so meet the others (a barrier, any collective) before exiting.
+ * cut them), and while the object lives it sends again, to a rank still in
+ * a round, a lost owner's chunk that it holds as that chunk's next owner.
+ * So meet the others before destroying and exiting. While every rank
+ * lives, any collective on the communicator does (a barrier). After a
+ * death none can complete (the dead rank is a member: GCX_ERR_PEER); the
+ * survivors, each after its last round:
+ * @code
+ *   gcx_comm_t *alive;
+ *   gcx_comm_shrink_ranks(comm, NULL, 0, 0, &alive); // flags 0: no revoke
+ *   gcx_barrier(alive, NULL);
+ *   gcx_coded_allreduce_destroy(car);
+ *   gcx_comm_destroy(alive);
+ *   gcx_comm_destroy(comm);
+ * @endcode
+ * The shrink returns once every survivor has called it, so has finished
+ * its rounds; meanwhile the objects of those waiting in it serve the others
+ * (the barrier then keeps a survivor from exiting while another is still
+ * in the shrink). Not gcx_comm_shrink(): it revokes the communicator first,
+ * which fails the last round of a survivor still in it (GCX_ERR_REVOKED)
+ * and leaves that rank out. The survivors must reach the shrink within
+ * GCX_TIMEOUT of each other (a rank not heard from by then is left out).
+ * After a round failed (the communicator failed), gcx_comm_shrink() is the
+ * recovery instead.
  */
 GCX_API
 void gcx_coded_allreduce_destroy(gcx_coded_allreduce_t *car);
 
-/** Counters so far (rounds, late_dropped, unneeded, early, skipped, gone). */
+/** Counters so far: every field of gcx_coded_stats_t but transfers_lost
+ *  (0), for this rank (late_dropped, unneeded: chunks of the chunks it
+ *  acts for; gone: its view). */
 GCX_API
 gcx_status_t gcx_coded_allreduce_stats(const gcx_coded_allreduce_t *car,
                                        gcx_coded_stats_t *stats_p);
