@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 #include <unistd.h>
 
@@ -253,6 +254,24 @@ void root_waits_for_survivors(gcx_comm_t *comm, int root, const std::vector<int>
 double seconds_since(std::chrono::steady_clock::time_point t0)
 {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+uint64_t checksum(const std::vector<float> &v)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (float f : v) {
+        uint32_t bits;
+        std::memcpy(&bits, &f, sizeof(bits));
+        h = (h ^ bits) * 1099511628211ull;
+    }
+    return h;
+}
+
+bool same_on_every_rank(gcx_comm_t *comm, uint64_t v)
+{
+    int64_t hi[2] = {static_cast<int64_t>(v >> 1), -static_cast<int64_t>(v >> 1)};
+    EXPECT_EQ(GCX_OK, gcx_allreduce(comm, GCX_IN_PLACE, hi, 2, GCX_DT_I64, GCX_OP_MAX, nullptr));
+    return hi[0] == -hi[1];
 }
 
 } // namespace coded_test

@@ -60,6 +60,10 @@ void     touch_marker(const std::string &path);
 void     root_waits_for_survivors(gcx_comm_t *comm, int root, const std::vector<int> &dead,
                                   const char *name);
 double   seconds_since(std::chrono::steady_clock::time_point t0);
+// FNV-1a over the bits of @p v (a round's result, compared across ranks).
+uint64_t checksum(const std::vector<float> &v);
+// Whether @p v is the same on every rank of @p comm (max equals min).
+bool     same_on_every_rank(gcx_comm_t *comm, uint64_t v);
 
 } // namespace coded_test
 

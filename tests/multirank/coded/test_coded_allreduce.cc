@@ -31,25 +31,6 @@ namespace {
 
 using namespace coded_test;
 
-uint64_t checksum(const std::vector<float> &v)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (float f : v) {
-        uint32_t bits;
-        std::memcpy(&bits, &f, sizeof(bits));
-        h = (h ^ bits) * 1099511628211ull;
-    }
-    return h;
-}
-
-// max over ranks equals min over ranks
-bool same_on_every_rank(gcx_comm_t *comm, uint64_t v)
-{
-    int64_t hi[2] = {static_cast<int64_t>(v >> 1), -static_cast<int64_t>(v >> 1)};
-    EXPECT_EQ(GCX_OK, gcx_allreduce(comm, GCX_IN_PLACE, hi, 2, GCX_DT_I64, GCX_OP_MAX, nullptr));
-    return hi[0] == -hi[1];
-}
-
 // in_place: received chunks read where the transport assembled them
 // (GCX_CODED_IN_PLACE=y, the default) or copied into internal buffers first
 void rounds(gcx_code_kind_t kind, int s, size_t count, int nrounds, bool in_place = true)

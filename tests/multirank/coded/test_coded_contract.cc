@@ -60,25 +60,6 @@ void wait_for_ranks(gcx_comm_t *comm, const char *name, const std::vector<int> &
     }
 }
 
-uint64_t checksum(const std::vector<float> &v)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (float f : v) {
-        uint32_t bits;
-        std::memcpy(&bits, &f, sizeof(bits));
-        h = (h ^ bits) * 1099511628211ull;
-    }
-    return h;
-}
-
-// max over the ranks of @p comm equals min
-bool same_on_every_rank(gcx_comm_t *comm, uint64_t v)
-{
-    int64_t hi[2] = {static_cast<int64_t>(v >> 1), -static_cast<int64_t>(v >> 1)};
-    EXPECT_EQ(GCX_OK, gcx_allreduce(comm, GCX_IN_PLACE, hi, 2, GCX_DT_I64, GCX_OP_MAX, nullptr));
-    return hi[0] == -hi[1];
-}
-
 // The smallest s >= 1 of an FR code on n workers, else CR with s = 1.
 gcx_code_t *fr_or_cr(int n, int *s_p)
 {
