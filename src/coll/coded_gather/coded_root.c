@@ -785,7 +785,7 @@ static void gcx_coded_root_post(gcx_task_t *task)
 {
     gcx_coded_op_t   *op    = (gcx_coded_op_t *)task;
     gcx_coded_t      *coded = op->coded;
-    gcx_coded_slot_t **pp, *slot;
+    gcx_coded_slot_t **pp, *slot, *mine;
     double            delay_ms;
 
     /* an abstaining root computes nothing: no straggler delay */
@@ -803,14 +803,23 @@ static void gcx_coded_root_post(gcx_task_t *task)
     } else if (coded->my_worker >= 0) {
         gcx_coded_root_arrive(op, coded->my_worker, NULL, 0, NULL, 0.0);
     }
-    /* messages that came before the root entered the round */
-    pp = &coded->stash;
+    /* messages that came before the root entered the round, in the order
+     * they came (the stash is newest first): a worker's abstention that
+     * came before its group-mate's contribution counts, as it would in a
+     * live round */
+    mine = NULL;
+    pp   = &coded->stash;
     while ((slot = *pp) != NULL) {
         if (slot->round != op->round) {
             pp = &slot->next;
             continue;
         }
-        *pp = slot->next;
+        *pp        = slot->next;
+        slot->next = mine;
+        mine       = slot;
+    }
+    while ((slot = mine) != NULL) {
+        mine = slot->next;
         if (slot->hdr.kind == GCX_CODED_VOID) {
             gcx_coded_root_abstain(op, slot->worker);
             gcx_coded_slot_put(coded, slot); /* no transfer on it */

@@ -284,9 +284,13 @@ TEST(CodedAbstain, UndecodableGroupOfRoot)
 
 // FR n = 4, s = 1, root 0: a worker abstains and the rest decode; the
 // round completes with its bit in result->abstained (never in arrived or
-// used) and the exact sum, on every rank. Its group-mate is held back so
-// that the abstention reaches the root before the round is decodable; in
-// round 11 the root is held back too, so the void message is staged.
+// used) and the exact sum, on every rank. Its group-mate sends only once
+// the abstention went out (a marker file the abstainer leaves after
+// posting it), so it reaches the root first (one shared-memory queue, in
+// order; staged messages are taken in the order they came); in round 11
+// the root is held back too, so the void message is staged. (Before, the
+// group-mate slept 500 ms: an abstainer descheduled longer on a loaded
+// box lost its bit, 1 run in ~40.)
 TEST(CodedAbstain, DecodableWithoutTheAbstainer)
 {
     ASSERT_EQ(4, world_size());
@@ -297,14 +301,15 @@ TEST(CodedAbstain, DecodableWithoutTheAbstainer)
     ASSERT_NO_FATAL_FAILURE(fr_create(comm, 4, 1, 4096, fr));
     gcx_coded_t       *coded = fr.coded;
     std::vector<float> msg(4096), sum(4096);
-    // round -> the rank that abstains (rank 3 blocking, the root, rank 3
-    // through a request)
+    // round -> the rank that abstains (rank 3, the root blocking, rank 3
+    // with the root held back)
     auto abstainer = [](int r) { return r == 3 ? 3 : r == 7 ? 0 : r == 11 ? 3 : -1; };
     for (int r = 0; r < 16; ++r) {
         int who = abstainer(r);
         encode(fr.code, rank, r, msg.size(), msg);
-        if (who >= 0 && rank == (who ^ 1) && who != 0) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(500)); // the group-mate
+        const std::string went = job_marker(("void-" + std::to_string(r)).c_str());
+        if (who >= 0 && rank == (who ^ 1) && who != 0) { // the group-mate
+            ASSERT_TRUE(wait_for_marker(went, comm)) << "round " << r;
         }
         if (r == 11 && rank == 0) {
             // the root enters late but keeps progressing (its round-10 sends
@@ -317,10 +322,11 @@ TEST(CodedAbstain, DecodableWithoutTheAbstainer)
         }
         gcx_coded_result_t res;
         gcx_status_t       st;
-        if (rank == who && r == 11) {
+        if (rank == who && who != 0) { // through a request: posted, then the marker
             gcx_request_t *req = nullptr;
             ASSERT_EQ(GCX_OK, gcx_coded_abstain(coded, sum.data(), &res, &req));
             ASSERT_NE(nullptr, req);
+            touch_marker(went);
             st = gcx_wait(req);
             gcx_request_free(req);
         } else if (rank == who) {
