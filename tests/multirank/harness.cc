@@ -4,7 +4,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <unistd.h>
 
 extern "C" {
 #include "coll/reduce.h"
@@ -141,4 +144,32 @@ int main(int argc, char **argv)
     int rc = RUN_ALL_TESTS();
     gcx_comm_destroy(g_world);
     return rc;
+}
+
+std::string job_marker(const char *name)
+{
+    const char *token = getenv("GCX_JOB_TOKEN");
+    return std::string("/tmp/gcx-test-") + (token != nullptr ? token : "none") + "-" +
+           name;
+}
+
+void touch_marker(const std::string &path)
+{
+    FILE *f = fopen(path.c_str(), "w");
+    ASSERT_NE(nullptr, f) << path;
+    fclose(f);
+}
+
+bool wait_for_marker(const std::string &path, gcx_comm_t *comm, int seconds)
+{
+    for (int i = 0; i < seconds * 100; ++i) {
+        if (access(path.c_str(), F_OK) == 0) {
+            return true;
+        }
+        if (comm != nullptr) {
+            gcx_progress(comm);
+        }
+        usleep(10 * 1000);
+    }
+    return false;
 }

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -37,5 +38,16 @@ void   test_write(void *buf, gcx_dtype_t dtype, size_t i, double v);
 // of up to five values of |v| <= 5 round there, in an order of the
 // algorithm's: compare with the type's precision).
 double test_expected(gcx_dtype_t dtype, gcx_op_t op, int size, size_t i);
+
+// Marker files: how the ranks of one job tell each other something outside
+// gcx (a rank that must make no gcx call, or whose communicator is broken).
+// The path of marker @p name of this gcxrun job (in /tmp, named by the
+// job's GCX_JOB_TOKEN: 128 random bits, so no other run's marker matches).
+std::string job_marker(const char *name);
+// Leave the (empty) marker file @p path; a test failure when it cannot.
+void touch_marker(const std::string &path);
+// Wait until @p path exists, calling gcx_progress(@p comm) meanwhile
+// unless @p comm is NULL; false after @p seconds (a hang guard).
+bool wait_for_marker(const std::string &path, gcx_comm_t *comm, int seconds = 60);
 
 #endif

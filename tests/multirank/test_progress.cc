@@ -9,9 +9,9 @@
 //   gcx_progress_thread_enable()) a rank that posts an allreduce and then
 //   computes, calling nothing, still does its part: the other ranks
 //   finish theirs during its compute. Without the thread they cannot (its
-//   ring steps never go). The ranks tell each other through files named by
-//   gcxrun's job token, a channel outside gcx, so the computing rank makes
-//   no gcx call while it waits. Results are checked against test_expected().
+//   ring steps never go). The ranks tell each other through marker files
+//   (harness.h), a channel outside gcx, so the computing rank makes no gcx
+//   call while it waits. Results are checked against test_expected().
 //
 // No timing is asserted: the waits outside gcx are hang guards only.
 #include "harness.h"
@@ -24,32 +24,21 @@
 
 namespace {
 
-// A file this job's ranks see (working directory, gcxrun's job token).
+// Marker @p what of rank @p rank of this job (harness.h).
 std::string note_path(const char *what, int rank)
 {
-    const char *token = getenv("GCX_JOB_TOKEN");
-    return std::string("mr-progress-") + (token ? token : "none") + "-" +
-           what + "-" + std::to_string(rank);
+    return job_marker((std::string("progress-") + what + "-" + std::to_string(rank)).c_str());
 }
 
 void note(const char *what)
 {
-    FILE *f = fopen(note_path(what, world_rank()).c_str(), "w");
-    ASSERT_NE(nullptr, f);
-    fclose(f);
+    touch_marker(note_path(what, world_rank()));
 }
 
-// Waits outside gcx until @p rank wrote note @p what; false after @p s.
+// Waits outside gcx until @p rank left note @p what; false after @p s.
 bool noted(const char *what, int rank, int s)
 {
-    const std::string path = note_path(what, rank);
-    for (int i = 0; i < s * 100; ++i) {
-        if (access(path.c_str(), F_OK) == 0) {
-            return true;
-        }
-        usleep(10 * 1000);
-    }
-    return false;
+    return wait_for_marker(note_path(what, rank), nullptr, s);
 }
 
 void forget(const char *what)

@@ -423,25 +423,10 @@ TEST(Shrink, DeathWhileALivePeerIsMidMessage)
     gcx_comm_destroy(comm);
 }
 
-// Where a rank cut off in a shrink says so to the others of its job (a
-// file in the working directory, named by gcxrun's job token).
+// Where a rank cut off in a shrink says so to the others of its job.
 std::string cut_off_note(int world)
 {
-    const char *token = getenv("GCX_JOB_TOKEN");
-    return std::string("mr-shrink-cut-off-") + (token ? token : "none") +
-           "-" + std::to_string(world);
-}
-
-// Waits up to @p seconds for @p path to exist.
-bool appears(const std::string &path, int seconds)
-{
-    for (int i = 0; i < seconds * 100; ++i) {
-        if (access(path.c_str(), F_OK) == 0) {
-            return true;
-        }
-        usleep(10 * 1000);
-    }
-    return false;
+    return job_marker(("shrink-cut-off-" + std::to_string(world)).c_str());
 }
 
 // One rank dies in collectives; a second one enters the shrink and dies
@@ -503,9 +488,7 @@ TEST(Shrink, RankDiesDuringTheShrink)
     std::vector<int32_t> got     = shrink_until_healthy(comm, &cut_off);
     if (cut_off) {
         printf("rank %d: cut off in the shrink\n", world_rank());
-        FILE *f = fopen(cut_off_note(world_rank()).c_str(), "w");
-        ASSERT_NE(nullptr, f);
-        fclose(f);
+        touch_marker(cut_off_note(world_rank()));
     } else if (got != want) {
         // a live rank is missing only if it was cut off, and it alone
         std::vector<int32_t> missing;
@@ -515,7 +498,7 @@ TEST(Shrink, RankDiesDuringTheShrink)
                                   got.end()));
         ASSERT_EQ(1u, missing.size()) << "members: " << ::testing::PrintToString(got);
         const std::string note = cut_off_note(missing[0]);
-        EXPECT_TRUE(appears(note, 120))
+        EXPECT_TRUE(wait_for_marker(note, nullptr, 120))
             << "rank " << missing[0] << " is alive and was left out, but "
             << "its shrink did not say it was cut off";
         printf("rank %d: rank %d was cut off; the others shrank without it\n",

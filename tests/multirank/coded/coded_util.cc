@@ -205,33 +205,6 @@ void make_coded(gcx_comm_t *comm, gcx_code_kind_t kind, size_t count, gcx_code_t
     ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, coded_p));
 }
 
-// A marker file shared by the ranks of one gcxrun job (same parent).
-std::string job_marker(const char *name)
-{
-    return "/tmp/gcx-test-coded-" + std::to_string(getppid()) + "-" + name;
-}
-
-void touch_marker(const std::string &path)
-{
-    FILE *f = fopen(path.c_str(), "w");
-    ASSERT_NE(nullptr, f) << path;
-    fclose(f);
-}
-
-bool wait_for_marker(const std::string &path, gcx_comm_t *comm)
-{
-    for (int i = 0; i < 6000; ++i) { // 60 s
-        if (access(path.c_str(), F_OK) == 0) {
-            return true;
-        }
-        if (comm != nullptr) {
-            gcx_progress(comm);
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return false;
-}
-
 void root_waits_for_survivors(gcx_comm_t *comm, int root, const std::vector<int> &dead,
                               const char *name)
 {

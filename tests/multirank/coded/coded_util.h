@@ -47,10 +47,7 @@ gcx_code_kind_t failure_kind();
 void     make_coded(gcx_comm_t *comm, gcx_code_kind_t kind, size_t count,
                     gcx_code_t **code_p, gcx_coded_t **coded_p,
                     int lost_rounds = 0);
-std::string job_marker(const char *name);
-bool     wait_for_marker(const std::string &path, gcx_comm_t *comm);
-// Leave the (empty) marker file @p path; a test failure when it cannot.
-void     touch_marker(const std::string &path);
+// job_marker, touch_marker, wait_for_marker: ../harness.h
 // The end of a run in which ranks died: the survivors other than the root
 // leave a marker once their rounds are done, and the root waits for all of
 // them (progressing comm) before it goes on to destroy and exit. A rank
