@@ -131,7 +131,7 @@ void gcx_tl_ucx_abandoned_keep(gcx_tl_ucx_abandoned_t *node)
     pthread_mutex_unlock(&gcx_tl_ucx_kept_lock);
 }
 
-int gcx_tl_ucx_wait_until(gcx_tl_ctx_t *ctx, ucs_status_ptr_t sp,
+int gcx_tl_ucx_wait_until(ucp_worker_h worker, ucs_status_ptr_t sp,
                           double deadline)
 {
     if (sp == NULL || UCS_PTR_IS_ERR(sp)) {
@@ -144,7 +144,7 @@ int gcx_tl_ucx_wait_until(gcx_tl_ctx_t *ctx, ucs_status_ptr_t sp,
             ucp_request_free(sp);
             return 0;
         }
-        ucp_worker_progress(ctx->worker);
+        ucp_worker_progress(worker);
     }
     ucp_request_free(sp);
     return 1;
@@ -248,7 +248,7 @@ static int gcx_tl_ucx_ep_close(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep,
     /* a failed endpoint may only be closed with FORCE */
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = (force || ep->failed) ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-    if (!gcx_tl_ucx_wait_until(ctx, ucp_ep_close_nbx(ep->ep, &param),
+    if (!gcx_tl_ucx_wait_until(ctx->worker, ucp_ep_close_nbx(ep->ep, &param),
                                deadline)) {
         gcx_debug("closing an endpoint did not finish in time");
         done = 0;

@@ -157,38 +157,34 @@ static ucs_status_t gcx_tl_ucx_probe_cb(void *arg, const void *header,
 
 gcx_status_t gcx_tl_ucx_ctl_init(gcx_tl_ctx_t *ctx)
 {
+    static const struct {
+        unsigned               id;
+        ucp_am_recv_callback_t cb;
+        const char            *what;
+    } handlers[] = {
+        {GCX_TL_UCX_CTL_AM_ID, gcx_tl_ucx_ctl_cb, "control"},
+        {GCX_TL_UCX_PURGE_AM_ID, gcx_tl_ucx_purge_cb, "purge"},
+        {GCX_TL_UCX_PROBE_AM_ID, gcx_tl_ucx_probe_cb, "probe"},
+    };
     ucp_am_handler_param_t params = {0};
     ucs_status_t           st;
+    size_t                 i;
 
     params.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
                         UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
                         UCP_AM_HANDLER_PARAM_FIELD_CB |
                         UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    params.id         = GCX_TL_UCX_CTL_AM_ID;
     params.flags      = UCP_AM_FLAG_WHOLE_MSG;
-    params.cb         = gcx_tl_ucx_ctl_cb;
     params.arg        = ctx;
-    st = ucp_worker_set_am_recv_handler(ctx->worker, &params);
-    if (st != UCS_OK) {
-        gcx_error("ucp_worker_set_am_recv_handler(control) failed: %s",
-                  ucs_status_string(st));
-        return GCX_ERR_TRANSPORT;
-    }
-    params.id = GCX_TL_UCX_PURGE_AM_ID;
-    params.cb = gcx_tl_ucx_purge_cb;
-    st        = ucp_worker_set_am_recv_handler(ctx->worker, &params);
-    if (st != UCS_OK) {
-        gcx_error("ucp_worker_set_am_recv_handler(purge) failed: %s",
-                  ucs_status_string(st));
-        return GCX_ERR_TRANSPORT;
-    }
-    params.id = GCX_TL_UCX_PROBE_AM_ID;
-    params.cb = gcx_tl_ucx_probe_cb;
-    st        = ucp_worker_set_am_recv_handler(ctx->worker, &params);
-    if (st != UCS_OK) {
-        gcx_error("ucp_worker_set_am_recv_handler(probe) failed: %s",
-                  ucs_status_string(st));
-        return GCX_ERR_TRANSPORT;
+    for (i = 0; i < sizeof(handlers) / sizeof(handlers[0]); ++i) {
+        params.id = handlers[i].id;
+        params.cb = handlers[i].cb;
+        st        = ucp_worker_set_am_recv_handler(ctx->worker, &params);
+        if (st != UCS_OK) {
+            gcx_error("ucp_worker_set_am_recv_handler(%s) failed: %s",
+                      handlers[i].what, ucs_status_string(st));
+            return GCX_ERR_TRANSPORT;
+        }
     }
     return GCX_OK;
 }
@@ -301,7 +297,7 @@ static int gcx_tl_ucx_hears_itself(gcx_tl_ctx_t *ctx)
     ucp_request_param_t param   = {0};
     ucp_worker_h        probe;
     ucp_ep_h            ep;
-    ucs_status_ptr_t    send, close;
+    ucs_status_ptr_t    send;
     double              deadline;
     int                 heard;
 
@@ -331,16 +327,8 @@ static int gcx_tl_ucx_hears_itself(gcx_tl_ctx_t *ctx)
     /* FORCE: a send stuck on a full queue is purged, not flushed */
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
-    close              = ucp_ep_close_nbx(ep, &param);
-    deadline           = gcx_time_now() + GCX_TL_UCX_PROBE_WAIT;
-    while (UCS_PTR_IS_PTR(close) &&
-           ucp_request_check_status(close) == UCS_INPROGRESS &&
-           gcx_time_now() < deadline) {
-        ucp_worker_progress(probe);
-    }
-    if (UCS_PTR_IS_PTR(close)) {
-        ucp_request_free(close);
-    }
+    (void)gcx_tl_ucx_wait_until(probe, ucp_ep_close_nbx(ep, &param),
+                                gcx_time_now() + GCX_TL_UCX_PROBE_WAIT);
     if (UCS_PTR_IS_PTR(send)) {
         ucp_request_free(send);
     }

@@ -237,8 +237,9 @@ void gcx_tl_ucx_ep_kill(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep);
 /** Make sure the context routes active-message id @p id to its views. */
 gcx_status_t gcx_tl_ucx_am_route(gcx_tl_ctx_t *ctx, unsigned id);
 
-/** Wait for a UCP request (flush, close) until @p deadline; 1 if done. */
-int gcx_tl_ucx_wait_until(gcx_tl_ctx_t *ctx, ucs_status_ptr_t sp,
+/** Wait for a UCP request (flush, close) of @p worker until @p deadline,
+ *  progressing it; the request is released either way; 1 if done. */
+int gcx_tl_ucx_wait_until(ucp_worker_h worker, ucs_status_ptr_t sp,
                           double deadline);
 
 void gcx_tl_ucx_request_init(void *request);

@@ -1053,7 +1053,7 @@ static void gcx_tl_ucx_drain(gcx_tl_ctx_t *ctx, uint32_t id, double deadline)
         }
         param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
         param.datatype     = ucp_dt_make_contig(1);
-        if (!gcx_tl_ucx_wait_until(ctx,
+        if (!gcx_tl_ucx_wait_until(ctx->worker,
                                    ucp_tag_msg_recv_nbx(ctx->worker, buf,
                                                         info.length, msg,
                                                         &param),
