@@ -173,3 +173,9 @@ bool wait_for_marker(const std::string &path, gcx_comm_t *comm, int seconds)
     }
     return false;
 }
+
+unsigned test_seed()
+{
+    const char *s = getenv("GCX_TEST_SEED");
+    return s != nullptr ? static_cast<unsigned>(strtoul(s, nullptr, 10)) : 1u;
+}

@@ -39,6 +39,10 @@ void   test_write(void *buf, gcx_dtype_t dtype, size_t i, double v);
 // algorithm's: compare with the type's precision).
 double test_expected(gcx_dtype_t dtype, gcx_op_t op, int size, size_t i);
 
+// GCX_TEST_SEED (1 when unset): what seeds a test's random plan, the same
+// on every rank of a job.
+unsigned test_seed();
+
 // Marker files: how the ranks of one job tell each other something outside
 // gcx (a rank that must make no gcx call, or whose communicator is broken).
 // The path of marker @p name of this gcxrun job (in /tmp, named by the

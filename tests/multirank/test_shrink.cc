@@ -23,12 +23,6 @@
 
 namespace {
 
-unsigned seed()
-{
-    const char *s = getenv("GCX_TEST_SEED");
-    return s ? static_cast<unsigned>(strtoul(s, nullptr, 10)) : 1u;
-}
-
 void vanish(const char *where)
 {
     printf("rank %d: vanishing %s\n", world_rank(), where);
@@ -180,7 +174,7 @@ struct Plan {
 
 Plan make_plan(int nvictims, int iters)
 {
-    std::mt19937 rng(seed());
+    std::mt19937 rng(test_seed());
     Plan         p;
     std::vector<int> ranks;
     for (int r = 0; r < world_size(); ++r) {
@@ -211,7 +205,7 @@ void kill_and_shrink(int nvictims)
             mine = v;
         }
         if (world_rank() == 0) {
-            printf("seed %u: rank %d dies at iteration %d (%s)\n", seed(),
+            printf("seed %u: rank %d dies at iteration %d (%s)\n", test_seed(),
                    plan.victims[v], plan.kill_iter[v],
                    plan.inside[v] ? "inside the collective" : "before it");
         }
@@ -274,7 +268,7 @@ TEST(Shrink, KillTwoOfMixedCollectives)
 TEST(Shrink, KillWithManyOperationsInFlight)
 {
     ASSERT_GE(world_size(), 3);
-    std::mt19937 rng(seed());
+    std::mt19937 rng(test_seed());
     const int    victim = 1 + static_cast<int>(rng() % (world_size() - 1));
     const int    polls  = static_cast<int>(rng() % 3000);
     const size_t counts[] = {3, 1000, 9000, 70000, 300000, 1u << 20};
@@ -284,7 +278,7 @@ TEST(Shrink, KillWithManyOperationsInFlight)
     ASSERT_EQ(GCX_OK, gcx_comm_dup(g_world, &comms[1]));
     ASSERT_EQ(GCX_OK, gcx_comm_dup(g_world, &comms[2]));
     if (world_rank() == 0) {
-        printf("seed %u: rank %d vanishes after %d progress calls\n", seed(),
+        printf("seed %u: rank %d vanishes after %d progress calls\n", test_seed(),
                victim, polls);
     }
     // warm the connections, so the death lands inside data transfers
@@ -443,14 +437,14 @@ std::string cut_off_note(int world)
 TEST(Shrink, RankDiesDuringTheShrink)
 {
     ASSERT_GE(world_size(), 4);
-    std::mt19937 rng(seed());
+    std::mt19937 rng(test_seed());
     const int    first = static_cast<int>(rng() % world_size());
     const int    second = (first + 1 + static_cast<int>(rng() % (world_size() - 1))) %
                        world_size();
     const int    delay_us = static_cast<int>(rng() % 4000);
     if (world_rank() == 0) {
         printf("seed %u: rank %d dies first, rank %d %d us into the shrink\n",
-               seed(), first, second, delay_us);
+               test_seed(), first, second, delay_us);
     }
     gcx_comm_t *comm = nullptr;
     ASSERT_EQ(GCX_OK, gcx_comm_dup(g_world, &comm));

@@ -613,12 +613,6 @@ TEST(CodedAllreduce, DifferentCountIsAMismatchOnEveryRank)
     gcx_comm_destroy(comm);
 }
 
-unsigned test_seed()
-{
-    const char *s = getenv("GCX_TEST_SEED");
-    return s != nullptr ? static_cast<unsigned>(atoi(s)) : 1u;
-}
-
 // A rank vanishes (_exit: no teardown, as a killed process) in the middle of
 // a round, after a seeded number of progress calls with its chunks and its
 // decoded chunk in flight; GCX_TEST_SEED picks the rank, the round and the

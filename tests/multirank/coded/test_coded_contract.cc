@@ -361,8 +361,7 @@ TEST(CodedContract, OwnerVanishesInTheLastRound)
 {
     const int P = world_size();
     ASSERT_EQ(4, P) << "registered with 4 ranks";
-    const char *seed_env = getenv("GCX_TEST_SEED");
-    std::mt19937 rng(seed_env != nullptr ? static_cast<unsigned>(atoi(seed_env)) : 1u);
+    std::mt19937 rng(test_seed());
     const int    victim = 1, slow = 3, rounds = 6, polls = static_cast<int>(rng() % 240);
     gcx_comm_t  *comm = make_comm({{"TIMEOUT", "20"}});
     ASSERT_NE(nullptr, comm);
