@@ -712,11 +712,6 @@ static void gcx_car_acting(gcx_coded_allreduce_t *car, int *acting)
     }
 }
 
-static void gcx_car_update_acting(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
-{
-    gcx_car_acting(car, op->acting);
-}
-
 /* Staged messages of this round that can be used now. */
 static void gcx_car_unstash(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
 {
@@ -1264,7 +1259,7 @@ static void gcx_car_progress(gcx_task_t *task)
         return;
     }
     gcx_coded_reclaim(&car->base);
-    gcx_car_update_acting(car, op);
+    gcx_car_acting(car, op->acting);
     for (c = 0; c < car->base.n; ++c) {
         if (op->acting[c] < 0 && !op->entered) {
             return; /* the round fails once the rank enters it */
