@@ -130,6 +130,10 @@ void gcx_context_progress_unregister(gcx_context_t *ctx,
  *  returns the events of all of them (0: idle). */
 int gcx_context_progress(gcx_context_t *ctx);
 
+/** Drains in a row that found nothing before a wait or the progress
+ *  thread arms the transport to sleep (a message may be on its way). */
+#define GCX_CONTEXT_IDLE_DRAINS 2
+
 /** Most passes of gcx_context_progress() one gcx_context_drain() makes. */
 #define GCX_CONTEXT_DRAIN_PASSES 32
 

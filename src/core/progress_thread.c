@@ -11,8 +11,9 @@
  * arrive, under the context lock that serializes every gcx call, so it is
  * safe beside application threads calling gcx at the same time.
  *
- * Sleeping. After two passes that found nothing it arms the transport
- * (ucp_worker_arm) and poll()s the worker's event fd, where the transport
+ * Sleeping. After GCX_CONTEXT_IDLE_DRAINS drains that found nothing (as a
+ * wait does, request.c) it arms the transport (ucp_worker_arm) and
+ * poll()s the worker's event fd, where the transport
  * has one (UCX with tcp and self only: a network-only job), and an eventfd
  * of its own that ends the sleep at once when the context goes; the sleep
  * is at most GCX_PROGRESS_THREAD_TICK_MS so deadlines (GCX_TIMEOUT, a coded
@@ -92,7 +93,7 @@ static void *gcx_progress_thread_main(void *arg)
         }
         events = gcx_context_drain(ctx);
         idle   = events == 0 ? idle + 1 : 0;
-        if (idle >= 2) {
+        if (idle >= GCX_CONTEXT_IDLE_DRAINS) {
             fd = gcx_context_arm(ctx);
         }
         gcx_context_unlock();
@@ -101,7 +102,7 @@ static void *gcx_progress_thread_main(void *arg)
         } else if (fd >= 0) {
             gcx_progress_thread_sleep_fd(pt, fd);
             idle = 0;
-        } else if (idle >= 2) {
+        } else if (idle >= GCX_CONTEXT_IDLE_DRAINS) {
             sleep_us = sleep_us == 0 ? 20 :
                        sleep_us * 2 > GCX_PROGRESS_THREAD_POLL_MAX_US ?
                                       GCX_PROGRESS_THREAD_POLL_MAX_US :

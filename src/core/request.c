@@ -15,7 +15,7 @@
  *
  * A wait polls; where the transport can sleep (TCP-only contexts, see
  * ucx_context.c) and GCX_PROGRESS_SLEEP allows, a wait whose last
- * GCX_WAIT_IDLE_POLLS progress calls found nothing sleeps on the
+ * GCX_CONTEXT_IDLE_DRAINS progress calls found nothing sleeps on the
  * transport's event file descriptor for at most GCX_WAIT_SLEEP_MS, then
  * polls again: ranks that outnumber cores leave the CPU to the kernel's
  * network stack, at the cost of a wakeup (~10-50 us) on a link whose
@@ -29,7 +29,6 @@
 #include <poll.h>
 #include <sched.h>
 
-#define GCX_WAIT_IDLE_POLLS 2  /* empty progress calls before a sleep */
 #define GCX_WAIT_SLEEP_MS   1  /* longest sleep before polling again */
 
 /* One progress call of the process context (lock held): what the arrived
@@ -160,7 +159,7 @@ static void gcx_wait_idle(gcx_comm_t *comm, int events, int *idle_p)
     int fd = -1;
 
     *idle_p = events == 0 ? *idle_p + 1 : 0;
-    if (comm->config.progress_sleep && *idle_p >= GCX_WAIT_IDLE_POLLS) {
+    if (comm->config.progress_sleep && *idle_p >= GCX_CONTEXT_IDLE_DRAINS) {
         fd = gcx_context_arm(comm->ctx);
     }
     gcx_context_unlock();
@@ -197,7 +196,7 @@ gcx_status_t gcx_wait(gcx_request_t *req)
 gcx_status_t gcx_progress_wait(gcx_comm_t *comm)
 {
     gcx_status_t status;
-    int          idle = GCX_WAIT_IDLE_POLLS - 1;
+    int          idle = GCX_CONTEXT_IDLE_DRAINS - 1;
 
     if (comm == NULL) {
         return GCX_ERR_INVALID;
