@@ -467,8 +467,8 @@ int main(int argc, char **argv)
             o.late_rank = (int)strtol(v, &end, 10);
             o.late_ms   = *end == ':' ? strtod(end + 1, &end) : -1;
             if (*end != '\0' || o.late_rank < 0 || !(o.late_ms >= 0)) {
-                fprintf(stderr, "--late %s: expected R:MS (rank R enters "
-                                "each round MS ms late)\n", v);
+                fprintf(stderr, "--late %s: expected R:MS (rank R computes "
+                                "each round MS ms longer)\n", v);
                 return 2;
             }
         } else if (!strcmp(a, "--modes")) {
