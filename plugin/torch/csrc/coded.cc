@@ -62,6 +62,7 @@
 // gather (root: n-s vectors in, size-1 out); one scaling pass over N floats
 // on the completer. No allocation after creation.
 #include "backend.h"
+#include "tensor_args.h"
 
 #include <gcx/coded.h>
 #include <gcx/coding.h>
@@ -77,11 +78,6 @@
 namespace torch_gcx {
 
 namespace {
-
-void check(gcx_status_t st, const std::string &what)
-{
-    TORCH_CHECK(st == GCX_OK, status_message(what, st));
-}
 
 gcx_code_kind_t parse_code(const std::string &kind)
 {
@@ -117,7 +113,7 @@ struct Code {
             st = gcx_pgc_create(code, &pgc);
             if (st != GCX_OK) {
                 gcx_code_destroy(code);
-                check(st, "gcx_pgc_create");
+                check_status(st, "gcx_pgc_create");
             }
             load = gcx_pgc_period(pgc);
         } else {
@@ -145,7 +141,7 @@ struct Code {
         std::vector<int> parts(static_cast<size_t>(gcx_code_load(code)));
         std::vector<double> coeffs(parts.size());
         int count = 0;
-        check(gcx_code_assignment(code, w, parts.data(), coeffs.data(), &count),
+        check_status(gcx_code_assignment(code, w, parts.data(), coeffs.data(), &count),
               "gcx_code_assignment");
         parts.resize(static_cast<size_t>(count));
         coeffs.resize(static_cast<size_t>(count));
@@ -159,7 +155,7 @@ struct Code {
         TORCH_CHECK(pgc != nullptr, "torch_gcx.coded: not a pipelined code");
         TORCH_CHECK(t >= 0, "torch_gcx.coded: step must be >= 0, got ", t);
         int slot = -1, part = -1;
-        check(gcx_pgc_compute(pgc, w, t, &slot, &part), "gcx_pgc_compute");
+        check_status(gcx_pgc_compute(pgc, w, t, &slot, &part), "gcx_pgc_compute");
         return {slot, part};
     }
 
@@ -168,7 +164,7 @@ struct Code {
         check_worker(w);
         TORCH_CHECK(pgc != nullptr, "torch_gcx.coded: not a pipelined code");
         std::vector<int> parts(static_cast<size_t>(load));
-        check(gcx_pgc_slots(pgc, w, parts.data()), "gcx_pgc_slots");
+        check_status(gcx_pgc_slots(pgc, w, parts.data()), "gcx_pgc_slots");
         return parts;
     }
 };
@@ -362,12 +358,12 @@ class CodedGather {
                 }
             } else {
                 int valid = 0;
-                check(gcx_pgc_message_valid(code_->pgc, worker_, t,
+                check_status(gcx_pgc_message_valid(code_->pgc, worker_, t,
                                             slot_steps_.data(), &valid),
                       "gcx_pgc_message_valid");
                 send = valid != 0;
                 if (send && !encoded) {
-                    check(gcx_pgc_coeffs(code_->pgc, worker_, t,
+                    check_status(gcx_pgc_coeffs(code_->pgc, worker_, t,
                                          pcoeffs_.data()),
                           "gcx_pgc_coeffs");
                     encode(code_->load, pcoeffs_.data());
@@ -427,14 +423,14 @@ class CodedGather {
             return py::cast(coeffs_);
         }
         int valid = 0;
-        check(gcx_pgc_message_valid(code_->pgc, worker_, t,
+        check_status(gcx_pgc_message_valid(code_->pgc, worker_, t,
                                     slot_steps_.data(), &valid),
               "gcx_pgc_message_valid");
         if (!valid) {
             return py::none();
         }
         std::vector<double> c(static_cast<size_t>(code_->load), 0.0);
-        check(gcx_pgc_coeffs(code_->pgc, worker_, t, c.data()),
+        check_status(gcx_pgc_coeffs(code_->pgc, worker_, t, c.data()),
               "gcx_pgc_coeffs");
         return py::cast(c);
     }
@@ -527,7 +523,7 @@ class CodedGather {
                 bufs_[static_cast<size_t>(k)].data_ptr<float>();
         }
         float *msg = msg_.data_ptr<float>();
-        check(gcx_code_encode(count, coeffs, vecs.data(), count_, msg),
+        check_status(gcx_code_encode(count, coeffs, vecs.data(), count_, msg),
               "gcx_code_encode");
         if (fb_ == nullptr) {
             return;
@@ -537,12 +533,12 @@ class CodedGather {
                     "NaN or Inf (or its sum with the residual overflows): ",
                     status_message("gcx_feedback_accumulate", st));
         gcx_compress_stats_t cs;
-        check(gcx_compress_dense(comp_, gcx_feedback_residual(fb_), nfloats_,
+        check_status(gcx_compress_dense(comp_, gcx_feedback_residual(fb_), nfloats_,
                                  cf_, &sent_sv_, &cs),
               "gcx_compress_dense");
-        check(gcx_feedback_commit(fb_, &sent_sv_), "gcx_feedback_commit");
+        check_status(gcx_feedback_commit(fb_, &sent_sv_), "gcx_feedback_commit");
         float loss = msg[nfloats_];
-        check(gcx_sparse_vec_to_dense(&sent_sv_, msg),
+        check_status(gcx_sparse_vec_to_dense(&sent_sv_, msg),
               "gcx_sparse_vec_to_dense");
         msg[nfloats_] = loss;
         sent_entries_ += sent_sv_.nnz;
@@ -551,7 +547,7 @@ class CodedGather {
     void setup_compression(double cf, uint64_t seed)
     {
         gcx_compress_kind_t kind;
-        check(gcx_compress_kind_parse("topk", &kind),
+        check_status(gcx_compress_kind_parse("topk", &kind),
               "gcx_compress_kind_parse");
         size_t cap = 0;
         gcx_status_t st = gcx_compress_capacity(kind, nfloats_, cf, &cap);
@@ -559,11 +555,11 @@ class CodedGather {
                     "got ", cf);
         cf_ = cf;
         try {
-            check(gcx_feedback_create(nfloats_, nullptr, &fb_),
+            check_status(gcx_feedback_create(nfloats_, nullptr, &fb_),
                   "gcx_feedback_create");
-            check(gcx_compressor_create(kind, seed, &comp_),
+            check_status(gcx_compressor_create(kind, seed, &comp_),
                   "gcx_compressor_create");
-            check(gcx_sparse_vec_alloc(cap, nfloats_, &sent_sv_),
+            check_status(gcx_sparse_vec_alloc(cap, nfloats_, &sent_sv_),
                   "gcx_sparse_vec_alloc");
         } catch (...) {
             release_compression();

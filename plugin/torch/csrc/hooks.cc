@@ -81,11 +81,6 @@ class PlaceTicket {
     std::shared_ptr<Place> place_;
 };
 
-void check(gcx_status_t st, const std::string &what)
-{
-    TORCH_CHECK(st == GCX_OK, status_message(what, st));
-}
-
 gcx_compress_kind_t parse_kind(const std::string &name)
 {
     gcx_compress_kind_t kind;
@@ -109,14 +104,14 @@ struct Bucket {
         : n(n_)
     {
         try {
-            check(gcx_feedback_create(n, nullptr, &fb), "gcx_feedback_create");
-            check(gcx_compressor_create(kind, seed, &comp),
+            check_status(gcx_feedback_create(n, nullptr, &fb), "gcx_feedback_create");
+            check_status(gcx_compressor_create(kind, seed, &comp),
                   "gcx_compressor_create");
             size_t cap = 0;
-            check(gcx_compress_capacity(kind, n, min_cf, &cap),
+            check_status(gcx_compress_capacity(kind, n, min_cf, &cap),
                   "gcx_compress_capacity");
-            check(gcx_sparse_vec_alloc(cap, n, &lv_min), "gcx_sparse_vec_alloc");
-            check(gcx_sparse_vec_alloc(cap, n, &lv_c), "gcx_sparse_vec_alloc");
+            check_status(gcx_sparse_vec_alloc(cap, n, &lv_min), "gcx_sparse_vec_alloc");
+            check_status(gcx_sparse_vec_alloc(cap, n, &lv_c), "gcx_sparse_vec_alloc");
         } catch (...) {
             release();
             throw;
@@ -390,7 +385,7 @@ class TopkHook : public HookBase {
         std::lock_guard<std::mutex> lk(mu_);
         Bucket &b = take(index, t);
         gcx_compress_stats_t st;
-        check(gcx_compress_dense(b.comp, b.residual(), b.n, cf_, &b.lv_min,
+        check_status(gcx_compress_dense(b.comp, b.residual(), b.n, cf_, &b.lv_min,
                                  &st),
               "gcx_compress_dense");
         cur_.cf    = cf_;
@@ -444,11 +439,11 @@ class GravacHook : public HookBase {
         }
         Bucket &b = take(index, t);
         gcx_compress_stats_t s1, s2;
-        check(gcx_compress_dense(b.comp, b.residual(), b.n, theta_min_,
+        check_status(gcx_compress_dense(b.comp, b.residual(), b.n, theta_min_,
                                  &b.lv_min, &s1),
               "gcx_compress_dense");
         if (theta_s_ > 1.0) {
-            check(gcx_compress_sparse(b.comp, &b.lv_min, theta_s_, &b.lv_c,
+            check_status(gcx_compress_sparse(b.comp, &b.lv_min, theta_s_, &b.lv_c,
                                       &s2),
                   "gcx_compress_sparse");
         } else {
@@ -499,7 +494,7 @@ class GravacHook : public HookBase {
         TORCH_CHECK(!in_step_, "torch_gcx.hooks.GravacState.state_dict: "
                     "called in the middle of a backward pass");
         std::string blob(gcx_gravac_save_size(ctl_.get()), '\0');
-        check(gcx_gravac_save(ctl_.get(), &blob[0], blob.size(), nullptr),
+        check_status(gcx_gravac_save(ctl_.get(), &blob[0], blob.size(), nullptr),
               "gcx_gravac_save");
         gcx_gravac_norms_t sums = {};
         bool have               = summed(&sums);
@@ -534,7 +529,7 @@ class GravacHook : public HookBase {
     {
         std::lock_guard<std::mutex> lk(mu_);
         gcx_gravac_state_t s;
-        check(gcx_gravac_get_state(ctl_.get(), &s), "gcx_gravac_get_state");
+        check_status(gcx_gravac_get_state(ctl_.get(), &s), "gcx_gravac_get_state");
         py::dict d;
         d["decisions"]  = s.step;
         d["theta_min"]  = s.theta_min;
@@ -606,7 +601,7 @@ class GravacHook : public HookBase {
         gcx_gravac_norms_t sums;
         if (summed(&sums)) {
             gcx_gravac_record_t rec;
-            check(gcx_gravac_decide(ctl_.get(), &sums, &rec),
+            check_status(gcx_gravac_decide(ctl_.get(), &sums, &rec),
                   "gcx_gravac_decide");
             level_          = rec.level;
             cur_.delta_min  = rec.delta_min;
@@ -619,7 +614,7 @@ class GravacHook : public HookBase {
         carried_have_ = false;
         carried_sums_ = {};
         gcx_gravac_state_t s;
-        check(gcx_gravac_get_state(ctl_.get(), &s), "gcx_gravac_get_state");
+        check_status(gcx_gravac_get_state(ctl_.get(), &s), "gcx_gravac_get_state");
         theta_min_      = s.theta_min;
         theta_s_        = s.theta_s;
         cur_.theta_min  = theta_min_;
@@ -701,13 +696,13 @@ exchange(const c10::intrusive_ptr<c10d::Backend> &pg,
         job->out_idx  = *out_idx;
         job->out_vals = *out_vals;
         job->out_nnz  = *out_nnz;
-        check(gcx_sparse_vec_init(
+        check_status(gcx_sparse_vec_init(
                   &job->in, reinterpret_cast<uint32_t *>(job->idx.data_ptr()),
                   job->vals.data_ptr<float>(), static_cast<size_t>(nnz),
                   static_cast<size_t>(n)),
               "gcx_sparse_vec_init");
         job->in.nnz = static_cast<size_t>(nnz);
-        check(gcx_sparse_vec_init(
+        check_status(gcx_sparse_vec_init(
                   &job->out,
                   reinterpret_cast<uint32_t *>(job->out_idx.data_ptr()),
                   job->out_vals.data_ptr<float>(),

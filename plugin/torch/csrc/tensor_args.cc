@@ -7,6 +7,7 @@
 // the argument, and nothing reaches gcx. Cost: a few comparisons per
 // tensor; flat_cat/scatter_copy copy the data once (list-shaped calls).
 #include "tensor_args.h"
+#include "engine.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
@@ -23,6 +24,11 @@ using PreMulSupplement = c10d::NCCLPreMulSumSupplement;
 #else
 using PreMulSupplement = c10d::PreMulSumSupplement;
 #endif
+
+void check_status(gcx_status_t st, const std::string &what)
+{
+    TORCH_CHECK(st == GCX_OK, status_message(what, st));
+}
 
 void check_tensor(const at::Tensor &t, const char *op, const char *what)
 {

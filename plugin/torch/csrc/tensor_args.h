@@ -8,10 +8,14 @@
 #include <torch/extension.h>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
+#include <string>
 #include <vector>
 
 namespace torch_gcx {
 
+// A gcx call's status: anything but GCX_OK raises, naming the call (what)
+// and the status (status_message, engine.h).
+void check_status(gcx_status_t st, const std::string &what);
 // t must be defined, on the CPU, strided and contiguous.
 void check_tensor(const at::Tensor &t, const char *op, const char *what);
 // t must be defined, strided and contiguous, on any device (a device
