@@ -194,9 +194,11 @@ wait_other_trees
 trap - EXIT
 if [[ "${GCX_TEST_NO_ASAN:-0}" != "1" ]]; then
   # the cluster self-test runs no gcx code, and the copy audit preloads a
-  # shim that ASan refuses: once (above) is enough for both
+  # shim that ASan refuses: once (above) is enough for both; the even P of
+  # the P = 1..5 sweeps run above (tests/multirank/meson.build)
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    run_suites build-asan --no-suite cluster --no-suite audit
+    run_suites build-asan --no-suite cluster --no-suite audit \
+      --no-suite sweep-even
 fi
 # ---- fuzz stage: the libFuzzer targets of tests/fuzz (parsers of bytes from
 # other processes or the user), built with clang in build-fuzz (-Dfuzz=true:
