@@ -28,7 +28,8 @@
  * view whose id the header's first word carries (gcx_tl_am_prefix_t);
  * a message for a view that is gone is dropped (its sender completes).
  *
- * Not thread-safe: the worker runs in UCS_THREAD_MODE_SINGLE and the core
+ * Not thread-safe by itself: the worker runs in UCS_THREAD_MODE_SERIALIZED
+ * (more than one thread calls it, never two at once) and the core
  * serializes every call with its context lock.
  */
 #include "ucx_int.h"
@@ -642,8 +643,13 @@ gcx_status_t gcx_tl_ucx_ctx_create(gcx_tl_ctx_t **ctx_p)
             goto err_free;
         }
     }
+    /* SERIALIZED, not SINGLE: the application's threads and the progress
+     * thread (core/progress_thread.c) all call into it, one at a time
+     * (the core's context lock); SINGLE promises UCX one thread only.
+     * MPICH's UCX worker is SERIALIZED for the same reason (its global
+     * lock); UCX takes no lock of its own in either mode. */
     worker_params.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    worker_params.thread_mode = UCS_THREAD_MODE_SINGLE;
+    worker_params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
     st = ucp_worker_create(ctx->context, &worker_params, &ctx->worker);
     if (st != UCS_OK) {
         gcx_error("ucp_worker_create failed: %s", ucs_status_string(st));
