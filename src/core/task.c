@@ -37,6 +37,14 @@ void gcx_task_init(gcx_task_t *task, const gcx_task_ops_t *ops,
     task->next      = NULL;
 }
 
+/* A task past its deadline says what it waits for, if it can. */
+static void gcx_task_describe(const gcx_task_t *task)
+{
+    if (task->ops->describe != NULL) {
+        task->ops->describe(task);
+    }
+}
+
 static void gcx_task_activate(const gcx_queue_t *queue, gcx_task_t *task)
 {
     task->deadline = gcx_time_now() + queue->timeout;
@@ -79,6 +87,7 @@ static int gcx_queue_p2p_progress(gcx_queue_t *queue, gcx_task_t **failed_p)
             gcx_time_now() > task->deadline) {
             gcx_error("%s did not complete within GCX_TIMEOUT=%g s",
                       task->name, queue->timeout);
+            gcx_task_describe(task);
             task->status = GCX_ERR_TIMEOUT;
         }
         if (task->status == GCX_INPROGRESS) {
@@ -119,6 +128,7 @@ int gcx_queue_progress(gcx_queue_t *queue, const int *mismatch_fails,
             gcx_error("%s (collective #%u) did not complete within "
                       "GCX_TIMEOUT=%g s",
                       task->name, task->seq, queue->timeout);
+            gcx_task_describe(task);
             task->status = GCX_ERR_TIMEOUT;
         }
         if (task->status == GCX_INPROGRESS) {

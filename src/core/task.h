@@ -33,6 +33,9 @@ typedef struct gcx_task_ops {
     void (*progress)(gcx_task_t *task);
     /** Free the task (and what it owns). Never fails. */
     void (*finalize)(gcx_task_t *task);
+    /** Optional: log what the task still waits for (gcx_error lines), once,
+     *  when it has run past GCX_TIMEOUT. NULL: the timeout line alone. */
+    void (*describe)(const gcx_task_t *task);
 } gcx_task_ops_t;
 
 struct gcx_task {

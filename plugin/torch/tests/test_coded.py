@@ -16,6 +16,7 @@ computing serves the chunks it owns ahead of its round, driven by gcx's
 progress thread, and catches up by skipping like a star worker).
 
 Cost: 14 launches of 3-4 processes, ~3 minutes idle, ~5 on 2 loaded cores."""
+import re
 import pytest
 
 from launch import check_ok, launch
@@ -128,10 +129,20 @@ def test_stopped_owner_masterless_one_timeout_then_shrink():
     res = launch("stop:gc-cr/1/shrink", 4, script="coded_worker.py",
                  timeout=240, env={"GCX_CODED_ALGO": "masterless",
                                    "GCX_TIMEOUT": "5"}, stopped=(3,))
+    timed_out = 0
     for rank, (rc, out) in enumerate(res[:3]):
         assert rc == 0 and "coded round error" in out and \
             "dead [3], world 3, n 3, s 1" in out and "kill gc-cr ok" in out, \
             (rank, rc, out[-3000:])
+        if "GCX_ERR_TIMEOUT" not in out:
+            continue  # revoked by a rank whose timeout came first
+        # the timeout says what the round waited for: rank 3's chunk (it
+        # owns chunk 3) or its ACK (the later owner of chunk 2)
+        timed_out += 1
+        assert re.search(r"chunk 3: owner rank 3 |"
+                         r"chunk 2: owned here, waiting for ACKs: .*"
+                         r"ACKs wanted 0x8 got 0x0", out), (rank, out[-3000:])
+    assert timed_out > 0, [out[-3000:] for _, out in res[:3]]
 
 
 def test_bad_use_is_an_error_on_every_rank():

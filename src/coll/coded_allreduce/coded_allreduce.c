@@ -1480,11 +1480,86 @@ static void gcx_car_finalize(gcx_task_t *task)
     free(op);
 }
 
+/* After GCX_TIMEOUT: what the round waits for here -- a line for the round,
+ * one per chunk not final (at most n), one for the rounds served ahead and
+ * the staged messages. Bits are ranks, except a receiver's copies and
+ * COMMITs (line positions of the chunk's owners). */
+static void gcx_car_describe(const gcx_task_t *task)
+{
+    static const char *const states[] = {"collecting", "waiting for ACKs",
+                                         "done"};
+    const gcx_car_op_t          *op  = (const gcx_car_op_t *)task;
+    const gcx_coded_allreduce_t *car = op->car;
+    const gcx_car_chunk_t       *ch;
+    const gcx_car_op_t          *r;
+    const gcx_coded_slot_t      *slot;
+    unsigned long long           landed, flying;
+    int                          c, w, ahead = 0, staged = 0, me;
+
+    if (car == NULL) {
+        return; /* the object was destroyed under it */
+    }
+    me = car->base.comm->rank;
+    gcx_error("coded allreduce round %llu: %s, %d chunk(s) and %d VOID(s) "
+              "sent; ranks gone 0x%llx",
+              (unsigned long long)op->round,
+              op->sending ? "sending" : "not sending yet (straggler delay)",
+              op->nsent, op->nvoid, (unsigned long long)car->base.gone);
+    for (c = 0; c < car->base.n; ++c) {
+        ch = &op->ch[c];
+        if (ch->final) {
+            continue;
+        }
+        if (op->acting[c] == me) {
+            landed = 0;
+            for (w = 0; w < car->base.n; ++w) {
+                if ((ch->taken & (1ull << w)) &&
+                    (w == me || ch->in[w]->reqs[0].status == GCX_OK)) {
+                    landed |= 1ull << w;
+                }
+            }
+            gcx_error("  chunk %d: owned here, %s: arrived 0x%llx, landed "
+                      "0x%llx, abstained 0x%llx, ACKs wanted 0x%llx got "
+                      "0x%llx",
+                      c, states[ch->ostate], (unsigned long long)ch->arrived,
+                      landed, (unsigned long long)ch->abstained,
+                      (unsigned long long)ch->acks_wanted,
+                      (unsigned long long)ch->acks_got);
+            continue;
+        }
+        landed = flying = 0;
+        for (w = 0; w < car->line; ++w) {
+            if (ch->copy[w] != NULL) {
+                if (ch->copy[w]->reqs[0].status == GCX_OK) {
+                    landed |= 1ull << w;
+                } else if (ch->copy[w]->reqs[0].status == GCX_INPROGRESS) {
+                    flying |= 1ull << w;
+                }
+            }
+        }
+        gcx_error("  chunk %d: owner rank %d (this rank's chunk sent to %d): "
+                  "decoded copies landed 0x%llx, in flight 0x%llx, COMMITs "
+                  "0x%llx",
+                  c, op->acting[c], ch->sent_to, landed, flying,
+                  (unsigned long long)ch->committed);
+    }
+    for (r = car->rounds; r != NULL; r = r->next) {
+        ahead += !r->entered;
+    }
+    for (slot = car->base.stash; slot != NULL; slot = slot->next) {
+        ++staged;
+    }
+    gcx_error("  %d round(s) served ahead, %d message(s) staged; next round "
+              "to finish here %llu",
+              ahead, staged, (unsigned long long)car->next_open);
+}
+
 static const gcx_task_ops_t gcx_car_ops = {
     .name     = "coded_allreduce",
     .post     = gcx_car_post,
     .progress = gcx_car_progress,
     .finalize = gcx_car_finalize,
+    .describe = gcx_car_describe,
 };
 
 /* ---- API ------------------------------------------------------------------ */
