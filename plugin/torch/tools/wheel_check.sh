@@ -16,10 +16,10 @@
 #      run everything: scripts/test.sh with GCX_TEST_WHEEL_ALL=1).
 # Prints each step's time, then pytest's summary line (scripts/test.sh
 # counts it); exits non-zero on any failure.
-# Cost (measured at load 17 on the shared 2-core box): venv + torch 69 s
-# (torch installs from a local file here), the wheel 471 s wall / ~2.5 min
-# of CPU (a full build: libgcx and the extension), the tests as the in-tree
-# run; 7.8 min of CPU in all. The install tests take ~40 s (all: ~10 min).
+# Cost (beside scripts/test.sh's pytest, niced, on the 2-core box): venv +
+# torch 44 s (torch installs from a local file here), the wheel 175 s wall
+# (a full build: libgcx and the extension, two unity files), the install
+# tests ~100 s (all: ~15 min).
 # The venv, wheel and test copy go to a new temporary directory, removed
 # when every step passed and kept (its path printed) otherwise.
 set -euo pipefail
