@@ -141,8 +141,9 @@ struct Code {
         std::vector<int> parts(static_cast<size_t>(gcx_code_load(code)));
         std::vector<double> coeffs(parts.size());
         int count = 0;
-        check_status(gcx_code_assignment(code, w, parts.data(), coeffs.data(), &count),
-              "gcx_code_assignment");
+        check_status(gcx_code_assignment(code, w, parts.data(), coeffs.data(),
+                                         &count),
+                     "gcx_code_assignment");
         parts.resize(static_cast<size_t>(count));
         coeffs.resize(static_cast<size_t>(count));
         return {parts, coeffs};
@@ -155,7 +156,8 @@ struct Code {
         TORCH_CHECK(pgc != nullptr, "torch_gcx.coded: not a pipelined code");
         TORCH_CHECK(t >= 0, "torch_gcx.coded: step must be >= 0, got ", t);
         int slot = -1, part = -1;
-        check_status(gcx_pgc_compute(pgc, w, t, &slot, &part), "gcx_pgc_compute");
+        check_status(gcx_pgc_compute(pgc, w, t, &slot, &part),
+                     "gcx_pgc_compute");
         return {slot, part};
     }
 
@@ -359,13 +361,13 @@ class CodedGather {
             } else {
                 int valid = 0;
                 check_status(gcx_pgc_message_valid(code_->pgc, worker_, t,
-                                            slot_steps_.data(), &valid),
-                      "gcx_pgc_message_valid");
+                                                   slot_steps_.data(), &valid),
+                             "gcx_pgc_message_valid");
                 send = valid != 0;
                 if (send && !encoded) {
                     check_status(gcx_pgc_coeffs(code_->pgc, worker_, t,
-                                         pcoeffs_.data()),
-                          "gcx_pgc_coeffs");
+                                                pcoeffs_.data()),
+                                 "gcx_pgc_coeffs");
                     encode(code_->load, pcoeffs_.data());
                 }
             }
@@ -424,14 +426,14 @@ class CodedGather {
         }
         int valid = 0;
         check_status(gcx_pgc_message_valid(code_->pgc, worker_, t,
-                                    slot_steps_.data(), &valid),
-              "gcx_pgc_message_valid");
+                                           slot_steps_.data(), &valid),
+                     "gcx_pgc_message_valid");
         if (!valid) {
             return py::none();
         }
         std::vector<double> c(static_cast<size_t>(code_->load), 0.0);
         check_status(gcx_pgc_coeffs(code_->pgc, worker_, t, c.data()),
-              "gcx_pgc_coeffs");
+                     "gcx_pgc_coeffs");
         return py::cast(c);
     }
 
@@ -524,7 +526,7 @@ class CodedGather {
         }
         float *msg = msg_.data_ptr<float>();
         check_status(gcx_code_encode(count, coeffs, vecs.data(), count_, msg),
-              "gcx_code_encode");
+                     "gcx_code_encode");
         if (fb_ == nullptr) {
             return;
         }
@@ -533,13 +535,14 @@ class CodedGather {
                     "NaN or Inf (or its sum with the residual overflows): ",
                     status_message("gcx_feedback_accumulate", st));
         gcx_compress_stats_t cs;
-        check_status(gcx_compress_dense(comp_, gcx_feedback_residual(fb_), nfloats_,
-                                 cf_, &sent_sv_, &cs),
-              "gcx_compress_dense");
-        check_status(gcx_feedback_commit(fb_, &sent_sv_), "gcx_feedback_commit");
+        check_status(gcx_compress_dense(comp_, gcx_feedback_residual(fb_),
+                                        nfloats_, cf_, &sent_sv_, &cs),
+                     "gcx_compress_dense");
+        check_status(gcx_feedback_commit(fb_, &sent_sv_),
+                     "gcx_feedback_commit");
         float loss = msg[nfloats_];
         check_status(gcx_sparse_vec_to_dense(&sent_sv_, msg),
-              "gcx_sparse_vec_to_dense");
+                     "gcx_sparse_vec_to_dense");
         msg[nfloats_] = loss;
         sent_entries_ += sent_sv_.nnz;
     }
@@ -548,7 +551,7 @@ class CodedGather {
     {
         gcx_compress_kind_t kind;
         check_status(gcx_compress_kind_parse("topk", &kind),
-              "gcx_compress_kind_parse");
+                     "gcx_compress_kind_parse");
         size_t cap = 0;
         gcx_status_t st = gcx_compress_capacity(kind, nfloats_, cf, &cap);
         TORCH_CHECK(st == GCX_OK, "torch_gcx.coded: topk(cf): cf must be >= 1, "
@@ -556,11 +559,11 @@ class CodedGather {
         cf_ = cf;
         try {
             check_status(gcx_feedback_create(nfloats_, nullptr, &fb_),
-                  "gcx_feedback_create");
+                         "gcx_feedback_create");
             check_status(gcx_compressor_create(kind, seed, &comp_),
-                  "gcx_compressor_create");
+                         "gcx_compressor_create");
             check_status(gcx_sparse_vec_alloc(cap, nfloats_, &sent_sv_),
-                  "gcx_sparse_vec_alloc");
+                         "gcx_sparse_vec_alloc");
         } catch (...) {
             release_compression();
             throw;

@@ -104,14 +104,17 @@ struct Bucket {
         : n(n_)
     {
         try {
-            check_status(gcx_feedback_create(n, nullptr, &fb), "gcx_feedback_create");
+            check_status(gcx_feedback_create(n, nullptr, &fb),
+                         "gcx_feedback_create");
             check_status(gcx_compressor_create(kind, seed, &comp),
-                  "gcx_compressor_create");
+                         "gcx_compressor_create");
             size_t cap = 0;
             check_status(gcx_compress_capacity(kind, n, min_cf, &cap),
-                  "gcx_compress_capacity");
-            check_status(gcx_sparse_vec_alloc(cap, n, &lv_min), "gcx_sparse_vec_alloc");
-            check_status(gcx_sparse_vec_alloc(cap, n, &lv_c), "gcx_sparse_vec_alloc");
+                         "gcx_compress_capacity");
+            check_status(gcx_sparse_vec_alloc(cap, n, &lv_min),
+                         "gcx_sparse_vec_alloc");
+            check_status(gcx_sparse_vec_alloc(cap, n, &lv_c),
+                         "gcx_sparse_vec_alloc");
         } catch (...) {
             release();
             throw;
@@ -385,9 +388,9 @@ class TopkHook : public HookBase {
         std::lock_guard<std::mutex> lk(mu_);
         Bucket &b = take(index, t);
         gcx_compress_stats_t st;
-        check_status(gcx_compress_dense(b.comp, b.residual(), b.n, cf_, &b.lv_min,
-                                 &st),
-              "gcx_compress_dense");
+        check_status(gcx_compress_dense(b.comp, b.residual(), b.n, cf_,
+                                        &b.lv_min, &st),
+                     "gcx_compress_dense");
         cur_.cf    = cf_;
         cur_.level = "topk";
         account(8 * b.lv_min.nnz, b.n, last);
@@ -440,12 +443,12 @@ class GravacHook : public HookBase {
         Bucket &b = take(index, t);
         gcx_compress_stats_t s1, s2;
         check_status(gcx_compress_dense(b.comp, b.residual(), b.n, theta_min_,
-                                 &b.lv_min, &s1),
-              "gcx_compress_dense");
+                                        &b.lv_min, &s1),
+                     "gcx_compress_dense");
         if (theta_s_ > 1.0) {
-            check_status(gcx_compress_sparse(b.comp, &b.lv_min, theta_s_, &b.lv_c,
-                                      &s2),
-                  "gcx_compress_sparse");
+            check_status(gcx_compress_sparse(b.comp, &b.lv_min, theta_s_,
+                                             &b.lv_c, &s2),
+                         "gcx_compress_sparse");
         } else {
             s2 = s1;
         }
@@ -495,7 +498,7 @@ class GravacHook : public HookBase {
                     "called in the middle of a backward pass");
         std::string blob(gcx_gravac_save_size(ctl_.get()), '\0');
         check_status(gcx_gravac_save(ctl_.get(), &blob[0], blob.size(), nullptr),
-              "gcx_gravac_save");
+                     "gcx_gravac_save");
         gcx_gravac_norms_t sums = {};
         bool have               = summed(&sums);
         return py::make_tuple(py::bytes(blob), step_, have,
@@ -529,7 +532,8 @@ class GravacHook : public HookBase {
     {
         std::lock_guard<std::mutex> lk(mu_);
         gcx_gravac_state_t s;
-        check_status(gcx_gravac_get_state(ctl_.get(), &s), "gcx_gravac_get_state");
+        check_status(gcx_gravac_get_state(ctl_.get(), &s),
+                     "gcx_gravac_get_state");
         py::dict d;
         d["decisions"]  = s.step;
         d["theta_min"]  = s.theta_min;
@@ -602,7 +606,7 @@ class GravacHook : public HookBase {
         if (summed(&sums)) {
             gcx_gravac_record_t rec;
             check_status(gcx_gravac_decide(ctl_.get(), &sums, &rec),
-                  "gcx_gravac_decide");
+                         "gcx_gravac_decide");
             level_          = rec.level;
             cur_.delta_min  = rec.delta_min;
             cur_.delta_c    = rec.delta_c;
@@ -614,7 +618,8 @@ class GravacHook : public HookBase {
         carried_have_ = false;
         carried_sums_ = {};
         gcx_gravac_state_t s;
-        check_status(gcx_gravac_get_state(ctl_.get(), &s), "gcx_gravac_get_state");
+        check_status(gcx_gravac_get_state(ctl_.get(), &s),
+                     "gcx_gravac_get_state");
         theta_min_      = s.theta_min;
         theta_s_        = s.theta_s;
         cur_.theta_min  = theta_min_;
@@ -697,18 +702,19 @@ exchange(const c10::intrusive_ptr<c10d::Backend> &pg,
         job->out_vals = *out_vals;
         job->out_nnz  = *out_nnz;
         check_status(gcx_sparse_vec_init(
-                  &job->in, reinterpret_cast<uint32_t *>(job->idx.data_ptr()),
-                  job->vals.data_ptr<float>(), static_cast<size_t>(nnz),
-                  static_cast<size_t>(n)),
-              "gcx_sparse_vec_init");
+                         &job->in,
+                         reinterpret_cast<uint32_t *>(job->idx.data_ptr()),
+                         job->vals.data_ptr<float>(), static_cast<size_t>(nnz),
+                         static_cast<size_t>(n)),
+                     "gcx_sparse_vec_init");
         job->in.nnz = static_cast<size_t>(nnz);
         check_status(gcx_sparse_vec_init(
-                  &job->out,
-                  reinterpret_cast<uint32_t *>(job->out_idx.data_ptr()),
-                  job->out_vals.data_ptr<float>(),
-                  static_cast<size_t>(job->out_idx.numel()),
-                  static_cast<size_t>(n)),
-              "gcx_sparse_vec_init");
+                         &job->out,
+                         reinterpret_cast<uint32_t *>(job->out_idx.data_ptr()),
+                         job->out_vals.data_ptr<float>(),
+                         static_cast<size_t>(job->out_idx.numel()),
+                         static_cast<size_t>(n)),
+                     "gcx_sparse_vec_init");
         outputs = {job->out_idx, job->out_vals, job->out_nnz};
     } else {
         TORCH_CHECK(vals.numel() == n, "torch_gcx.hooks: a dense exchange "
