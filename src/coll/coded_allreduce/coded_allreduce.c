@@ -423,28 +423,39 @@ static void gcx_car_stage(gcx_coded_allreduce_t *car, const gcx_car_hdr_t *hdr,
     }
 }
 
-/* Owner: the taken chunks that have landed (this rank's own: always);
- * a taken chunk whose transfer failed (its sender died mid-payload) is let
- * go: a straggler that never comes. */
-static uint64_t gcx_car_landed(gcx_coded_allreduce_t *car, gcx_car_chunk_t *ch)
+/* Owner: the taken chunks that have landed (this rank's own: always). */
+static uint64_t gcx_car_landed_bits(const gcx_coded_allreduce_t *car,
+                                    const gcx_car_chunk_t       *ch)
 {
     uint64_t landed = 0;
     int      w, me = car->base.comm->rank;
 
     for (w = 0; w < car->base.n; ++w) {
-        if (!(ch->taken & (1ull << w))) {
-            continue;
-        }
-        if (w == me || ch->in[w]->reqs[0].status == GCX_OK) {
+        if ((ch->taken & (1ull << w)) &&
+            (w == me || ch->in[w]->reqs[0].status == GCX_OK)) {
             landed |= 1ull << w;
-        } else if (ch->in[w]->reqs[0].status != GCX_INPROGRESS) {
+        }
+    }
+    return landed;
+}
+
+/* gcx_car_landed_bits, after letting go of a taken chunk whose transfer
+ * failed (its sender died mid-payload): a straggler that never comes. */
+static uint64_t gcx_car_landed(gcx_coded_allreduce_t *car, gcx_car_chunk_t *ch)
+{
+    int w, me = car->base.comm->rank;
+
+    for (w = 0; w < car->base.n; ++w) {
+        if (w != me && (ch->taken & (1ull << w)) &&
+            ch->in[w]->reqs[0].status != GCX_OK &&
+            ch->in[w]->reqs[0].status != GCX_INPROGRESS) {
             ch->taken &= ~(1ull << w);
             gcx_car_drop(car, ch->in[w]);
             ch->in[w] = NULL;
             car->base.gone |= 1ull << w;
         }
     }
-    return landed;
+    return gcx_car_landed_bits(car, ch);
 }
 
 /* Owner: is another worker's chunk still needed? Until the chunks that
@@ -1511,13 +1522,7 @@ static void gcx_car_describe(const gcx_task_t *task)
             continue;
         }
         if (op->acting[c] == me) {
-            landed = 0;
-            for (w = 0; w < car->base.n; ++w) {
-                if ((ch->taken & (1ull << w)) &&
-                    (w == me || ch->in[w]->reqs[0].status == GCX_OK)) {
-                    landed |= 1ull << w;
-                }
-            }
+            landed = gcx_car_landed_bits(car, ch);
             gcx_error("  chunk %d: owned here, %s: arrived 0x%llx, landed "
                       "0x%llx, abstained 0x%llx, ACKs wanted 0x%llx got "
                       "0x%llx",
