@@ -201,8 +201,8 @@ typedef struct gcx_coded_stats {
      * internal buffers it has had in use at once, every message held
      * counting, not only those it needed a copy for. Master-less, with no
      * rank lost, on a rank that has never been more than k rounds behind
-     * the others (rounds they finished that it had not; k <= A =
-     * GCX_CODED_AHEAD, so take k = A when unknown):
+     * the others (rounds they finished that it had not; k <= A, the
+     * window of gcx_coded_allreduce_create(), so take k = A when unknown):
      *
      *     buffer_bytes <= B ((k + 2) (3P + s) + s A)
      *
@@ -382,12 +382,15 @@ gcx_status_t gcx_coded_stats(const gcx_coded_t *coded,
  * Slow ranks: a rank owns its chunks of a round before it calls it. Each
  * time its process progresses (any gcx call, or gcx_progress() from a
  * thread while it computes) it decodes and publishes them from the other
- * workers' chunks, its own being one more straggler's, for up to
- * GCX_CODED_AHEAD rounds ahead of its calls; the others do not wait for a
- * rank still computing, and such a rank can skip computing a round whose
- * sum is already here (gcx_coded_allreduce_ready(),
- * gcx_coded_allreduce_abstain()). A rank that computes for d seconds
- * without any progress holds its chunks for d.
+ * workers' chunks, its own being one more straggler's, for up to A rounds
+ * ahead of its calls (the window: GCX_CODED_AHEAD rounds when set; by
+ * default as many as GCX_CODED_AHEAD_BYTES, 64 MB, of the vector hold, 8
+ * to 256; the same on every rank, or the creation fails with
+ * GCX_ERR_MISMATCH); the others do not wait for a rank still computing,
+ * and such a rank can skip computing a round whose sum is already here
+ * (gcx_coded_allreduce_ready(), gcx_coded_allreduce_abstain()). A rank
+ * that computes for d seconds without any progress holds its chunks for
+ * d; gcx's progress thread (GCX_PROGRESS_THREAD) makes that progress.
  *
  * Abstentions (gcx_coded_allreduce_abstain(), what pipelined codes need)
  * reach every chunk's owner as VOID messages; a round they leave

@@ -101,7 +101,8 @@ struct gcx_config {
     /* coll/coded_gather (src/coll/coded_gather/coded_gather.c) */
     int    coded_max_lag;       /* GCX_CODED_MAX_LAG, rounds */
     int    coded_algo;          /* GCX_CODED_ALGO, a gcx_coded_algo_t */
-    int    coded_ahead;         /* GCX_CODED_AHEAD, rounds */
+    int    coded_ahead;         /* GCX_CODED_AHEAD, rounds, 0 = auto */
+    size_t coded_ahead_bytes;   /* GCX_CODED_AHEAD_BYTES */
     int    coded_in_place;      /* GCX_CODED_IN_PLACE, bool */
     char   straggler_ranks[GCX_CONFIG_STRING_MAX]; /* GCX_STRAGGLER_RANKS */
     double straggler_delay_ms;  /* GCX_STRAGGLER_DELAY_MS */

@@ -60,12 +60,12 @@
  *
  * Stragglers and progress. An owner decodes whenever its process
  * progresses, inside the round's call or before it: a rank still computing
- * its gradient serves the chunks it owns of the next GCX_CODED_AHEAD rounds
- * from the other workers' chunks (gcx_car_ahead, below), so the others do
- * not wait for it, and when it gets to a round already decoded it can skip
- * computing (gcx_coded_allreduce_ready, _abstain). What that needs is
- * progress while the rank computes: a framework's progress thread
- * (torch_gcx and gcx-train run one). A rank that makes no progress call for
+ * its gradient serves the chunks it owns of the rounds of its window
+ * (gcx_car_window) from the other workers' chunks (gcx_car_ahead, below),
+ * so the others do not wait for it, and when it gets to a round already
+ * decoded it can skip computing (gcx_coded_allreduce_ready, _abstain). What
+ * that needs is progress while the rank computes: gcx's progress thread
+ * (torch_gcx and gcx-train turn it on). A rank that makes no progress call for
  * d seconds holds its chunks (and its ACKs) for d. Straggler injection
  * (GCX_STRAGGLER_*) delays only a rank's chunk messages.
  *
@@ -102,9 +102,16 @@
 
 #define GCX_CAR_COLL_ID (GCX_COLL_INTERNAL + 9) /* for the creation check */
 #define GCX_CAR_MAX     GCX_CODE_MAX_WORKERS
-#define GCX_CAR_AHEAD_MAX 32 /* largest GCX_CODED_AHEAD */
+#define GCX_CAR_AHEAD_MAX 256 /* largest window (GCX_CODED_AHEAD) */
+#define GCX_CAR_AHEAD_MIN 8   /* smallest window GCX_CODED_AHEAD=0 picks */
 
 typedef struct gcx_car_op gcx_car_op_t;
+
+/* A committed copy kept by a later owner, and whether it was sent again. */
+typedef struct gcx_car_kept {
+    gcx_coded_slot_t *slot;
+    int               served;
+} gcx_car_kept_t;
 
 struct gcx_coded_allreduce {
     /* comm, code, n, s, instance, am_id, the pool of chunk-sized slots,
@@ -116,15 +123,15 @@ struct gcx_coded_allreduce {
      * entered (the lowest, next_open) and those served ahead of its call
      * (entered 0; rounds next_open .. next_open + ahead - 1) */
     gcx_car_op_t *rounds;
-    int           ahead;      /* GCX_CODED_AHEAD */
+    int           ahead;      /* the window (gcx_car_window) */
     int           in_place;   /* GCX_CODED_IN_PLACE: read received chunks
                                  in the transport's buffer (gcx_car_pull) */
     gcx_progress_cb_t ahead_cb; /* gcx_car_ahead, while the object lives */
-    /* per chunk and round % ahead: the copy this rank, a later owner of
-     * the line, took in the last rounds it finished (gcx_car_serve_kept),
-     * and whether it was sent again */
-    gcx_coded_slot_t *kept[GCX_CAR_MAX][GCX_CAR_AHEAD_MAX];
-    uint64_t          kept_served[GCX_CAR_AHEAD_MAX];
+    /* the copies this rank, a later owner of the line of chunk c, took in
+     * the last `ahead` rounds it finished (gcx_car_serve_kept): by its
+     * position pos = 1 .. line - 1 in that line and round % ahead, at
+     * kept[(pos - 1) * ahead + round % ahead] (gcx_car_kept) */
+    gcx_car_kept_t *kept;
     uint64_t      next_round; /* number of the next call */
     uint64_t      next_open;  /* lowest round not finished here */
 };
@@ -215,6 +222,47 @@ static int gcx_car_pos(const gcx_coded_allreduce_t *car, int c, int rank)
 static int gcx_car_owner(const gcx_coded_allreduce_t *car, int c, int pos)
 {
     return (c + pos) % car->base.n;
+}
+
+/* Entries of car->kept: (line - 1) positions x `ahead` rounds. */
+static size_t gcx_car_kept_len(const gcx_coded_allreduce_t *car)
+{
+    return (size_t)(car->line - 1) * (size_t)car->ahead;
+}
+
+/* The kept copy of chunk c in @p round's place; this rank is a later owner
+ * of c's line (ch->keep). */
+static gcx_car_kept_t *gcx_car_kept(gcx_coded_allreduce_t *car, int c,
+                                    uint64_t round)
+{
+    int pos = gcx_car_pos(car, c, car->base.comm->rank);
+
+    return &car->kept[(size_t)(pos - 1) * (size_t)car->ahead +
+                      (size_t)(round % (uint64_t)car->ahead)];
+}
+
+/*
+ * The window: rounds a rank serves ahead of its call. GCX_CODED_AHEAD when
+ * set; 0 (auto) takes as many rounds as GCX_CODED_AHEAD_BYTES of the vector
+ * hold, GCX_CAR_AHEAD_MIN to GCX_CAR_AHEAD_MAX: the window's price is paid
+ * in vectors (a rank that far behind holds about two per round, every rank
+ * s/P of one per round in kept copies), its benefit counted in rounds (per
+ * stall of a slow rank, the others run `ahead` rounds), so a small vector
+ * gets many rounds for the memory one large vector's few take.
+ */
+static int gcx_car_window(const struct gcx_config *config, size_t count)
+{
+    size_t vector = count * sizeof(float), rounds;
+
+    if (config->coded_ahead > 0) {
+        return config->coded_ahead;
+    }
+    rounds = vector > 0 ? config->coded_ahead_bytes / vector :
+                          GCX_CAR_AHEAD_MAX;
+    if (rounds < GCX_CAR_AHEAD_MIN) {
+        rounds = GCX_CAR_AHEAD_MIN;
+    }
+    return rounds > GCX_CAR_AHEAD_MAX ? GCX_CAR_AHEAD_MAX : (int)rounds;
 }
 
 static void gcx_car_hdr_init(gcx_coded_allreduce_t *car, uint64_t round,
@@ -1095,19 +1143,20 @@ static void gcx_car_release(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
 {
     gcx_coded_slot_t **pp = &car->base.stash, *slot;
     gcx_car_chunk_t   *ch;
-    int                c, i, k;
+    gcx_car_kept_t    *kept;
+    int                c, i;
 
-    k = (int)(op->round % (uint64_t)car->ahead);
     for (c = 0; c < car->base.n; ++c) {
         ch = &op->ch[c];
         if (ch->keep && op->super.status == GCX_OK) {
-            i = ch->keep - 1; /* its owner may have been lost since */
-            if (car->kept[c][k] != NULL) {
-                gcx_coded_slot_put(&car->base, car->kept[c][k]);
+            i    = ch->keep - 1; /* its owner may have been lost since */
+            kept = gcx_car_kept(car, c, op->round);
+            if (kept->slot != NULL) {
+                gcx_coded_slot_put(&car->base, kept->slot);
             }
-            car->kept[c][k]      = ch->copy[i];
-            ch->copy[i]          = NULL;
-            car->kept_served[k] &= ~(1ull << c);
+            kept->slot   = ch->copy[i];
+            kept->served = 0;
+            ch->copy[i]  = NULL;
         }
         for (i = 0; i < GCX_CAR_MAX; ++i) {
             if (ch->in[i] != NULL) {
@@ -1237,22 +1286,23 @@ static gcx_status_t gcx_car_resend_kept(gcx_coded_allreduce_t *car, int c,
 static gcx_status_t gcx_car_serve_kept(gcx_coded_allreduce_t *car,
                                        const int *acting, uint64_t round)
 {
-    gcx_coded_slot_t *kept;
-    int               c, k, me = car->base.comm->rank;
+    gcx_car_kept_t *kept;
+    int             c, k, pos, me = car->base.comm->rank;
 
     for (c = 0; c < car->base.n; ++c) {
-        if (acting[c] != me) {
-            continue;
+        pos = gcx_car_pos(car, c, me);
+        if (acting[c] != me || pos < 1) {
+            continue; /* not acting, or its own chunk: nothing kept */
         }
-        for (k = 0; k < car->ahead; ++k) {
-            kept = car->kept[c][k];
-            if (kept == NULL || (car->kept_served[k] & (1ull << c)) ||
-                kept->round >= round ||
-                kept->round + (uint64_t)car->ahead < round) {
+        kept = &car->kept[(size_t)(pos - 1) * (size_t)car->ahead];
+        for (k = 0; k < car->ahead; ++k, ++kept) {
+            if (kept->slot == NULL || kept->served ||
+                kept->slot->round >= round ||
+                kept->slot->round + (uint64_t)car->ahead < round) {
                 continue;
             }
-            car->kept_served[k] |= 1ull << c;
-            if (gcx_car_resend_kept(car, c, kept) != GCX_OK) {
+            kept->served = 1;
+            if (gcx_car_resend_kept(car, c, kept->slot) != GCX_OK) {
                 return GCX_ERR_NOMEM;
             }
         }
@@ -1318,7 +1368,7 @@ static void gcx_car_progress(gcx_task_t *task)
  * same, and the other ranks wait for them. So whenever this process
  * progresses (any gcx call, gcx_progress from a framework's progress
  * thread: a progress callback of the context), a round r of the window
- * next_open .. next_open + ahead - 1 (GCX_CODED_AHEAD) whose messages are
+ * next_open .. next_open + ahead - 1 (gcx_car_window) whose messages are
  * here gets its state without the rank's vector (entered 0): the owner
  * part decodes its chunks from the other workers' chunks and publishes
  * them, the rank's own chunk being one more straggler's; a later owner
@@ -1611,9 +1661,15 @@ static gcx_status_t gcx_car_create_locked(gcx_comm_t *comm,
                                                           comm->size;
     car->base.my_worker  = comm->rank;
     car->base.instance   = comm->seq;
-    car->ahead           = comm->config.coded_ahead;
+    car->ahead           = gcx_car_window(&comm->config, params->count);
     car->in_place        = comm->config.coded_in_place;
     car->base.lost_rounds = params->lost_rounds ? 1 : 0; /* checked */
+    car->base.window     = car->ahead; /* agreed */
+    car->kept = calloc(gcx_car_kept_len(car) + 1, sizeof(*car->kept));
+    if (car->kept == NULL) {
+        status = GCX_ERR_NOMEM;
+        goto err_free;
+    }
     status = gcx_coded_straggler_init(&car->base);
     if (status != GCX_OK) {
         goto err_free;
@@ -1641,6 +1697,7 @@ static gcx_status_t gcx_car_create_locked(gcx_comm_t *comm,
 err_unregister:
     tl->ops->am_handler(tl, car->base.am_id, NULL, NULL);
 err_free:
+    free(car->kept);
     free(car);
     return status;
 }
@@ -1663,7 +1720,7 @@ gcx_status_t gcx_coded_allreduce_create(gcx_comm_t *comm,
 void gcx_coded_allreduce_destroy(gcx_coded_allreduce_t *car)
 {
     gcx_tl_t *tl;
-    int       c, k;
+    size_t    k;
 
     if (car == NULL) {
         return;
@@ -1687,14 +1744,13 @@ void gcx_coded_allreduce_destroy(gcx_coded_allreduce_t *car)
         gcx_coded_reclaim(&car->base);
     }
     tl->ops->am_handler(tl, car->base.am_id, NULL, NULL);
-    for (c = 0; c < GCX_CAR_MAX; ++c) {
-        for (k = 0; k < GCX_CAR_AHEAD_MAX; ++k) {
-            if (car->kept[c][k] != NULL) {
-                gcx_coded_slot_put(&car->base, car->kept[c][k]);
-            }
+    for (k = 0; k < gcx_car_kept_len(car); ++k) {
+        if (car->kept[k].slot != NULL) {
+            gcx_coded_slot_put(&car->base, car->kept[k].slot);
         }
     }
     gcx_coded_slots_release(&car->base);
+    free(car->kept);
     free(car);
     gcx_context_unlock();
 }

@@ -160,7 +160,8 @@ gcx_status_t gcx_coded_agree(gcx_coded_t *coded, uint32_t coll_id)
     gcx_coll_signature_t signature = {0};
     double              *b;
     gcx_task_t          *check;
-    uint32_t             fields[5];
+    gcx_status_t         status;
+    uint32_t             fields[6];
 
     b = malloc((size_t)coded->n * (size_t)coded->n * sizeof(*b));
     if (b == NULL) {
@@ -172,6 +173,7 @@ gcx_status_t gcx_coded_agree(gcx_coded_t *coded, uint32_t coll_id)
     fields[2] = coded->am_id;
     fields[3] = (uint32_t)coded->root_not_worker;
     fields[4] = (uint32_t)coded->lost_rounds;
+    fields[5] = (uint32_t)coded->window;
     signature.coll  = coll_id;
     signature.count = coded->count;
     signature.dtype = GCX_DT_F32;
@@ -184,7 +186,17 @@ gcx_status_t gcx_coded_agree(gcx_coded_t *coded, uint32_t coll_id)
     if (check == NULL) {
         return GCX_ERR_NOMEM;
     }
-    return gcx_task_submit(check, NULL);
+    status = gcx_task_submit(check, NULL);
+    if (status == GCX_ERR_MISMATCH) {
+        gcx_error("coded object: the ranks disagree on the count, the code "
+                  "(workers, stragglers, matrix), lost_rounds or the "
+                  "master-less window (GCX_CODED_AHEAD, "
+                  "GCX_CODED_AHEAD_BYTES); this rank: count %zu, n %d, s %d, "
+                  "lost_rounds %d, window %d round(s)",
+                  coded->count, coded->n, coded->s, coded->lost_rounds,
+                  coded->window);
+    }
+    return status;
 }
 
 /* ---- star or master-less ------------------------------------------------- */
@@ -514,15 +526,24 @@ static const gcx_config_entry_t gcx_coded_config_rows[] = {
      "a chunk: gcx_coded_allreduce) or auto (the cheaper by the alpha-beta "
      "model of GCX_NET_*); gcx_coded_params_t.algo overrides it",
      offsetof(struct gcx_config, coded_algo), 0, 0, gcx_coded_algo_names},
-    {"CODED_AHEAD", GCX_CONFIG_INT, "8",
+    {"CODED_AHEAD", GCX_CONFIG_INT, "0",
      "Master-less coded allreduce: rounds a rank serves the chunks it owns "
      "ahead of its own call (decoded from the others' chunks while it still "
      "computes), i.e. how far the others can run ahead of a slow rank; a "
      "rank that far behind holds up to about two vectors per round (in "
      "UCX's receive buffers; its own buffers, `stats.buffer_bytes`, about "
      "one chunk per round), and every rank keeps its committed copies of "
-     "that many rounds (s/P of a vector each)",
-     offsetof(struct gcx_config, coded_ahead), 1, 32, NULL},
+     "that many rounds (s/P of a vector each). 0: as many rounds as "
+     "GCX_CODED_AHEAD_BYTES of the vector hold, 8 to 256. Must be the same "
+     "on every rank",
+     offsetof(struct gcx_config, coded_ahead), 0, 256, NULL},
+    {"CODED_AHEAD_BYTES", GCX_CONFIG_SIZE, "64M",
+     "Master-less coded allreduce with GCX_CODED_AHEAD=0: the bytes of "
+     "vector the window spans (rounds = this / (4 count), 8 to 256); a rank "
+     "that far behind holds about twice this (or 16 vectors, if more), "
+     "every rank s/P of it in kept copies",
+     offsetof(struct gcx_config, coded_ahead_bytes), 0, (double)(1ull << 40),
+     NULL},
     {"CODED_IN_PLACE", GCX_CONFIG_BOOL, "y",
      "Master-less coded allreduce: read a received chunk where the "
      "transport assembled it (y; UCX with persistent active-message data) "

@@ -131,6 +131,8 @@ struct gcx_coded {
     int          root;
     int          root_not_worker;
     int          lost_rounds;   /* gcx_coded_params_t.lost_rounds */
+    int          window;        /* master-less: rounds served ahead (every
+                                   rank's must be the same: agreed) */
     int          n, s;
     int          my_worker; /* -1: the root that is not a worker */
     unsigned     am_id;

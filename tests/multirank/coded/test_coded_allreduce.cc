@@ -391,20 +391,18 @@ TEST(CodedAllreduce, LateEntrantOwnerIsServedAheadFr)
 }
 
 // A rank far behind: it enters round 0 only once every other rank has
-// finished rounds 0..5 (6 rounds, within GCX_CODED_AHEAD's default 8),
-// progressing meanwhile. Its chunks of all six rounds were served ahead, so
-// the others never waited; it then finds each of those rounds' sums here
-// (gcx_coded_allreduce_ready) and abstains from them without computing, as
-// a training loop catches up; rounds 6..9 run as usual.
-TEST(CodedAllreduce, LaggingRankCatchesUpBySkipping)
+// finished rounds 0..lag-1, progressing meanwhile. Its chunks of all those
+// rounds were served ahead, so the others never waited; it then finds each
+// of those rounds' sums here (gcx_coded_allreduce_ready) and abstains from
+// them without computing, as a training loop catches up; the next four
+// rounds run as usual. @p ahead: GCX_CODED_AHEAD (NULL: the default).
+static void lagging_rank_catches_up(int lag, const char *ahead)
 {
-    if (world_size() < 2) {
-        GTEST_SKIP() << "needs 2 ranks";
-    }
-    gcx_comm_t *comm = make_comm({{"TIMEOUT", "20"}});
+    gcx_comm_t *comm = ahead != nullptr ?
+                           make_comm({{"TIMEOUT", "20"}, {"CODED_AHEAD", ahead}}) :
+                           make_comm({{"TIMEOUT", "20"}});
     ASSERT_NE(nullptr, comm);
     int         n = gcx_comm_size(comm), rank = gcx_comm_rank(comm), late = n - 1;
-    const int   lag = 6;
     gcx_code_t *code = make_code(GCX_CODE_CR, n, 1);
     ASSERT_NE(nullptr, code);
     gcx_coded_params_t params = {};
@@ -415,7 +413,7 @@ TEST(CodedAllreduce, LaggingRankCatchesUpBySkipping)
     std::vector<float> msg(params.count), sum(params.count);
     int                abstained = 0;
     uint64_t           bits = 0, held_bytes = 0;
-    for (int r = 0; r < 10; ++r) {
+    for (int r = 0; r < lag + 4; ++r) {
         if (rank == late && r == 0) {
             wait_for_the_others(comm, late, "car-lag", "finished " + std::to_string(lag) + " rounds");
             ASSERT_FALSE(::testing::Test::HasFailure());
@@ -473,6 +471,50 @@ TEST(CodedAllreduce, LaggingRankCatchesUpBySkipping)
     gcx_coded_allreduce_destroy(car);
     gcx_code_destroy(code);
     unlink(car_marker("car-lag", rank).c_str());
+    gcx_comm_destroy(comm);
+}
+
+// 6 rounds behind: within GCX_CODED_AHEAD=8
+TEST(CodedAllreduce, LaggingRankCatchesUpBySkipping)
+{
+    if (world_size() < 2) {
+        GTEST_SKIP() << "needs 2 ranks";
+    }
+    lagging_rank_catches_up(6, "8");
+}
+
+// 40 rounds behind with the default window (GCX_CODED_AHEAD=0): 5003 floats
+// are 20 KB, so GCX_CODED_AHEAD_BYTES' 64 MB spans the largest window, 256
+// rounds; with a window of 8 the others would wait for this rank at round
+// 8 and the test would time out.
+TEST(CodedAllreduce, LaggingRankFarBehindWithTheDefaultWindow)
+{
+    if (world_size() < 2) {
+        GTEST_SKIP() << "needs 2 ranks";
+    }
+    lagging_rank_catches_up(40, nullptr);
+}
+
+// Every rank must serve the same window (a later owner keeps its copies of
+// a chunk for as many rounds as a rank can lag): creation fails on every
+// rank when one rank's GCX_CODED_AHEAD differs.
+TEST(CodedAllreduce, WindowsThatDifferFailTheCreation)
+{
+    if (world_size() < 2) {
+        GTEST_SKIP() << "needs 2 ranks";
+    }
+    gcx_comm_t *comm = make_comm({{"TIMEOUT", "20"},
+                                  {"CODED_AHEAD", world_rank() == 0 ? "4" : "8"}});
+    ASSERT_NE(nullptr, comm);
+    gcx_code_t *code = make_code(GCX_CODE_CR, gcx_comm_size(comm), 1);
+    ASSERT_NE(nullptr, code);
+    gcx_coded_params_t params = {};
+    params.code               = code;
+    params.count              = 1000;
+    gcx_coded_allreduce_t *car = nullptr;
+    EXPECT_EQ(GCX_ERR_MISMATCH, gcx_coded_allreduce_create(comm, &params, &car));
+    EXPECT_EQ(nullptr, car);
+    gcx_code_destroy(code);
     gcx_comm_destroy(comm);
 }
 
