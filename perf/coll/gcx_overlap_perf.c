@@ -14,7 +14,10 @@
  * a sleep that makes no gcx call, then wait: the wait's time); a barrier
  * before each round; every time is the maximum over ranks. Printed per
  * phase: median alone, median wait after the compute, their ratio, and
- * the results checked (wrong elements, any round). Then the idle cost:
+ * the results checked (wrong elements, any round), and what the process
+ * spent of a core during the compute (getrusage over the sleep: the
+ * progress thread's work while the allreduce is under way, median). Then
+ * the idle cost:
  * the process's CPU (getrusage, user + system, every thread) over S
  * seconds of sleep with the communicator alive, the thread off and on, as
  * a percentage of one core (maximum over ranks).
@@ -64,14 +67,17 @@ static double max_over_ranks(gcx_comm_t *comm, double v)
 }
 
 /* One round: the allreduce's time alone (compute_s < 0) or the wait after
- * compute_s of sleep; adds the wrong elements to *wrong. */
+ * compute_s of sleep; adds the wrong elements to *wrong; *busy_p (compute
+ * rounds): the process's CPU during the sleep, % of a core, max over
+ * ranks. */
 static double round_time(gcx_comm_t *comm, const float *in, float *out,
-                         size_t n, double compute_s, long *wrong)
+                         size_t n, double compute_s, long *wrong,
+                         double *busy_p)
 {
     const float    want = (float)gcx_comm_size(comm) *
                           (float)(gcx_comm_size(comm) + 1) / 2.0f;
     gcx_request_t *req  = NULL;
-    double         t0, t;
+    double         t0, t, c0, busy = 0;
     size_t         i;
 
     memset(out, 0, n * sizeof(*out));
@@ -83,8 +89,10 @@ static double round_time(gcx_comm_t *comm, const float *in, float *out,
     }
     t0 = now();
     if (compute_s >= 0) {
+        c0 = cpu_s();
         sleep_s(compute_s);
-        t0 = now();
+        busy = 100.0 * (cpu_s() - c0) / (now() - t0);
+        t0   = now();
     }
     if (gcx_wait(req) != GCX_OK) {
         fprintf(stderr, "gcx_overlap_perf: the allreduce failed\n");
@@ -95,6 +103,9 @@ static double round_time(gcx_comm_t *comm, const float *in, float *out,
     for (i = 0; i < n; ++i) {
         *wrong += out[i] != want;
     }
+    if (busy_p != NULL) {
+        *busy_p = max_over_ranks(comm, busy);
+    }
     return max_over_ranks(comm, t);
 }
 
@@ -103,29 +114,32 @@ static void phase(gcx_comm_t *comm, const char *name, const float *in,
 {
     double *alone = calloc((size_t)rounds, sizeof(double));
     double *after = calloc((size_t)rounds, sizeof(double));
+    double *busy  = calloc((size_t)rounds, sizeof(double));
     long    wrong = 0;
-    double  a, w;
+    double  a, w, b;
     int     r;
 
-    if (alone == NULL || after == NULL) {
+    if (alone == NULL || after == NULL || busy == NULL) {
         exit(1);
     }
-    (void)round_time(comm, in, out, n, -1, &wrong); /* warm-up */
+    (void)round_time(comm, in, out, n, -1, &wrong, NULL); /* warm-up */
     for (r = 0; r < rounds; ++r) {
-        alone[r] = round_time(comm, in, out, n, -1, &wrong);
-        after[r] = round_time(comm, in, out, n, compute_s, &wrong);
+        alone[r] = round_time(comm, in, out, n, -1, &wrong, NULL);
+        after[r] = round_time(comm, in, out, n, compute_s, &wrong, &busy[r]);
     }
     wrong = (long)max_over_ranks(comm, (double)wrong);
     a     = perf_median(alone, rounds);
     w     = perf_median(after, rounds);
+    b     = perf_median(busy, rounds);
     if (gcx_comm_rank(comm) == 0) {
-        printf("%-11s %10zu %10.1f %12.2f %14.2f %8.3f %7ld\n", name,
+        printf("%-11s %10zu %10.1f %12.2f %14.2f %8.3f %7ld %12.2f\n", name,
                n * sizeof(float), compute_s * 1e3, a * 1e3, w * 1e3, w / a,
-               wrong);
+               wrong, b);
         fflush(stdout);
     }
     free(alone);
     free(after);
+    free(busy);
 }
 
 static double idle_cpu_percent(gcx_comm_t *comm, double seconds)
@@ -186,9 +200,9 @@ int main(int argc, char **argv)
     if (gcx_comm_rank(comm) == 0) {
         printf("# %d ranks, %d rounds of each, times: max over ranks, "
                "median over rounds\n", gcx_comm_size(comm), rounds);
-        printf("%-11s %10s %10s %12s %14s %8s %7s\n", "# thread", "bytes",
-               "compute_ms", "alone_ms", "wait_after_ms", "ratio",
-               "wrong");
+        printf("%-11s %10s %10s %12s %14s %8s %7s %12s\n", "# thread",
+               "bytes", "compute_ms", "alone_ms", "wait_after_ms", "ratio",
+               "wrong", "compute_cpu%");
     }
     phase(comm, "off", in, out, n, compute, rounds);
     off = idle_cpu_percent(comm, idle_s);

@@ -86,6 +86,7 @@ static int gcx_comm_queue_progress_cb(void *arg)
     if (comm->error != GCX_OK || gcx_queue_idle(&comm->queue)) {
         return 0;
     }
+    gcx_context_waiting(comm->ctx);
     return gcx_comm_queue_progress(comm);
 }
 

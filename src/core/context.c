@@ -153,6 +153,7 @@ int gcx_context_progress(gcx_context_t *ctx)
     gcx_progress_cb_t *cb;
     int                events = ctx->tl_ops->ctx_progress(ctx->tl_ctx);
 
+    ctx->waiting = 0;
     for (cb = ctx->progress_head; cb != NULL; cb = ctx->progress_next) {
         ctx->progress_next = cb->next;
         events += cb->fn(cb->arg);

@@ -87,6 +87,9 @@ typedef struct gcx_context {
     struct gcx_ctl_msg *ctl_early;
     int                 ctl_early_n;
     gcx_progress_thread_t progress_thread; /* GCX_PROGRESS_THREAD */
+    /* set during a progress pass by a part with work that waits for
+     * messages (gcx_context_waiting); cleared when a pass starts */
+    int                 waiting;
 } gcx_context_t;
 
 /** Lock and unlock the context (every public entry point). */
@@ -129,6 +132,17 @@ void gcx_context_progress_unregister(gcx_context_t *ctx,
 /** Progress the transport once, then call every registered callback;
  *  returns the events of all of them (0: idle). */
 int gcx_context_progress(gcx_context_t *ctx);
+
+/**
+ * Called by a progress callback whose part has work waiting for messages
+ * (a collective in flight, a round served ahead): the progress thread then
+ * polls at its busy cadence where the transport cannot wake it
+ * (progress_thread.c). ctx->waiting says it until the next pass.
+ */
+static inline void gcx_context_waiting(gcx_context_t *ctx)
+{
+    ctx->waiting = 1;
+}
 
 /** Drains in a row that found nothing before a wait or the progress
  *  thread arms the transport to sleep (a message may be on its way). */

@@ -20,7 +20,11 @@
  * gather's straggler deadline) are checked that often. Where the transport
  * cannot wake it (shared memory polls: UCX 1.13's mm transport signals only
  * an armed reader, and cma none), it sleeps between polls, 20 us at first,
- * doubling while idle up to GCX_PROGRESS_THREAD_POLL_MAX_US. The anchors:
+ * doubling while idle up to GCX_PROGRESS_THREAD_POLL_MAX_US, or up to
+ * GCX_PROGRESS_THREAD_POLL_BUSY_US while some work waits for messages (a
+ * collective in flight, a coded round served ahead: gcx_context_waiting),
+ * whose every hop -- a decode, an acknowledgement -- would otherwise wait
+ * up to a millisecond for the next poll. The anchors:
  * MPICH's MPIR_CVAR_ASYNC_PROGRESS (a thread that spins in the progress
  * engine, a core per process, and every MPI call then pays a global lock),
  * Open MPI's opal_progress thread (off by default for the same reason),
@@ -30,9 +34,9 @@
  * Cost: one thread and one eventfd per process, nothing per peer. Idle:
  * with an event fd, 1000 / GCX_PROGRESS_THREAD_TICK_MS wakeups a second of a
  * lock and a drain each; without, at most 1e6 / POLL_MAX_US wakeups a
- * second. Busy: a drain per arrival, and the lock against application
- * calls (a drain holds it for its passes; the application's waits drop it
- * between theirs).
+ * second, 1e6 / POLL_BUSY_US while work waits. Busy: a drain per arrival,
+ * and the lock against application calls (a drain holds it for its
+ * passes; the application's waits drop it between theirs).
  */
 #include "context.h"
 #include "base/config.h"
@@ -52,6 +56,8 @@
 #define GCX_PROGRESS_THREAD_TICK_MS 10
 /* longest sleep between polls where the transport cannot wake the thread */
 #define GCX_PROGRESS_THREAD_POLL_MAX_US 1000
+/* ... while work waits for messages (gcx_context_waiting) */
+#define GCX_PROGRESS_THREAD_POLL_BUSY_US 100
 /* longest wait for the context lock before the stop request is read again */
 #define GCX_PROGRESS_THREAD_LOCK_NS 1000000L
 
@@ -75,7 +81,7 @@ static void *gcx_progress_thread_main(void *arg)
 {
     gcx_context_t         *ctx      = arg;
     gcx_progress_thread_t *pt       = &ctx->progress_thread;
-    long                   sleep_us = 0;
+    long                   sleep_us = 0, max_us;
     int                    idle     = 0;
 
     while (!__atomic_load_n(&pt->stop, __ATOMIC_ACQUIRE)) {
@@ -92,6 +98,8 @@ static void *gcx_progress_thread_main(void *arg)
             continue; /* held long (a creation, a destroy): ask again */
         }
         events = gcx_context_drain(ctx);
+        max_us = ctx->waiting ? GCX_PROGRESS_THREAD_POLL_BUSY_US :
+                                GCX_PROGRESS_THREAD_POLL_MAX_US;
         idle   = events == 0 ? idle + 1 : 0;
         if (idle >= GCX_CONTEXT_IDLE_DRAINS) {
             fd = gcx_context_arm(ctx);
@@ -103,10 +111,8 @@ static void *gcx_progress_thread_main(void *arg)
             gcx_progress_thread_sleep_fd(pt, fd);
             idle = 0;
         } else if (idle >= GCX_CONTEXT_IDLE_DRAINS) {
-            sleep_us = sleep_us == 0 ? 20 :
-                       sleep_us * 2 > GCX_PROGRESS_THREAD_POLL_MAX_US ?
-                                      GCX_PROGRESS_THREAD_POLL_MAX_US :
-                                      sleep_us * 2;
+            sleep_us = sleep_us == 0 ? 20 : sleep_us * 2;
+            sleep_us = sleep_us > max_us ? max_us : sleep_us;
             gcx_progress_thread_sleep_us(sleep_us);
         }
     }

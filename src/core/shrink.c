@@ -354,7 +354,10 @@ static void gcx_shrink_task_progress(gcx_task_t *task)
 /* The progress callback a shrink registers while it waits. */
 static int gcx_shrink_progress_cb(void *arg)
 {
-    return gcx_shrink_progress(arg);
+    gcx_shrink_t *sh = arg;
+
+    gcx_context_waiting(sh->super.comm->ctx);
+    return gcx_shrink_progress(sh);
 }
 
 static void gcx_shrink_finalize(gcx_task_t *task)

@@ -1359,6 +1359,8 @@ static void gcx_car_progress(gcx_task_t *task)
     if (task->status == GCX_INPROGRESS && nfinal == car->base.n &&
         op->entered) {
         gcx_car_done(car, op);
+    } else if (task->status == GCX_INPROGRESS && nfinal < car->base.n) {
+        gcx_context_waiting(car->base.comm->ctx); /* served ahead, too */
     }
 }
 
