@@ -437,6 +437,27 @@ static void train_state_fini(train_state_t *st)
     train_net_destroy(&st->net);
 }
 
+/* The network's hook while this rank computes the gradient exchange()
+ * gets: hand each layer's final slice to the sync mode. A --straggler R:MS
+ * rank sleeps before its first slice goes (its backward pass is that much
+ * slower), not after the last, when its slices would already be on their
+ * way; exp:M's delay needs the computation's time, so it still comes after
+ * (train_step). */
+static void train_grad_ready(void *ctx, size_t off, size_t len)
+{
+    train_state_t *st = ctx;
+    gcx_status_t status;
+
+    if (st->grad_ready_status != GCX_OK) {
+        return;
+    }
+    if (st->grad_ready_calls++ == 0) {
+        train_sync_delay(&st->sync); /* delay_s: nothing drawn yet */
+    }
+    status = st->sync.ops->grad_ready(&st->sync, st->grads, off, len);
+    st->grad_ready_status = status;
+}
+
 /* One global step; fills @p rec. */
 static gcx_status_t train_step(train_state_t *st, long step,
                                train_step_rec_t *rec)
@@ -451,12 +472,30 @@ static gcx_status_t train_step(train_state_t *st, long step,
     st->sync.busy_s = 0;
     t0 = train_now();
     if (!(st->sync.ops->flags & TRAIN_SYNC_OWN_GRADIENT)) {
+        st->grad_ready_status = GCX_OK;
+        st->grad_ready_calls = 0;
+        if (st->sync.ops->grad_ready != NULL) {
+            train_net_set_hook(&st->net, train_grad_ready, st);
+        }
         status = train_grad_part(st, st->sync.worker, st->sync.workers,
                                  st->grads, &mine);
+        train_net_set_hook(&st->net, NULL, NULL);
+        if (status == GCX_OK) {
+            status = st->grad_ready_status;
+        }
         if (status != GCX_OK) {
             return status;
         }
-        train_sync_delay(&st->sync);
+        if (st->grad_ready_calls > 0) {
+            /* delay_s was slept before the first slice went */
+            double fixed = st->sync.delay_s;
+
+            st->sync.delay_s = 0;
+            train_sync_delay(&st->sync);
+            st->sync.delay_s = fixed;
+        } else {
+            train_sync_delay(&st->sync);
+        }
     }
     t1 = train_now();
     memset(&rec->sync, 0, sizeof(rec->sync));

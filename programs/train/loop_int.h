@@ -38,6 +38,9 @@ typedef struct train_state {
     int kill_where;    /* 0: after the step; 1, 2: in the next live
                           reduction, before / after sending (comm.h) */
     FILE *trace;       /* GCX_TRAIN_TRACE_SAMPLES; NULL: off */
+    gcx_status_t grad_ready_status; /* the first failed sync grad_ready of
+                                       this step's backward pass */
+    int grad_ready_calls;           /* ... and its calls so far */
 } train_state_t;
 
 /* Where a run starts: the first step, or the one after a checkpoint. */

@@ -113,6 +113,13 @@ const float *train_net_forward(train_net_t *net, const float *params,
     return in;
 }
 
+void train_net_set_hook(train_net_t *net, train_grad_ready_fn_t fn,
+                        void *ctx)
+{
+    net->grad_ready = fn;
+    net->grad_ready_ctx = ctx;
+}
+
 void train_net_loss_grad(train_net_t *net, const float *params, const float *x,
                          const uint8_t *y, int batch, float *grads,
                          double *loss_p, int *correct_p)
@@ -132,6 +139,9 @@ void train_net_loss_grad(train_net_t *net, const float *params, const float *x,
 
         l->ops->backward(l, params + l->param_off, in, net->act[i], dout, din,
                          grads + l->param_off, batch);
+        if (net->grad_ready != NULL && l->nparams > 0) {
+            net->grad_ready(net->grad_ready_ctx, l->param_off, l->nparams);
+        }
         dout = din;
     }
     *loss_p = loss / batch;

@@ -88,6 +88,14 @@ gcx_status_t train_layer_maxpool(train_shape_t in, int size, int max_batch,
 
 #define TRAIN_NET_MAX_LAYERS 32
 
+/**
+ * Called during the backward pass each time one layer's gradient slice
+ * [off, off + len) of the flat vector is final: from the last layer to the
+ * first, each layer with parameters once (so the slices come in descending
+ * order, each ending where the previous one began).
+ */
+typedef void (*train_grad_ready_fn_t)(void *ctx, size_t off, size_t len);
+
 /** A sequential network. */
 typedef struct train_net {
     int nlayers;
@@ -98,6 +106,8 @@ typedef struct train_net {
     float *act[TRAIN_NET_MAX_LAYERS]; /**< act[i]: output of layer i. */
     float *grad_buf[2]; /**< Ping-pong buffers for dL/dactivation. */
     char desc[256];     /**< e.g. "784-1024-1024-10". */
+    train_grad_ready_fn_t grad_ready; /**< NULL: none (train_net_set_hook) */
+    void *grad_ready_ctx;
 } train_net_t;
 
 /** Start an empty network for inputs of shape @p in. */
@@ -123,8 +133,17 @@ const float *train_net_forward(train_net_t *net, const float *params,
                                const float *x, int batch);
 
 /**
+ * Have train_net_loss_grad() call @p fn(@p ctx, off, len) as each layer's
+ * gradient becomes final (a sync mode starts exchanging it while the
+ * layers below still compute); NULL removes the hook.
+ */
+void train_net_set_hook(train_net_t *net, train_grad_ready_fn_t fn,
+                        void *ctx);
+
+/**
  * Forward, softmax cross-entropy against @p y, backward: writes the gradient
- * of the MEAN loss over the batch into @p grads (nparams floats).
+ * of the MEAN loss over the batch into @p grads (nparams floats), calling
+ * the hook (train_net_set_hook) after each layer's part.
  * @param[out] loss_p     Mean loss of the batch.
  * @param[out] correct_p  Number of samples whose arg-max is the label.
  */

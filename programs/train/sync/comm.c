@@ -45,6 +45,21 @@ void train_comm_local(train_comm_t *tc)
     tc->live_kill = 0;
 }
 
+gcx_status_t train_comm_progress_thread(train_comm_t *tc)
+{
+    gcx_status_t status;
+
+    if (tc->comm == NULL || getenv("GCX_PROGRESS_THREAD") != NULL) {
+        return GCX_OK;
+    }
+    status = gcx_progress_thread_enable(tc->comm);
+    if (status != GCX_OK) {
+        train_error("cannot start gcx's progress thread: %s",
+                    gcx_strerror(status));
+    }
+    return status;
+}
+
 gcx_status_t train_comm_open(train_comm_t *tc, int progress_thread)
 {
     gcx_config_t *config = NULL;

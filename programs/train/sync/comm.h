@@ -46,6 +46,13 @@ void train_comm_local(train_comm_t *tc);
  */
 gcx_status_t train_comm_open(train_comm_t *tc, int progress_thread);
 
+/**
+ * Start gcx's progress thread for @p tc's communicator (collectives posted
+ * before a compute phase then advance during it), unless the environment
+ * sets GCX_PROGRESS_THREAD (which the communicator's creation obeyed).
+ */
+gcx_status_t train_comm_progress_thread(train_comm_t *tc);
+
 /** Destroy the communicator, if any. */
 void train_comm_close(train_comm_t *tc);
 

@@ -131,6 +131,18 @@ typedef struct train_sync_ops {
     gcx_status_t (*exchange)(train_sync_t *sync, float *grad,
                              const train_grad_src_t *src,
                              train_sync_stats_t *stats);
+    /**
+     * Optional (a mode without TRAIN_SYNC_OWN_GRADIENT): the slice
+     * [off, off + len) of @p grad, the vector exchange() then gets, is this
+     * rank's final gradient there. Called during the backward pass, from
+     * the last layer to the first (train_net_set_hook), in the same order
+     * on every rank; the mode may start exchanging the slice (a
+     * non-blocking collective that runs while the layers below compute,
+     * as PyTorch DDP's buckets do); exchange() finishes what was started
+     * and the rest. NULL: everything waits for exchange().
+     */
+    gcx_status_t (*grad_ready)(train_sync_t *sync, float *grad, size_t off,
+                               size_t len);
     /** Release sync->priv. Not collective. */
     void (*fini)(train_sync_t *sync);
     /**

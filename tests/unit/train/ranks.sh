@@ -3,7 +3,8 @@
 #  1. 1 rank x batch 48 and 3 ranks x batch 16 (same global batch, a
 #     non-power-of-two world) both finish with every weight check passed and
 #     land on nearly the same accuracy (same data order, same averaged
-#     gradient up to float summation order);
+#     gradient up to float summation order); so do dense's other bucket
+#     settings (one per layer; overlap=0: one allreduce after the pass);
 #  2. a rank that changes one weight by one ulp makes every rank stop with
 #     "WEIGHTS DIFFER" and a failing exit status;
 #  3. every compressed sync mode (topk, dgc, redsync, randomk, gravac with a
@@ -62,6 +63,22 @@ a3=$(field "$tmp/r3.json" final_test_acc)
 awk -v a="$a1" -v b="$a3" 'BEGIN { d = a - b; if (d < 0) d = -d;
     exit !(a > 0.6 && d <= 0.01) }' ||
     { echo "FAIL: accuracies $a1 (1 rank) and $a3 (3 ranks) differ"; fail=1; }
+# dense's buckets: the run above posts them during the backward pass (1 MB
+# each); one per layer (small ones too), and one allreduce after the pass
+# (overlap=0), each against the 1-rank run as well
+for mode in dense:bucket_kb=0 dense:overlap=0; do
+    name=$(echo "$mode" | tr ':=' '--')
+    "$gcxrun" -n 3 -- "$train" $common --batch 16 --sync "$mode" \
+        --json "$tmp/$name.json" > "$tmp/$name.log" 2>&1 ||
+        { echo "FAIL: sync $mode"; cat "$tmp/$name.log"; fail=1; continue; }
+    c=$(field "$tmp/$name.json" weight_checks)
+    a=$(field "$tmp/$name.json" final_test_acc)
+    echo "sync $mode on 3 ranks: weight_checks $c acc $a (1 rank: $a1)"
+    [ "$c" = 5 ] || { echo "FAIL: sync $mode: $c weight checks"; fail=1; }
+    awk -v a="$a1" -v b="$a" 'BEGIN { d = a - b; if (d < 0) d = -d;
+        exit !(d <= 0.01) }' ||
+        { echo "FAIL: sync $mode: accuracy $a, 1 rank $a1"; fail=1; }
+done
 
 GCX_TRAIN_PERTURB=1:5 "$gcxrun" -n 2 -- "$train" $common --batch 24 \
     > "$tmp/p.log" 2>&1

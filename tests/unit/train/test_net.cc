@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "nn/model.h"
@@ -358,4 +359,79 @@ TEST(TrainNet, GlobalBatchGradientIsTheMeanOfShardGradients)
         ASSERT_NEAR(avg[k], gfull[k], 1e-6 + 1e-4 * fabs(gfull[k])) << k;
     }
     train_net_destroy(&net);
+}
+
+// The backward hook (what dense sync's buckets start on): one call per layer
+// with parameters, from the last layer to the first, each slice ending where
+// the one before began, together the whole vector; at each call the slice
+// already holds its final gradient (the same bits as a run without the
+// hook), and the layers below have not written theirs yet.
+struct HookLog {
+    std::vector<std::pair<size_t, size_t>> slices;
+    const float *grads = nullptr;
+    const std::vector<float> *want = nullptr;
+    size_t bad_final = 0;   // elements of the slice not final at the call
+    size_t early_below = 0; // elements below the slice written already
+};
+
+static void log_slice(void *ctx, size_t off, size_t len)
+{
+    auto *log = static_cast<HookLog *>(ctx);
+    log->slices.emplace_back(off, len);
+    for (size_t k = off; k < off + len; k++) {
+        log->bad_final += log->grads[k] != (*log->want)[k];
+    }
+    for (size_t k = 0; k < off; k++) {
+        log->early_below += !std::isnan(log->grads[k]);
+    }
+}
+
+TEST(TrainNet, GradHookSeesEachLayerFinalFromTheTopDown)
+{
+    for (const char *kind : {"mlp", "cnn"}) {
+        train_model_spec_t spec = {};
+        snprintf(spec.kind, sizeof(spec.kind), "%s", kind);
+        spec.nchannels = 1;
+        spec.channels[0] = 4;
+        spec.ksize = 3;
+        spec.nhidden = 2;
+        spec.hidden[0] = 12;
+        spec.hidden[1] = 8;
+        const int batch = 5;
+        train_net_t net;
+        ASSERT_EQ(train_model_build(&spec, {1, 8, 8}, 10, batch, &net), GCX_OK)
+            << kind;
+        std::vector<float> p(net.nparams), want(net.nparams);
+        std::vector<float> got(net.nparams, NAN);
+        train_net_init_params(&net, p.data(), 11);
+        auto x = random_vec((size_t)batch * 64, 12);
+        auto y = random_labels(batch, 13);
+        double loss;
+        int hits;
+        train_net_loss_grad(&net, p.data(), x.data(), y.data(), batch,
+                            want.data(), &loss, &hits);
+        HookLog log;
+        log.grads = got.data();
+        log.want = &want;
+        train_net_set_hook(&net, log_slice, &log);
+        train_net_loss_grad(&net, p.data(), x.data(), y.data(), batch,
+                            got.data(), &loss, &hits);
+        train_net_set_hook(&net, nullptr, nullptr);
+        size_t end = net.nparams, layers = 0;
+        for (int i = 0; i < net.nlayers; i++) {
+            layers += net.layers[i].nparams > 0;
+        }
+        EXPECT_EQ(layers, log.slices.size()) << kind;
+        for (const auto &s : log.slices) {
+            EXPECT_GT(s.second, 0u) << kind;
+            EXPECT_EQ(end, s.first + s.second) << kind << ": a gap or overlap";
+            end = s.first;
+        }
+        EXPECT_EQ(0u, end) << kind << ": the slices do not reach 0";
+        EXPECT_EQ(0u, log.bad_final) << kind;
+        EXPECT_EQ(0u, log.early_below) << kind;
+        EXPECT_EQ(0, memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+            << kind;
+        train_net_destroy(&net);
+    }
 }
