@@ -194,8 +194,9 @@ gcx_status_t gcx_progress(gcx_comm_t *comm);
  * whenever messages arrive, serialized with the application's gcx calls by
  * the context's lock (safe beside application threads). It sleeps on the
  * transport's events where it can (a network-only job: UCX on tcp and
- * self) and, on shared memory, polls with a backoff up to 1 ms, so an idle
- * process spends no core on it. It runs until the process's last
+ * self) and, on shared memory, polls with a backoff up to 1 ms (100 us
+ * while an operation waits for messages), so an idle process spends no
+ * core on it. It runs until the process's last
  * communicator is destroyed. Idempotent.
  *
  * @return GCX_OK; GCX_ERR_INVALID for a NULL @p comm; GCX_ERR_NOMEM when
