@@ -7,10 +7,13 @@
  * set; otherwise the first auto call on a communicator measures them (and
  * γ) once and keeps them in the communicator's sparse state: 8 bytes to and
  * from every pair first (connection setup, untimed), then the fastest of 5
- * small rings (α), one 4 MB-per-rank ring (β) and a local 1M-pair merge
- * (γ), agreed by a MAX allreduce so every rank models alike.
- * Cost: once per communicator, 2(P-1) small messages and ~4(P-1) MB sent
- * per rank, plus ~2 merges of 2M pairs; nothing on later calls.
+ * small rings (α), the fastest of 3 shifts of 4 MB to the right neighbour
+ * (β: every link loaded at once, as in a ring's step) and a local 1M-pair
+ * merge (γ), agreed by a MAX allreduce so every rank models alike.
+ * Cost: once per communicator, 7(P-1) small messages and 12 MB sent per
+ * rank, a buffer of max(8 MB, 8P bytes), plus ~2 merges of 2M pairs;
+ * nothing on later calls. (It was one ring of 4 MB per rank: 4(P-1) MB
+ * sent and 4P MB held per rank, 256 MB at 64 ranks.)
  */
 #include "sparse_allreduce.h"
 
@@ -54,19 +57,23 @@ int gcx_sparse_model_params(gcx_sparse_task_t *t)
  * 3-7 to the first algorithm auto runs (recursive doubling at 0.01% on the
  * emulated cluster), which then would not run again for an expiry period.
  * Then the fastest of 5 small rings (α: one late scheduling of a rank
- * sharing a core would otherwise count as latency), one ring of 4 MB per
- * rank (β) and a local merge (γ). Once per communicator: 2(P-1) small
- * messages and ~4(P-1) MB per rank.
+ * sharing a core would otherwise count as latency; per step, small_s /
+ * (P - 1)), the fastest of 3 shifts (every rank sends 4 MB to rank + 1
+ * and receives 4 MB from rank - 1 at once: a ring step's load on every
+ * link, so β = (shift - α) / 4 MB whatever P) and a local merge (γ). Once
+ * per communicator: 7(P-1) small messages and 12 MB per rank.
  */
 
-#define GCX_SPARSE_CAL_BYTES (4u << 20) /* per rank: near the streaming rate */
-#define GCX_SPARSE_CAL_SMALL 5          /* small rings; the fastest counts */
+#define GCX_SPARSE_CAL_BYTES  (4u << 20) /* per shift: near the streaming rate */
+#define GCX_SPARSE_CAL_SMALL  5          /* small rings; the fastest counts */
+#define GCX_SPARSE_CAL_SHIFTS 3          /* big shifts; the fastest counts */
 
 struct gcx_sparse_cal {
-    int         stage; /* -1 wiring, 0 small rings, 1 big ring, 2 agree */
-    int         small_done;
+    int         stage; /* -1 wiring, 0 small rings, 1 shifts, 2 agree */
+    int         small_done, shifts_done;
     gcx_tl_req_t *wire; /* stage -1: [0, P) receives, [P, 2P) sends */
-    double      t0, small_s, big_s;
+    gcx_tl_req_t shift[2]; /* stage 1: the receive, the send */
+    double      t0, small_s, shift_s;
     gcx_task_t *ring;
     char       *buf;
     size_t     *counts;
@@ -147,13 +154,53 @@ static int gcx_sparse_cal_wire_test(gcx_sparse_task_t *t,
     return done;
 }
 
+/* Stage 1: post one shift (4 MB from rank - 1 into the buffer's second
+ * half, 4 MB from its first half to rank + 1); < 0 on failure, with
+ * t->super.status set. */
+static int gcx_sparse_cal_shift_post(gcx_sparse_task_t *t,
+                                     gcx_sparse_cal_t *cal)
+{
+    int      P = t->super.comm->size, rank = t->super.comm->rank;
+    uint32_t slot = GCX_SPARSE_SLOT(10 + GCX_SPARSE_CAL_SMALL +
+                                    cal->shifts_done);
+
+    memset(cal->shift, 0, sizeof(cal->shift));
+    cal->t0 = gcx_time_now();
+    if (gcx_coll_recv(&t->super, gcx_coll_mod(rank - 1, P), slot,
+                      cal->buf + GCX_SPARSE_CAL_BYTES, GCX_SPARSE_CAL_BYTES,
+                      &cal->shift[0]) < 0 ||
+        gcx_coll_send(&t->super, gcx_coll_mod(rank + 1, P), slot, cal->buf,
+                      GCX_SPARSE_CAL_BYTES, &cal->shift[1]) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* Stage 1 done: 1, in progress: 0, failed: -1 (t->super.status set). */
+static int gcx_sparse_cal_shift_test(gcx_sparse_task_t *t,
+                                     gcx_sparse_cal_t *cal)
+{
+    int P = t->super.comm->size, rank = t->super.comm->rank, recv, send;
+
+    recv = gcx_coll_req_state(&t->super, &cal->shift[0],
+                              gcx_coll_mod(rank - 1, P), GCX_SPARSE_CAL_BYTES);
+    if (recv < 0) {
+        return -1;
+    }
+    send = gcx_coll_req_state(&t->super, &cal->shift[1],
+                              gcx_coll_mod(rank + 1, P), SIZE_MAX);
+    return send < 0 ? -1 : recv && send;
+}
+
 void gcx_sparse_cal_start(gcx_sparse_task_t *t)
 {
     int               P   = t->super.comm->size;
+    size_t            bytes = 8 * (size_t)P > 2 * (size_t)GCX_SPARSE_CAL_BYTES ?
+                                  8 * (size_t)P :
+                                  2 * (size_t)GCX_SPARSE_CAL_BYTES;
     gcx_sparse_cal_t *cal = calloc(1, sizeof(*cal));
 
-    if (cal == NULL ||
-        (cal->buf = calloc((size_t)P, GCX_SPARSE_CAL_BYTES)) == NULL ||
+    if (cal == NULL || (cal->buf = calloc(1, bytes)) == NULL ||
         (cal->counts = malloc(2 * (size_t)P * sizeof(size_t))) == NULL ||
         (cal->wire = calloc(2 * (size_t)P, sizeof(*cal->wire))) == NULL) {
         if (cal != NULL) {
@@ -178,8 +225,8 @@ int gcx_sparse_cal_progress(gcx_sparse_task_t *t)
         case -1:
         case 0:
         case 1:
-            state = cal->stage == -1 ?
-                        gcx_sparse_cal_wire_test(t, cal) :
+            state = cal->stage == -1 ? gcx_sparse_cal_wire_test(t, cal) :
+                    cal->stage == 1  ? gcx_sparse_cal_shift_test(t, cal) :
                         gcx_coll_subtask_progress(&t->super, cal->ring);
             if (state <= 0) {
                 return state;
@@ -210,23 +257,23 @@ int gcx_sparse_cal_progress(gcx_sparse_task_t *t)
                 cal->stage = 0;
                 break;
             }
-            if (cal->stage == 0) {
-                cal->ring    = gcx_sparse_cal_ring(t, cal,
-                                                   GCX_SPARSE_CAL_BYTES);
-                if (cal->ring == NULL) {
-                    t->super.status = GCX_ERR_NOMEM;
+            if (cal->stage == 1) { /* the fastest shift: bandwidth */
+                double dt = gcx_time_now() - cal->t0;
+
+                if (cal->shifts_done++ == 0 || dt < cal->shift_s) {
+                    cal->shift_s = dt;
+                }
+            }
+            if (cal->stage == 0 || cal->shifts_done < GCX_SPARSE_CAL_SHIFTS) {
+                if (gcx_sparse_cal_shift_post(t, cal) < 0) {
                     return -1;
                 }
-                cal->t0 = gcx_time_now();
-                gcx_coll_subtask_post(&t->super, cal->ring,
-                                      GCX_SPARSE_SLOT(2));
                 cal->stage = 1;
                 break;
             }
-            cal->big_s   = gcx_time_now() - cal->t0;
             cal->vals[0] = cal->small_s / (P - 1);
-            cal->vals[1] = (cal->big_s - cal->small_s) /
-                           ((double)(P - 1) * GCX_SPARSE_CAL_BYTES);
+            cal->vals[1] = (cal->shift_s - cal->vals[0]) /
+                           (double)GCX_SPARSE_CAL_BYTES;
             cal->vals[2] = gcx_sparse_measure_merge();
             gcx_task_init(&cal->rd_task, &gcx_sparse_pseudo_ops,
                           t->super.comm);
