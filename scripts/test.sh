@@ -33,7 +33,9 @@
 # check, whose build took 175 s), ASan suites 427 s, fuzz 85 s, TSan 22 s.
 # The same run before the plugin's unity build and the sanitizer tree's
 # -Og tests took 2815 s (release build 394 s, pytest 1455 s beside a
-# sanitizer build of ~20 min). Budget what you add against 45 min.
+# sanitizer build of ~20 min). The same afternoon, the box slower (the
+# wheel's compile 242 s against 175), 2339-2452 s: release suites end at
+# 570-607 s, pytest 1125-1206 s. Budget what you add against 45 min.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
