@@ -121,16 +121,16 @@ struct gcx_coded_allreduce {
     int           line;       /* owners per chunk: min(s + 1, n) */
     /* the rounds in progress here, by round: the one this rank's call
      * entered (the lowest, next_open) and those served ahead of its call
-     * (entered 0; rounds next_open .. next_open + ahead - 1) */
+     * (entered 0; rounds next_open .. next_open + base.window - 1: the
+     * window, gcx_car_window) */
     gcx_car_op_t *rounds;
-    int           ahead;      /* the window (gcx_car_window) */
     int           in_place;   /* GCX_CODED_IN_PLACE: read received chunks
                                  in the transport's buffer (gcx_car_pull) */
     gcx_progress_cb_t ahead_cb; /* gcx_car_ahead, while the object lives */
     /* the copies this rank, a later owner of the line of chunk c, took in
-     * the last `ahead` rounds it finished (gcx_car_serve_kept): by its
-     * position pos = 1 .. line - 1 in that line and round % ahead, at
-     * kept[(pos - 1) * ahead + round % ahead] (gcx_car_kept) */
+     * the last base.window rounds it finished (gcx_car_serve_kept): a row
+     * per position pos = 1 .. line - 1 in that line, indexed by round %
+     * window (gcx_car_kept_row) */
     gcx_car_kept_t *kept;
     uint64_t      next_round; /* number of the next call */
     uint64_t      next_open;  /* lowest round not finished here */
@@ -224,21 +224,26 @@ static int gcx_car_owner(const gcx_coded_allreduce_t *car, int c, int pos)
     return (c + pos) % car->base.n;
 }
 
-/* Entries of car->kept: (line - 1) positions x `ahead` rounds. */
+/* Entries of car->kept: (line - 1) positions x window rounds. */
 static size_t gcx_car_kept_len(const gcx_coded_allreduce_t *car)
 {
-    return (size_t)(car->line - 1) * (size_t)car->ahead;
+    return (size_t)(car->line - 1) * (size_t)car->base.window;
 }
 
-/* The kept copy of chunk c in @p round's place; this rank is a later owner
- * of c's line (ch->keep). */
+/* The kept copies of chunk c, by round % window; this rank is a later
+ * owner of c's line (pos >= 1). */
+static gcx_car_kept_t *gcx_car_kept_row(gcx_coded_allreduce_t *car, int pos)
+{
+    return &car->kept[(size_t)(pos - 1) * (size_t)car->base.window];
+}
+
+/* The kept copy of chunk c in @p round's place (ch->keep: this rank is a
+ * later owner of c's line). */
 static gcx_car_kept_t *gcx_car_kept(gcx_coded_allreduce_t *car, int c,
                                     uint64_t round)
 {
-    int pos = gcx_car_pos(car, c, car->base.comm->rank);
-
-    return &car->kept[(size_t)(pos - 1) * (size_t)car->ahead +
-                      (size_t)(round % (uint64_t)car->ahead)];
+    return gcx_car_kept_row(car, gcx_car_pos(car, c, car->base.comm->rank)) +
+           round % (uint64_t)car->base.window;
 }
 
 /*
@@ -247,7 +252,7 @@ static gcx_car_kept_t *gcx_car_kept(gcx_coded_allreduce_t *car, int c,
  * hold, GCX_CAR_AHEAD_MIN to GCX_CAR_AHEAD_MAX: the window's price is paid
  * in vectors (a rank that far behind holds about two per round, every rank
  * s/P of one per round in kept copies), its benefit counted in rounds (per
- * stall of a slow rank, the others run `ahead` rounds), so a small vector
+ * stall of a slow rank, the others run `window` rounds), so a small vector
  * gets many rounds for the memory one large vector's few take.
  */
 static int gcx_car_window(const struct gcx_config *config, size_t count)
@@ -1245,7 +1250,7 @@ static void gcx_car_done(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
  * A later owner of chunk c's line finishes a round with the copy its owner
  * committed; if that owner then dies while sending the copy to the ranks
  * outside the line, some of them still wait for chunk c of that round, and
- * now take this rank for its owner. So the copy is kept for `ahead`
+ * now take this rank for its owner. So the copy is kept for `window`
  * rounds (a rank can be at most that many rounds behind a live peer: the
  * peer's next round needs every live owner's chunk, which a rank serves
  * only that far ahead of its call, gcx_car_ahead), and sent again to every
@@ -1279,7 +1284,7 @@ static gcx_status_t gcx_car_resend_kept(gcx_coded_allreduce_t *car, int c,
 }
 
 /* The kept copies of the chunks this rank acts for now (@p acting: their
- * owner is lost), each sent again once, those of the `ahead` rounds below
+ * owner is lost), each sent again once, those of the `window` rounds below
  * @p round. Every kept round is below next_open, so the lowest round in
  * progress sees all the window holds; with no round in progress (between
  * calls, or after the last one: gcx_car_ahead) next_open does. */
@@ -1294,11 +1299,11 @@ static gcx_status_t gcx_car_serve_kept(gcx_coded_allreduce_t *car,
         if (acting[c] != me || pos < 1) {
             continue; /* not acting, or its own chunk: nothing kept */
         }
-        kept = &car->kept[(size_t)(pos - 1) * (size_t)car->ahead];
-        for (k = 0; k < car->ahead; ++k, ++kept) {
+        kept = gcx_car_kept_row(car, pos);
+        for (k = 0; k < car->base.window; ++k, ++kept) {
             if (kept->slot == NULL || kept->served ||
                 kept->slot->round >= round ||
-                kept->slot->round + (uint64_t)car->ahead < round) {
+                kept->slot->round + (uint64_t)car->base.window < round) {
                 continue;
             }
             kept->served = 1;
@@ -1370,7 +1375,7 @@ static void gcx_car_progress(gcx_task_t *task)
  * same, and the other ranks wait for them. So whenever this process
  * progresses (any gcx call, gcx_progress from a framework's progress
  * thread: a progress callback of the context), a round r of the window
- * next_open .. next_open + ahead - 1 (gcx_car_window) whose messages are
+ * next_open .. next_open + window - 1 (gcx_car_window) whose messages are
  * here gets its state without the rank's vector (entered 0): the owner
  * part decodes its chunks from the other workers' chunks and publishes
  * them, the rank's own chunk being one more straggler's; a later owner
@@ -1379,14 +1384,14 @@ static void gcx_car_progress(gcx_task_t *task)
  * its chunks still go to the owners that have not decoded yet, and the
  * round completes with the chunks already there -- or, every chunk there
  * (gcx_coded_allreduce_ready), the rank need not compute its vector at all
- * and abstains. The others can thus be `ahead` rounds in front of a rank
+ * and abstains. The others can thus be `window` rounds in front of a rank
  * that computes slowly; one round further they need a chunk it does not
  * serve yet, which bounds how far behind a rank can be (the rule
  * gcx_car_serve_kept relies on). Cost: a walk of the stash per progress
  * call between rounds (a few entries) and, with no round here at all, a
  * look at the P peers' connections and at the chunks it acts for (kept
  * copies to send again when an owner is lost); on a rank behind, up to
- * `ahead` round states, each holding the chunks taken for its decode and
+ * `window` round states, each holding the chunks taken for its decode and
  * the decoded chunks received (about two vectors, in the transport's
  * buffers when held in place) and the chunk it published (a block of its
  * own: its sends may outlive the round). Received messages held in place
@@ -1433,7 +1438,7 @@ static int gcx_car_ahead(void *arg)
     gcx_coded_allreduce_t *car = arg;
     gcx_coded_slot_t      *slot;
     gcx_car_op_t          *op, *next;
-    uint64_t               end = car->next_open + (uint64_t)car->ahead;
+    uint64_t               end = car->next_open + (uint64_t)car->base.window;
     int                    made = 0;
 
     if (car->base.comm->error != GCX_OK) {
@@ -1663,10 +1668,9 @@ static gcx_status_t gcx_car_create_locked(gcx_comm_t *comm,
                                                           comm->size;
     car->base.my_worker  = comm->rank;
     car->base.instance   = comm->seq;
-    car->ahead           = gcx_car_window(&comm->config, params->count);
     car->in_place        = comm->config.coded_in_place;
     car->base.lost_rounds = params->lost_rounds ? 1 : 0; /* checked */
-    car->base.window     = car->ahead; /* agreed */
+    car->base.window     = gcx_car_window(&comm->config, params->count);
     car->kept = calloc(gcx_car_kept_len(car) + 1, sizeof(*car->kept));
     if (car->kept == NULL) {
         status = GCX_ERR_NOMEM;
