@@ -487,12 +487,7 @@ static gcx_status_t train_step(train_state_t *st, long step,
             return status;
         }
         if (st->grad_ready_calls > 0) {
-            /* delay_s was slept before the first slice went */
-            double fixed = st->sync.delay_s;
-
-            st->sync.delay_s = 0;
-            train_sync_delay(&st->sync);
-            st->sync.delay_s = fixed;
+            train_sync_delay_drawn(&st->sync); /* delay_s slept already */
         } else {
             train_sync_delay(&st->sync);
         }

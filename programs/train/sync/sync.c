@@ -218,11 +218,12 @@ double train_sync_ring_bytes(size_t n, int size)
     return 2.0 * (double)(size - 1) / (double)size * 4.0 * (double)n;
 }
 
-void train_sync_delay(train_sync_t *sync)
+/* Sleep @p delay seconds (counted in busy_s) and the exp:M draws pending. */
+static void train_sync_sleep(train_sync_t *sync, double delay)
 {
-    double delay = sync->delay_s + sync->pending_delay_s;
     struct timespec ts;
 
+    delay += sync->pending_delay_s;
     sync->pending_delay_s = 0;
     if (!(delay > 0)) {
         return;
@@ -232,6 +233,16 @@ void train_sync_delay(train_sync_t *sync)
     ts.tv_nsec = (long)((delay - (double)ts.tv_sec) * 1e9);
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
+}
+
+void train_sync_delay(train_sync_t *sync)
+{
+    train_sync_sleep(sync, sync->delay_s);
+}
+
+void train_sync_delay_drawn(train_sync_t *sync)
+{
+    train_sync_sleep(sync, 0);
 }
 
 static uint64_t train_straggler_mix(uint64_t x)

@@ -255,6 +255,13 @@ void train_sync_destroy(train_sync_t *sync);
 void train_sync_delay(train_sync_t *sync);
 
 /**
+ * Sleep only the exp:M delays drawn since the last call: the end of a step
+ * whose sync->delay_s the loop already slept before the rank's first
+ * gradient slice went out (a mode with grad_ready).
+ */
+void train_sync_delay_drawn(train_sync_t *sync);
+
+/**
  * The gradient source computed part @p part of this step (sync->step) in
  * @p compute_s seconds: with --straggler exp:M, add
  * M * compute_s * train_straggler_draw(seed, step, sync->worker, part) to
