@@ -192,6 +192,16 @@ static int gcx_sparse_cal_shift_test(gcx_sparse_task_t *t,
     return send < 0 ? -1 : recv && send;
 }
 
+/* A timed exchange begun at @p t0 ended now: count it, keep the fastest. */
+static void gcx_sparse_cal_fastest(double t0, int *done, double *best_s)
+{
+    double dt = gcx_time_now() - t0;
+
+    if ((*done)++ == 0 || dt < *best_s) {
+        *best_s = dt;
+    }
+}
+
 void gcx_sparse_cal_start(gcx_sparse_task_t *t)
 {
     int               P   = t->super.comm->size;
@@ -236,11 +246,8 @@ int gcx_sparse_cal_progress(gcx_sparse_task_t *t)
                 cal->ring = NULL;
             }
             if (cal->stage == 0) { /* the fastest small ring: latency */
-                double dt = gcx_time_now() - cal->t0;
-
-                if (cal->small_done++ == 0 || dt < cal->small_s) {
-                    cal->small_s = dt;
-                }
+                gcx_sparse_cal_fastest(cal->t0, &cal->small_done,
+                                       &cal->small_s);
             }
             if (cal->stage == -1 ||
                 (cal->stage == 0 && cal->small_done < GCX_SPARSE_CAL_SMALL)) {
@@ -258,11 +265,8 @@ int gcx_sparse_cal_progress(gcx_sparse_task_t *t)
                 break;
             }
             if (cal->stage == 1) { /* the fastest shift: bandwidth */
-                double dt = gcx_time_now() - cal->t0;
-
-                if (cal->shifts_done++ == 0 || dt < cal->shift_s) {
-                    cal->shift_s = dt;
-                }
+                gcx_sparse_cal_fastest(cal->t0, &cal->shifts_done,
+                                       &cal->shift_s);
             }
             if (cal->stage == 0 || cal->shifts_done < GCX_SPARSE_CAL_SHIFTS) {
                 if (gcx_sparse_cal_shift_post(t, cal) < 0) {
