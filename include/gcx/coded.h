@@ -30,9 +30,12 @@
  *   workers left cannot decode, the round fails at once.
  * - Failure: a worker whose connection is lost (also while the root pulls
  *   its contribution: the root then decodes from contributions it kept
- *   unpulled, stats.transfers_lost), or who lags more than
- *   GCX_CODED_MAX_LAG rounds behind the root, counts as a permanent
- *   straggler; one that abstains, as a straggler of that round. While the
+ *   unpulled, stats.transfers_lost), or who holds GCX_CODED_MAX_LAG
+ *   decoded sums it has not taken and takes none within the round's
+ *   GCX_TIMEOUT, counts as a permanent straggler; one that abstains, as a
+ *   straggler of that round. A live rank that far behind (paused,
+ *   descheduled) is waited for instead: the root's next round completes
+ *   once it takes a sum, so the others then wait for it (flow control). While the
  *   others can still decode, rounds go on. Otherwise the round fails on
  *   every rank, with GCX_ERR_UNDECODABLE (too few workers left; the root
  *   tells the workers it can reach) or GCX_ERR_TIMEOUT (GCX_TIMEOUT bounds

@@ -40,7 +40,8 @@
  *   waiting and completes at once without sending, so it catches up.
  * Messages arrive through the handler whatever task heads the FIFO. The
  * root's result slots are what a slow rank costs: at most
- * GCX_CODED_MAX_LAG per rank, beyond that the rank is counted gone. There
+ * GCX_CODED_MAX_LAG per rank; a rank holding that many holds the root's
+ * next round back until it takes one (coded_root.c, flow control). There
  * is no per-round argument check (it would be an exchange with every rank,
  * i.e. wait for the straggler); arguments are agreed once, at creation.
  * The existing tree broadcast is not reused for the decoded sum for the
@@ -54,8 +55,8 @@
  * messages go through the same round rules (dropped when finished, staged
  * when early).
  *
- * Dead workers: a lost connection or GCX_CODED_MAX_LAG missed results make
- * a worker gone; rounds go on while the rest can decode; otherwise the root
+ * Dead workers: a lost connection, or GCX_CODED_MAX_LAG results not taken
+ * within GCX_TIMEOUT, make a worker gone; rounds go on while the rest can decode; otherwise the root
  * fails the round with GCX_ERR_UNDECODABLE and tells every reachable rank
  * (ERROR message); the others time out (GCX_TIMEOUT). The same check with
  * the abstained workers taken out makes a round that only abstentions
@@ -517,9 +518,10 @@ gcx_status_t gcx_coded_stats(const gcx_coded_t *coded,
 
 static const gcx_config_entry_t gcx_coded_config_rows[] = {
     {"CODED_MAX_LAG", GCX_CONFIG_INT, "64",
-     "Coded gather: rounds the root keeps decoded sums for a rank that has "
-     "not taken them; a rank lagging further counts as gone (permanent "
-     "straggler)",
+     "Coded gather: decoded sums the root keeps for a rank that has not "
+     "taken them; a rank holding that many holds the root's next round back "
+     "until it takes one, and counts as gone (permanent straggler) only if "
+     "it takes none within `GCX_TIMEOUT`",
      offsetof(struct gcx_config, coded_max_lag), 1, 1 << 20, NULL},
     {"CODED_ALGO", GCX_CONFIG_ENUM, "star",
      "Coded gather: star (one root decodes), masterless (every rank decodes "

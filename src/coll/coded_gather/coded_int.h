@@ -168,7 +168,10 @@ struct gcx_coded_op {
     /* root */
     uint64_t            arrived, used;
     uint64_t            abstained; /* workers that abstained */
-    int                 decodable, streaming, decoded;
+    int                 decodable, streaming;
+    int                 decoded;  /* recvbuf holds the sum; publishing
+                                     waits for a rank GCX_CODED_MAX_LAG
+                                     results behind (gcx_coded_root_laggards) */
     int                 nentries, nfolded;
     gcx_coded_entry_t   entries[GCX_CODE_MAX_WORKERS];
     float               arrival[GCX_CODE_MAX_WORKERS];

@@ -21,8 +21,10 @@
  * Publishing: the decoded sum is copied into a result slot (one memcpy) and
  * sent with one active message per rank; the round completes without
  * waiting for those sends, so a slow rank only holds a slot. A rank with
- * GCX_CODED_MAX_LAG results in flight, or whose connection is lost, is
- * counted gone: it gets no more results, its transfers are abandoned.
+ * GCX_CODED_MAX_LAG results in flight holds the next publication back
+ * until it takes one (flow control, gcx_coded_root_laggards); one that
+ * takes none within the round's GCX_TIMEOUT, or whose connection is lost,
+ * is counted gone: it gets no more results, its transfers are abandoned.
  *
  * Abstention: a worker's VOID message (or the root's own abstention) marks
  * it abstained for the round: never taken, never waited for. A VOID that
@@ -667,11 +669,24 @@ static int gcx_coded_root_decode(gcx_coded_op_t *op)
     return 1;
 }
 
-/* Counts in-flight result sends per rank; evicts ranks over the limit. */
-static void gcx_coded_root_evict(gcx_coded_t *coded)
+/*
+ * Flow control of the results: counts the result sends in flight per rank.
+ * A rank holding GCX_CODED_MAX_LAG results it has not taken (descheduled,
+ * paused, behind a slow link) holds this publication back until it takes
+ * one -- 1: wait; a rank whose connection is lost, or that takes none
+ * before the round's GCX_TIMEOUT runs out, is counted gone and its
+ * transfers abandoned. Evicting it at the
+ * limit instead would lose a live rank to a pause of 64 short rounds (a few
+ * hundred ms); waiting costs the others nothing until a rank is that far
+ * behind, and a compute straggler catches up (it skips the work of a round
+ * decoded without it). Cost: one pass over the slots in flight.
+ */
+static int gcx_coded_root_laggards(gcx_coded_op_t *op)
 {
+    gcx_coded_t      *coded = op->coded;
     int               held[GCX_CODE_MAX_WORKERS + 1] = {0};
     gcx_coded_slot_t *slot;
+    uint64_t          lagging = 0;
     int               r, w;
 
     for (slot = coded->inflight; slot != NULL; slot = slot->next) {
@@ -685,20 +700,47 @@ static void gcx_coded_root_evict(gcx_coded_t *coded)
     for (w = 0; w < coded->n; ++w) {
         if (held[w] >= coded->comm->config.coded_max_lag &&
             !(coded->gone & (1ull << w))) {
-            gcx_warn("coded gather: worker %d (rank %d) has not taken %d "
-                     "decoded sums (GCX_CODED_MAX_LAG); counted gone",
-                     w, gcx_coded_rank_of(coded, w), held[w]);
-            coded->gone |= 1ull << w;
+            lagging |= 1ull << w;
         }
     }
+    if (lagging == 0) {
+        return 0;
+    }
+    if (!gcx_coded_root_out_of_time(op)) {
+        for (w = 0; w < coded->n; ++w) {
+            if ((lagging & (1ull << w)) &&
+                !coded->comm->tl->ops->peer_failed(coded->comm->tl,
+                                                  gcx_coded_rank_of(coded, w))) {
+                return 1; /* alive as far as the transport knows: wait */
+            }
+        }
+    }
+    for (w = 0; w < coded->n; ++w) {
+        if (!(lagging & (1ull << w))) {
+            continue;
+        }
+        if (coded->comm->tl->ops->peer_failed(coded->comm->tl,
+                                              gcx_coded_rank_of(coded, w))) {
+            gcx_warn("coded gather: worker %d (rank %d) is gone: connection "
+                     "lost", w, gcx_coded_rank_of(coded, w));
+        } else {
+            gcx_warn("coded gather: worker %d (rank %d) took none of the %d "
+                     "decoded sums held for it (GCX_CODED_MAX_LAG) within "
+                     "GCX_TIMEOUT=%g s; counted gone",
+                     w, gcx_coded_rank_of(coded, w), held[w],
+                     coded->comm->config.timeout);
+        }
+    }
+    coded->gone |= lagging;
     for (slot = coded->inflight; slot != NULL; slot = slot->next) {
         for (r = 0; r < slot->nreqs; ++r) {
             w = gcx_coded_worker(coded, r);
-            if (w >= 0 && (coded->gone & (1ull << w))) {
+            if (w >= 0 && (lagging & (1ull << w))) {
                 gcx_coded_slot_abandon_req(coded, slot, r);
             }
         }
     }
+    return 0;
 }
 
 static void gcx_coded_root_publish(gcx_coded_op_t *op)
@@ -711,10 +753,15 @@ static void gcx_coded_root_publish(gcx_coded_op_t *op)
     int               r, w;
 
     gcx_coded_root_release_held(op);
-    gcx_coded_root_hdr(op, GCX_CODED_RESULT, &hdr);
     if (coded->comm->size > 1) {
         gcx_coded_reclaim(coded);
-        gcx_coded_root_evict(coded);
+        op->decoded = 1; /* recvbuf holds the sum: progress comes back here */
+        if (gcx_coded_root_laggards(op)) {
+            return;
+        }
+    }
+    gcx_coded_root_hdr(op, GCX_CODED_RESULT, &hdr);
+    if (coded->comm->size > 1) {
         slot = gcx_coded_slot_get(coded);
         if (slot == NULL) {
             op->super.status = GCX_ERR_NOMEM;
@@ -758,6 +805,10 @@ static void gcx_coded_root_progress(gcx_task_t *task)
     int             ready;
 
     if (task->status != GCX_INPROGRESS) {
+        return;
+    }
+    if (op->decoded) { /* waiting for a rank to take its results */
+        gcx_coded_root_publish(op);
         return;
     }
     gcx_coded_root_retake(op);

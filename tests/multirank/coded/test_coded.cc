@@ -13,6 +13,8 @@
 // coded_util.cc.
 // CodedDestroy.*: the root destroys everything while a rank still has to
 // pull its decoded sums; that rank must still get them right.
+// CodedFlow.*: a rank paused more than GCX_CODED_MAX_LAG rounds behind the
+// root is waited for; one paused past GCX_TIMEOUT is counted gone.
 #include "../harness.h"
 #include "coded_util.h"
 
@@ -444,4 +446,96 @@ TEST(CodedDestroy, RootDestroysWhileRanksLag)
 TEST(CodedDestroy, RootClosesBeforeRanksPull)
 {
     root_destroys_while_ranks_lag(make_comm({{"TIMEOUT", "0.1"}}));
+}
+
+// --- flow control of the results ---------------------------------------------
+
+namespace {
+
+// Rank 3 stops calling gcx for @p pause_ms after round 1 (descheduled,
+// paused by a debugger, a long garbage collection) while ranks 0..2 go on:
+// FR groups {0,1} {2,3}, so the root decodes every round without it and
+// runs ahead, its decoded sums (rendezvous) waiting in the root's result
+// slots. comm: GCX_CODED_MAX_LAG=4. Every GCX_OK round on every rank is
+// checked against the serial sum; returns the root's stats.gone (0
+// elsewhere) and, through @p failed_p, rank 3's first failed round (-1:
+// none).
+uint64_t run_with_a_paused_rank(gcx_comm_t *comm, int pause_ms, int rounds, int *failed_p)
+{
+    const size_t count = 64 * 1024; // rendezvous: a result stays in flight
+    int          rank  = world_rank();
+    uint64_t     gone  = 0;
+    *failed_p          = -1;
+    EXPECT_EQ(4, world_size());
+    EXPECT_NE(nullptr, comm);
+    if (world_size() != 4 || comm == nullptr) {
+        return ~0ull;
+    }
+    FrGather fr;
+    fr_create(comm, 4, 1, count, fr);
+    EXPECT_NE(nullptr, fr.coded);
+    if (fr.coded == nullptr) {
+        return ~0ull;
+    }
+    std::vector<float> msg(count), sum(count);
+    for (int r = 0; r < rounds; ++r) {
+        if (r == 2 && rank == 3) { // rounds 0, 1 together: connections are up
+            std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+        }
+        encode(fr.code, rank, r, count, msg);
+        gcx_coded_result_t res;
+        gcx_status_t st = gcx_coded_gather(fr.coded, msg.data(), sum.data(), &res, nullptr);
+        if (st != GCX_OK) {
+            *failed_p = r;
+            printf("rank %d: round %d failed: %s\n", rank, r, gcx_strerror(st));
+            break;
+        }
+        EXPECT_EQ(0u, wrong_in_sum_of_4(sum, r)) << "rank " << rank << " round " << r;
+    }
+    if (rank == 0) {
+        gcx_coded_stats_t stats;
+        EXPECT_EQ(GCX_OK, gcx_coded_stats(fr.coded, &stats));
+        gone = stats.gone;
+    }
+    // every process stays until rank 3 is done pulling from the root's slots
+    EXPECT_EQ(GCX_OK, gcx_barrier(g_world, nullptr));
+    fr_release(fr);
+    gcx_comm_destroy(comm);
+    return gone;
+}
+
+} // namespace
+
+// A rank that is alive but paused far behind the root (more rounds than
+// GCX_CODED_MAX_LAG) is waited for, not counted gone: once it holds that
+// many results the root's next round waits until it takes one, and every
+// rank gets every round right. (Before: the root counted it gone at the
+// limit, and the rank, once awake, got no more results -- a live rank lost
+// to a pause of a few hundred ms, as a loaded CI box produced in gcx-train.)
+TEST(CodedFlow, APausedRankIsWaitedForNotCountedGone)
+{
+    int      failed = -1;
+    uint64_t gone   = run_with_a_paused_rank(
+        make_comm({{"CODED_MAX_LAG", "4"}, {"TIMEOUT", "20"}}), 600, 24, &failed);
+    EXPECT_EQ(-1, failed) << "rank " << world_rank();
+    EXPECT_EQ(0u, gone);
+}
+
+// A rank that takes none of its GCX_CODED_MAX_LAG results within the root's
+// GCX_TIMEOUT is counted gone (a stopped process must not stall the others
+// for good): ranks 0..2 finish every round right; rank 3, awake again after
+// its results were abandoned, fails a round (never GCX_OK with a wrong sum).
+TEST(CodedFlow, ARankPausedPastTheTimeoutIsCountedGone)
+{
+    int      failed = -1;
+    uint64_t gone   = run_with_a_paused_rank(
+        make_comm({{"CODED_MAX_LAG", "4"}, {"TIMEOUT", "2"}}), 5000, 16, &failed);
+    if (world_rank() == 0) {
+        EXPECT_EQ(1ull << 3, gone);
+    }
+    if (world_rank() == 3) {
+        EXPECT_GE(failed, 2);
+    } else {
+        EXPECT_EQ(-1, failed) << "rank " << world_rank();
+    }
 }
