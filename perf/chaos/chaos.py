@@ -19,7 +19,7 @@ mode promises:
     are tolerated, but not rank 0, gcx-train's coordinator (its checks, evaluation and
     reductions over the live ranks go through it); a rank stopped or slowed past
     GCX_TIMEOUT owns a chunk every round needs, so every rank finishes or every rank
-    fails cleanly naming GCX_TIMEOUT (src/coll/coded_allreduce/README.md: a stopped
+    fails cleanly naming GCX_TIMEOUT (src/coll/coded/README.md: a stopped
     owner is not covered).
 Output: OUT/results.csv and OUT/results.md (one row per run), raw logs in OUT/logs/.
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """sim.py - step time of straggler-tolerant gradient aggregation: an
 alpha-beta event simulation of the star (gcx_coded_gather), the master-less
-coded allreduce (src/coll/coded_allreduce), DDP's ring allreduce and
+coded allreduce (src/coll/coded/), DDP's ring allreduce and
 ignore-stragglers, with the gradient coding papers' straggler models.
 
 Network. n ranks on a full-bisection switch; rank i has one full-duplex link
@@ -77,7 +77,7 @@ Schemes (m = |g|/n unless said; s stragglers; FR groups of s+1; CR any n-s):
               computes or sleeps) or 'blocked'
               (no progress while computing: the owner decodes and posts phase 2
               only after its own T_owner).
-  masterless-impl  the master-less allreduce as src/coll/coded_allreduce
+  masterless-impl  the master-less allreduce as src/coll/coded/
               implements it (owner role free): every arrival copied once
               on the receiving rank's CPU (kappa per byte, in arrival
               order), decode from the first decodable set that LANDED (all
@@ -759,7 +759,7 @@ def _landed_seg(seg, a, km):
 
 
 def sim_masterless_impl(p, T, live, iters=12):
-    """the master-less coded allreduce as src/coll/coded_allreduce
+    """the master-less coded allreduce as src/coll/coded/
     implements it (owner role free: a rank's delay only postpones its own
     chunk sends). Differences from `masterless` (the idealised variant):
       - every arrival (phase-1 chunk messages and phase-2 decoded chunks)

@@ -98,7 +98,7 @@ struct gcx_config {
     double gravac_ratio;        /* GCX_GRAVAC_RATIO */
     double gravac_alpha;        /* GCX_GRAVAC_ALPHA, 0 = N/100 */
     int    gravac_settle;       /* GCX_GRAVAC_SETTLE, a gcx_gravac_settle_t */
-    /* coll/coded_gather (src/coll/coded_gather/coded_gather.c) */
+    /* coll/coded (src/coll/coded/coded.c) */
     int    coded_max_lag;       /* GCX_CODED_MAX_LAG, rounds */
     int    coded_algo;          /* GCX_CODED_ALGO, a gcx_coded_algo_t */
     int    coded_ahead;         /* GCX_CODED_AHEAD, rounds, 0 = auto */

@@ -1,6 +1,6 @@
 /*
  * fuzz_coded.c - libFuzzer target of the coded gather's wire header
- * (src/coll/coded_gather): the active-message header a rank receives with
+ * (src/coll/coded/): the active-message header a rank receives with
  * a contribution, a result or an error.
  *
  * Input: byte 0 picks the code's worker count n (1..64) and whether the
@@ -11,13 +11,13 @@
  * and the public result filled from it. Cost per input: one copy of at most 300 bytes.
  *
  * The same bytes go through the master-less coded allreduce's parser
- * (src/coll/coded_allreduce): bytes 1..32 as its header, the two after as
+ * (src/coll/coded/): bytes 1..32 as its header, the two after as
  * the payload length, byte 0 also picking the owners per chunk and the
  * vector length; an accepted header must name ranks of the communicator,
  * a known kind, and for DECODED and COMMIT an owner of the chunk (the
  * handler indexes per-chunk and per-owner state with them).
  */
-#include "coll/coded_allreduce/coded_allreduce_int.h"
+#include "coll/coded/masterless_int.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -12,7 +12,7 @@
  */
 #include "base/config.h"
 #include "base/log.h"
-#include "coll/coded_gather/coded_int.h"
+#include "coll/coded/coded_int.h"
 #include "core/bootstrap.h"
 
 #include <stdint.h>

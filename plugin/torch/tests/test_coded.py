@@ -122,7 +122,7 @@ def test_stopped_worker_the_star_leaves_it_out():
 def test_stopped_owner_masterless_one_timeout_then_shrink():
     # the same stop on the master-less path: rank 3 owns a chunk of every
     # round, so the survivors' round fails at GCX_TIMEOUT (CodedRoundError
-    # on each, src/coll/coded_allreduce/README.md: a stopped owner is not
+    # on each, src/coll/coded/README.md: a stopped owner is not
     # covered), the shrink's agreement leaves the silent rank out, and the
     # three go on (n 3, s 1) to the end of epoch 2, every gc round against
     # the reference, parameters equal

@@ -1,5 +1,5 @@
 /*
- * coded_rank.c - a non-root rank's side of a round: send the contribution,
+ * star_rank.c - a non-root rank's side of a round: send the contribution,
  * receive the decoded sum.
  *
  * Entering round r: one transport progress call collects what already came.

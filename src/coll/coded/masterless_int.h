@@ -1,12 +1,12 @@
 /*
- * coded_allreduce_int.h - the wire header of the master-less coded
- * allreduce (coded_allreduce.c), parsed by a pure function that the AM
+ * masterless_int.h - the wire header of the master-less coded
+ * allreduce (masterless.c), parsed by a pure function that the AM
  * handler calls and tests/fuzz/fuzz_coded.c fuzzes.
  */
 #ifndef GCX_CODED_ALLREDUCE_INT_H
 #define GCX_CODED_ALLREDUCE_INT_H
 
-#include "coll/coded_gather/coded_int.h"
+#include "coded_int.h"
 
 enum {
     GCX_CAR_CHUNK   = 1, /* worker -> owner: one chunk of a coded message */

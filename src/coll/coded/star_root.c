@@ -1,5 +1,5 @@
 /*
- * coded_root.c - the root's side of a round: take arrivals until the set is
+ * star_root.c - the root's side of a round: take arrivals until the set is
  * decodable, decode, send the decoded sum to every rank.
  *
  * Arrival of worker w's header (AM handler, or the stash of messages that

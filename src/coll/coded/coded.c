@@ -1,5 +1,5 @@
 /*
- * coded_gather.c - coded gradient gathering with early completion: the
+ * coded.c - coded gradient gathering with early completion: the
  * object, the active-message dispatch and the API.
  *
  * Idea. Every worker sends one coded vector per round to the root; the
@@ -17,7 +17,7 @@
  * every rank) and every message is an active message whose header carries
  * (comm id, object instance, round, sender). The AM handler looks at the
  * header before any payload moves:
- * - root, round not finished and entered: taken or dropped as coded_root.c
+ * - root, round not finished and entered: taken or dropped as star_root.c
  *   says (pulled straight into recvbuf where possible);
  * - root, round not entered yet (the root is behind): pulled into an
  *   internal block and used when the root enters it;
@@ -41,7 +41,7 @@
  * Messages arrive through the handler whatever task heads the FIFO. The
  * root's result slots are what a slow rank costs: at most
  * GCX_CODED_MAX_LAG per rank; a rank holding that many holds the root's
- * next round back until it takes one (coded_root.c, flow control). There
+ * next round back until it takes one (star_root.c, flow control). There
  * is no per-round argument check (it would be an exchange with every rank,
  * i.e. wait for the straggler); arguments are agreed once, at creation.
  * The existing tree broadcast is not reused for the decoded sum for the

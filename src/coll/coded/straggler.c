@@ -1,5 +1,5 @@
 /*
- * coded_straggler.c - straggler injection for tests and perf drivers.
+ * straggler.c - straggler injection for tests and perf drivers.
  *
  * Two sources, added up:
  * - fixed: the ranks of GCX_STRAGGLER_RANKS sleep GCX_STRAGGLER_DELAY_MS

@@ -1,5 +1,5 @@
 /*
- * coded_slot.c - internal buffers of the coded gather that transfers may
+ * slot.c - internal buffers of the coded gather that transfers may
  * outlive their round with.
  *
  * A slot = a block of count floats + up to `size` transfer requests. Slots

@@ -1,5 +1,5 @@
 /*
- * coded_int.h - internal state of the coded gather (see coded_gather.c for
+ * coded_int.h - internal state of the coded gather (see coded.c for
  * the design: rounds, late messages, the FIFO).
  *
  * Pieces: the wire header (one active message per contribution, result or
@@ -147,7 +147,7 @@ struct gcx_coded {
     gcx_coded_slot_t *inflight; /* sends that may outlive their round */
     gcx_coded_slot_t *stash;    /* messages of rounds not entered yet */
     gcx_coded_stats_t stats;    /* stats.buffer_bytes: the blocks of the
-                                   slots (coded_slot.c) */
+                                   slots (slot.c) */
     /* straggler injection */
     uint64_t     straggler_mask; /* workers delayed every round */
     double       straggler_delay_ms;
@@ -198,7 +198,7 @@ struct gcx_coded_op {
  */
 gcx_status_t gcx_coded_agree(gcx_coded_t *coded, uint32_t coll_id);
 
-/* ---- slots (coded_slot.c) ------------------------------------------------ */
+/* ---- slots (slot.c) ------------------------------------------------ */
 
 /** A slot with a block no transfer holds; NULL when out of memory. */
 gcx_coded_slot_t *gcx_coded_slot_get(gcx_coded_t *coded);
@@ -239,7 +239,7 @@ void gcx_coded_reclaim(gcx_coded_t *coded);
 /** Abandon every transfer and free every slot (destroy). */
 void gcx_coded_slots_release(gcx_coded_t *coded);
 
-/* ---- rounds (coded_root.c, coded_rank.c) --------------------------------- */
+/* ---- rounds (star_root.c, star_rank.c) --------------------------------- */
 
 extern const gcx_task_ops_t gcx_coded_root_ops;
 extern const gcx_task_ops_t gcx_coded_rank_ops;
@@ -259,7 +259,7 @@ void gcx_coded_op_finalize(gcx_task_t *task);
 void gcx_coded_fill_result(const gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
                            int skipped, gcx_coded_result_t *result);
 
-/* ---- straggler injection (coded_straggler.c) ----------------------------- */
+/* ---- straggler injection (straggler.c) ----------------------------- */
 
 /**
  * The workers of a GCX_STRAGGLER_RANKS list ("1,3") on a communicator of

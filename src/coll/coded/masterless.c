@@ -1,5 +1,5 @@
 /*
- * coded_allreduce.c - master-less coded allreduce: gradient coding without a
+ * masterless.c - master-less coded allreduce: gradient coding without a
  * root, with ring-like bytes on every link.
  *
  * Idea. The coded gather (../coded_gather) is a star: every worker sends its
@@ -90,7 +90,7 @@
  * made at the end instead of as chunks come. Cost of an abstention: P-1
  * header-only messages.
  */
-#include "coded_allreduce_int.h"
+#include "masterless_int.h"
 #include "base/log.h"
 #include "base/time.h"
 
