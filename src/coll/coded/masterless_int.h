@@ -1,12 +1,19 @@
 /*
- * masterless_int.h - the wire header of the master-less coded
- * allreduce (masterless.c), parsed by a pure function that the AM
- * handler calls and tests/fuzz/fuzz_coded.c fuzzes.
+ * masterless_int.h - the master-less coded allreduce's internals: the wire
+ * header, parsed by a pure function that the AM handler calls and
+ * tests/fuzz/fuzz_coded.c fuzzes; the object and its round state; and the
+ * functions its files share -- masterless.c (design, the round task, API),
+ * masterless_wire.c (messages), masterless_decode.c (ownership and decode),
+ * masterless_commit.c (the ACK/COMMIT agreement, final chunks),
+ * masterless_ahead.c (serving ahead of the call), masterless_failure.c
+ * (lost owners, kept copies).
  */
 #ifndef GCX_CODED_ALLREDUCE_INT_H
 #define GCX_CODED_ALLREDUCE_INT_H
 
 #include "coded_int.h"
+
+#include <string.h>
 
 enum {
     GCX_CAR_CHUNK   = 1, /* worker -> owner: one chunk of a coded message */
@@ -42,5 +49,227 @@ typedef struct gcx_car_hdr {
 gcx_status_t gcx_car_hdr_parse(const void *bytes, size_t len, size_t payload,
                                int size, int line, size_t count,
                                gcx_car_hdr_t *hdr);
+
+/* ---- the object and its rounds (shared by masterless*.c) ------------------ */
+
+#define GCX_CAR_COLL_ID (GCX_COLL_INTERNAL + 9) /* for the creation check */
+#define GCX_CAR_MAX     GCX_CODE_MAX_WORKERS
+#define GCX_CAR_AHEAD_MAX 256 /* largest window (GCX_CODED_AHEAD) */
+#define GCX_CAR_AHEAD_MIN 8   /* smallest window GCX_CODED_AHEAD=0 picks */
+
+typedef struct gcx_car_op gcx_car_op_t;
+
+/* A committed copy kept by a later owner, and whether it was sent again. */
+typedef struct gcx_car_kept {
+    gcx_coded_slot_t *slot;
+    int               served;
+} gcx_car_kept_t;
+
+struct gcx_coded_allreduce {
+    /* comm, code, n, s, instance, am_id, the pool of chunk-sized slots,
+     * stats and straggler injection of the coded gather (base.bytes: the
+     * largest chunk; base.count: the whole vector, for the check) */
+    gcx_coded_t   base;
+    int           line;       /* owners per chunk: min(s + 1, n) */
+    /* the rounds in progress here, by round: the one this rank's call
+     * entered (the lowest, next_open) and those served ahead of its call
+     * (entered 0; rounds next_open .. next_open + base.window - 1: the
+     * window, gcx_car_window) */
+    gcx_car_op_t *rounds;
+    int           in_place;   /* GCX_CODED_IN_PLACE: read received chunks
+                                 in the transport's buffer (gcx_car_pull) */
+    gcx_progress_cb_t ahead_cb; /* gcx_car_ahead, while the object lives */
+    /* the copies this rank, a later owner of the line of chunk c, took in
+     * the last base.window rounds it finished (gcx_car_serve_kept): a row
+     * per position pos = 1 .. line - 1 in that line, indexed by round %
+     * window (gcx_car_kept_row) */
+    gcx_car_kept_t *kept;
+    uint64_t      next_round; /* number of the next call */
+    uint64_t      next_open;  /* lowest round not finished here */
+};
+
+enum { GCX_CAR_COLLECT, GCX_CAR_ACKS, GCX_CAR_DONE };
+
+/* One chunk of a round, as worker, owner and receiver. */
+typedef struct gcx_car_chunk {
+    /* worker: the owner this rank's chunk went to (-1: not yet) */
+    int               sent_to;
+    /* owner (this rank acts for the chunk) */
+    int               ostate;
+    uint64_t          arrived, taken, used;
+    uint64_t          abstained;             /* workers that sent VOID */
+    uint64_t          acks_wanted, acks_got; /* backup ranks */
+    gcx_coded_slot_t *in[GCX_CAR_MAX];       /* taken chunks, by worker */
+    gcx_coded_slot_t *pub;                   /* the decoded chunk sent;
+                                                held after the round's
+                                                publish until the rank has
+                                                entered (gcx_car_settle) */
+    /* receiver: copies by line position of their sender; the final one is
+     * copied into recvbuf */
+    gcx_coded_slot_t *copy[GCX_CAR_MAX];
+    uint64_t          acked;        /* line positions acknowledged */
+    uint64_t          committed;    /* line positions whose COMMIT came */
+    int               final;
+    int               lost;         /* final outcome: the round is lost
+                                       (LOST, lost_rounds only) */
+    int               keep;         /* final from the copy of the earlier
+                                       owner at line position keep - 1 */
+    int               from;         /* final, served ahead: the bits are in
+                                       copy[from - 1] until the rank enters
+                                       (gcx_car_settle); else 0 */
+} gcx_car_chunk_t;
+
+struct gcx_car_op {
+    gcx_task_t             super;
+    gcx_coded_allreduce_t *car;
+    gcx_car_op_t          *next;     /* car->rounds, by round */
+    uint64_t               round;
+    const float           *sendbuf;
+    float                 *recvbuf;
+    gcx_coded_result_t    *result;
+    int                    abstain;  /* sends VOIDs (sendbuf unread) */
+    int                    whole;    /* lost_rounds: every chunk final and
+                                        none lost, recvbuf may be written
+                                        (gcx_car_settle) */
+    int                    entered;  /* 0: served ahead of the call */
+    double                 t_start;
+    double                 t_send;   /* chunk messages go from this time */
+    int                    sending;  /* t_send has passed */
+    int                    nsent;    /* chunk messages sent */
+    int                    nvoid;    /* abstentions said (VOIDs sent, or
+                                        recorded for a chunk it owns) */
+    uint64_t               used_union;
+    int                    acting[GCX_CAR_MAX]; /* owner of each chunk */
+    gcx_car_chunk_t        ch[GCX_CAR_MAX];
+};
+
+/* ---- small helpers ---------------------------------------------------------- */
+
+/* memcpy of n floats; nothing for n = 0 (the buffers may then be NULL) */
+static inline void gcx_car_copy(float *dst, const float *src, size_t n)
+{
+    if (n > 0) {
+        memcpy(dst, src, n * sizeof(float));
+    }
+}
+
+/* base + off, NULL for a NULL base (count 0: the buffers may be NULL) */
+static inline float *gcx_car_at(const float *base, size_t off)
+{
+    return base != NULL ? (float *)(uintptr_t)(base + off) : NULL;
+}
+
+static inline void gcx_car_block(const gcx_coded_allreduce_t *car, int c,
+                          size_t *off_p, size_t *len_p)
+{
+    gcx_coll_block(car->base.count, car->base.n, c, off_p, len_p);
+}
+
+/* Position of @p rank in chunk @p c's line of owners, or -1. */
+static inline int gcx_car_pos(const gcx_coded_allreduce_t *car, int c, int rank)
+{
+    int pos = gcx_coll_mod(rank - c, car->base.n);
+
+    return pos < car->line ? pos : -1;
+}
+
+static inline int gcx_car_owner(const gcx_coded_allreduce_t *car, int c, int pos)
+{
+    return (c + pos) % car->base.n;
+}
+
+/* Entries of car->kept: (line - 1) positions x window rounds. */
+static inline size_t gcx_car_kept_len(const gcx_coded_allreduce_t *car)
+{
+    return (size_t)(car->line - 1) * (size_t)car->base.window;
+}
+
+/* The kept copies of chunk c, by round % window; this rank is a later
+ * owner of c's line (pos >= 1). */
+static inline gcx_car_kept_t *gcx_car_kept_row(gcx_coded_allreduce_t *car, int pos)
+{
+    return &car->kept[(size_t)(pos - 1) * (size_t)car->base.window];
+}
+
+/* The kept copy of chunk c in @p round's place (ch->keep: this rank is a
+ * later owner of c's line). */
+static inline gcx_car_kept_t *gcx_car_kept(gcx_coded_allreduce_t *car, int c,
+                                    uint64_t round)
+{
+    return gcx_car_kept_row(car, gcx_car_pos(car, c, car->base.comm->rank)) +
+           round % (uint64_t)car->base.window;
+}
+
+/* ---- functions shared across the files (each defined, with its comment,
+ *      in the file named) --------------------------------------------------- */
+
+/* masterless.c */
+int gcx_car_window(const struct gcx_config *config, size_t count);
+void gcx_car_progress(gcx_task_t *task);
+void gcx_car_post(gcx_task_t *task);
+
+/* masterless_wire.c */
+void gcx_car_hdr_init(gcx_coded_allreduce_t *car, uint64_t round,
+                      int kind, int c, gcx_car_hdr_t *hdr);
+void gcx_car_send(gcx_coded_allreduce_t *car, gcx_coded_slot_t *slot,
+                  int i, int peer, const gcx_car_hdr_t *hdr,
+                  size_t len);
+gcx_coded_slot_t *gcx_car_out_slot(gcx_coded_allreduce_t *car,
+                                   uint64_t round, int data);
+gcx_status_t gcx_car_send_ctl(gcx_coded_allreduce_t *car, int kind,
+                              uint64_t round, int c, uint64_t peers);
+uint64_t gcx_car_others(gcx_coded_allreduce_t *car);
+gcx_car_op_t *gcx_car_find(gcx_coded_allreduce_t *car, uint64_t round);
+void gcx_car_drop(gcx_coded_allreduce_t *car, gcx_coded_slot_t *slot);
+gcx_coded_slot_t *gcx_car_pull(gcx_coded_allreduce_t *car,
+                               const gcx_car_hdr_t *hdr,
+                               const gcx_tl_am_msg_t *msg);
+void gcx_car_stage(gcx_coded_allreduce_t *car, const gcx_car_hdr_t *hdr,
+                   const gcx_tl_am_msg_t *msg);
+void gcx_car_am_handler(void *arg, const gcx_tl_am_msg_t *msg);
+void gcx_car_unstash(gcx_coded_allreduce_t *car, gcx_car_op_t *op);
+
+/* masterless_decode.c */
+uint64_t gcx_car_landed_bits(const gcx_coded_allreduce_t *car,
+                             const gcx_car_chunk_t       *ch);
+void gcx_car_take(gcx_coded_allreduce_t *car, gcx_car_chunk_t *ch,
+                  int w, const gcx_car_hdr_t *hdr,
+                  const gcx_tl_am_msg_t *msg, gcx_coded_slot_t *slot);
+void gcx_car_on_chunk(gcx_coded_allreduce_t *car,
+                      const gcx_car_hdr_t *hdr,
+                      const gcx_tl_am_msg_t *msg);
+void gcx_car_on_void(gcx_coded_allreduce_t *car,
+                     const gcx_car_hdr_t *hdr,
+                     const gcx_tl_am_msg_t *msg);
+void gcx_car_contribute(gcx_coded_allreduce_t *car, gcx_car_op_t *op);
+void gcx_car_publish_to(gcx_coded_allreduce_t *car, uint64_t round,
+                        int c, uint64_t used, int lost,
+                        gcx_coded_slot_t *slot, uint64_t peers);
+void gcx_car_own(gcx_coded_allreduce_t *car, gcx_car_op_t *op, int c);
+
+/* masterless_commit.c */
+void gcx_car_on_decoded(gcx_coded_allreduce_t *car,
+                        const gcx_car_hdr_t *hdr,
+                        const gcx_tl_am_msg_t *msg);
+void gcx_car_on_ctl(gcx_coded_allreduce_t *car, const gcx_car_hdr_t *hdr,
+                    const gcx_tl_am_msg_t *msg);
+void gcx_car_settle(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
+                    int c);
+void gcx_car_receive(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
+                     int c);
+void gcx_car_release(gcx_coded_allreduce_t *car, gcx_car_op_t *op);
+void gcx_car_done(gcx_coded_allreduce_t *car, gcx_car_op_t *op);
+
+/* masterless_ahead.c */
+void gcx_car_link(gcx_coded_allreduce_t *car, gcx_car_op_t *op);
+int gcx_car_ahead(void *arg);
+void gcx_car_unlink(gcx_coded_allreduce_t *car, gcx_car_op_t *op);
+void gcx_car_ahead_drop(gcx_coded_allreduce_t *car, gcx_car_op_t *op);
+
+/* masterless_failure.c */
+void gcx_car_acting(gcx_coded_allreduce_t *car, int *acting);
+gcx_status_t gcx_car_serve_kept(gcx_coded_allreduce_t *car,
+                                const int *acting, uint64_t round);
+void gcx_car_describe(const gcx_task_t *task);
 
 #endif

@@ -1,0 +1,395 @@
+/*
+ * masterless_decode.c - ownership and decode: a worker's chunks to their
+ * acting owners (shift order), an owner taking the chunks that landed until
+ * the set is decodable (the code's predicate, as the star's root), and
+ * decoding its chunk from that set alone -- or adopting the bits an earlier
+ * owner of the line sent before it was lost -- then publishing it to every
+ * rank. Cost per round on an owner: |used| c/P multiply-adds and P-1 eager
+ * sends of c/P floats (c: the vector's floats).
+ */
+#include "masterless_int.h"
+#include "base/log.h"
+#include "base/time.h"
+
+#include <gcx/coded.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Owner: the taken chunks that have landed (this rank's own: always). */
+uint64_t gcx_car_landed_bits(const gcx_coded_allreduce_t *car,
+                             const gcx_car_chunk_t       *ch)
+{
+    uint64_t landed = 0;
+    int      w, me = car->base.comm->rank;
+
+    for (w = 0; w < car->base.n; ++w) {
+        if ((ch->taken & (1ull << w)) &&
+            (w == me || ch->in[w]->reqs[0].status == GCX_OK)) {
+            landed |= 1ull << w;
+        }
+    }
+    return landed;
+}
+
+/* gcx_car_landed_bits, after letting go of a taken chunk whose transfer
+ * failed (its sender died mid-payload): a straggler that never comes. */
+static uint64_t gcx_car_landed(gcx_coded_allreduce_t *car, gcx_car_chunk_t *ch)
+{
+    int w, me = car->base.comm->rank;
+
+    for (w = 0; w < car->base.n; ++w) {
+        if (w != me && (ch->taken & (1ull << w)) &&
+            ch->in[w]->reqs[0].status != GCX_OK &&
+            ch->in[w]->reqs[0].status != GCX_INPROGRESS) {
+            ch->taken &= ~(1ull << w);
+            gcx_car_drop(car, ch->in[w]);
+            ch->in[w] = NULL;
+            car->base.gone |= 1ull << w;
+        }
+    }
+    return gcx_car_landed_bits(car, ch);
+}
+
+/* Owner: is another worker's chunk still needed? Until the chunks that
+ * landed are decodable, every arrival is taken: one taken earlier may
+ * still fail with its sender, and a dropped one cannot be had again. */
+static int gcx_car_wanted(gcx_coded_allreduce_t *car, gcx_car_chunk_t *ch)
+{
+    int decodable = 0;
+
+    gcx_code_decodable(car->base.code, gcx_car_landed(car, ch), &decodable);
+    return ch->ostate == GCX_CAR_COLLECT && !decodable;
+}
+
+/* Owner of chunk c: worker w's chunk, in msg (live) or in a staged slot. */
+void gcx_car_take(gcx_coded_allreduce_t *car, gcx_car_chunk_t *ch,
+                  int w, const gcx_car_hdr_t *hdr,
+                  const gcx_tl_am_msg_t *msg, gcx_coded_slot_t *slot)
+{
+    if (ch->arrived & (1ull << w)) {
+        if (slot != NULL) {
+            gcx_car_drop(car, slot);
+        }
+        return; /* sent again after a change of owner: have it */
+    }
+    ch->arrived |= 1ull << w;
+    if (!gcx_car_wanted(car, ch)) {
+        ++car->base.stats.unneeded;
+        if (slot != NULL) {
+            gcx_car_drop(car, slot);
+        }
+        return; /* msg: dropped (not copied), its sender completes */
+    }
+    if (slot == NULL) {
+        slot = gcx_car_pull(car, hdr, msg);
+        if (slot == NULL) {
+            return;
+        }
+    }
+    ch->in[w]  = slot;
+    ch->taken |= 1ull << w;
+}
+
+void gcx_car_on_chunk(gcx_coded_allreduce_t *car,
+                      const gcx_car_hdr_t *hdr,
+                      const gcx_tl_am_msg_t *msg)
+{
+    gcx_car_op_t *op = gcx_car_find(car, hdr->round);
+    size_t        off, len;
+    int           c = (int)hdr->chunk, me = car->base.comm->rank;
+
+    gcx_car_block(car, c, &off, &len);
+    if (gcx_car_pos(car, c, me) < 0 || msg->length != len * sizeof(float)) {
+        gcx_warn("coded allreduce: dropping a malformed chunk from rank %u",
+                 hdr->sender);
+        return;
+    }
+    if (hdr->round < car->next_open) {
+        ++car->base.stats.late_dropped; /* finished: drop unread */
+        return;
+    }
+    if (op != NULL && op->super.status == GCX_INPROGRESS &&
+        op->acting[c] == me) {
+        if (op->ch[c].ostate != GCX_CAR_COLLECT) {
+            ++car->base.stats.late_dropped; /* decoded already */
+            return;
+        }
+        gcx_car_take(car, &op->ch[c], hdr->sender, hdr, msg, NULL);
+        return;
+    }
+    /* a round not entered yet, or a chunk this rank may act for later */
+    gcx_car_stage(car, hdr, msg);
+}
+
+/* Owner of chunk c: worker hdr->sender abstains from the round (no chunk
+ * will come from it: the decode must do without, or the round is lost). */
+void gcx_car_on_void(gcx_coded_allreduce_t *car,
+                     const gcx_car_hdr_t *hdr,
+                     const gcx_tl_am_msg_t *msg)
+{
+    gcx_car_op_t *op = gcx_car_find(car, hdr->round);
+    int           c  = (int)hdr->chunk, me = car->base.comm->rank;
+
+    if (gcx_car_pos(car, c, me) < 0 || hdr->round < car->next_open) {
+        return; /* not a chunk this rank can own, or a finished round */
+    }
+    if (op != NULL && op->super.status == GCX_INPROGRESS &&
+        op->acting[c] == me) {
+        op->ch[c].abstained |= 1ull << hdr->sender;
+        return;
+    }
+    gcx_car_stage(car, hdr, msg); /* as a chunk would be */
+}
+
+/* Worker: this rank's chunks to their owners (again, if an owner
+ * changed), chunk me+1 first (shift order, see gcx_car_publish_to); when
+ * it abstains, a header-only VOID to each instead. */
+void gcx_car_contribute(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
+{
+    gcx_coded_slot_t *slot;
+    gcx_car_chunk_t  *ch;
+    gcx_car_hdr_t     hdr;
+    size_t            off, len;
+    int               k, c, me = car->base.comm->rank;
+
+    for (k = 1; k <= car->base.n; ++k) {
+        c  = (me + k) % car->base.n;
+        ch = &op->ch[c];
+        if (ch->final || ch->sent_to == op->acting[c]) {
+            continue;
+        }
+        ch->sent_to = op->acting[c];
+        if (op->abstain) { /* a VOID to the owner; noted here if it is me */
+            if (op->acting[c] == me) {
+                ch->abstained |= 1ull << me;
+            } else if (gcx_car_send_ctl(car, GCX_CAR_VOID, op->round, c,
+                                        1ull << op->acting[c]) != GCX_OK) {
+                op->super.status = GCX_ERR_NOMEM;
+                return;
+            }
+            ++op->nvoid;
+            continue;
+        }
+        if (op->acting[c] == me) {
+            if (ch->ostate == GCX_CAR_COLLECT &&
+                !(ch->arrived & (1ull << me))) {
+                ch->arrived |= 1ull << me; /* read from sendbuf */
+                ch->taken   |= 1ull << me;
+            }
+            continue;
+        }
+        slot = gcx_car_out_slot(car, op->round, 1);
+        if (slot == NULL) {
+            op->super.status = GCX_ERR_NOMEM;
+            return;
+        }
+        gcx_car_block(car, c, &off, &len);
+        gcx_car_copy(slot->block->data, gcx_car_at(op->sendbuf, off), len);
+        gcx_car_hdr_init(car, op->round, GCX_CAR_CHUNK, c, &hdr);
+        gcx_car_send(car, slot, 0, op->acting[c], &hdr, len);
+        ++op->nsent;
+    }
+}
+
+/* Owner: send the decoded chunk c of @p round (in @p slot, decoded from
+ * the workers of @p used; @p lost: the outcome "round lost", header only)
+ * to @p peers' bit set, in shift order from this
+ * rank (as gcx_car_contribute sends its chunks): all
+ * owners starting at rank 0 put every fan-out's first bytes on one download
+ * (16 emulated ranks at 200 Mbit/s: 7,700-10,300 TCP retransmits per 22
+ * rounds in rank order, 420-1,100 in shift order; the round time the same
+ * within the runs' spread). */
+void gcx_car_publish_to(gcx_coded_allreduce_t *car, uint64_t round,
+                        int c, uint64_t used, int lost,
+                        gcx_coded_slot_t *slot, uint64_t peers)
+{
+    gcx_car_hdr_t hdr;
+    size_t        off, len;
+    int           k, r;
+
+    gcx_car_block(car, c, &off, &len);
+    gcx_car_hdr_init(car, round, lost ? GCX_CAR_LOST : GCX_CAR_DECODED, c,
+                     &hdr);
+    hdr.used = lost ? 0 : used;
+    len      = lost ? 0 : len;
+    for (k = 1; k <= car->base.comm->size; ++k) {
+        r = (car->base.comm->rank + k) % car->base.comm->size;
+        if (peers & (1ull << r)) {
+            gcx_car_send(car, slot, r, r, &hdr, len);
+        }
+    }
+}
+
+/* Owner of chunk c: the bits to publish -- a copy that an earlier owner of
+ * the line sent here before it was lost (it may have reached others: the
+ * same bits must go on), else a decode of the taken set. 1 when ready. */
+static int gcx_car_owner_bits(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
+                              int c, float *out)
+{
+    const float     *vecs[GCX_CAR_MAX];
+    double           a[GCX_CAR_MAX];
+    gcx_car_chunk_t *ch = &op->ch[c];
+    gcx_coded_slot_t *copy;
+    gcx_status_t     status;
+    size_t           off, len;
+    uint64_t         landed;
+    int              pos, w, mypos, decodable = 0;
+    int              me = car->base.comm->rank;
+
+    gcx_car_block(car, c, &off, &len);
+    mypos = gcx_car_pos(car, c, me);
+    for (pos = 0; pos < mypos; ++pos) {
+        copy = ch->copy[pos];
+        if (copy == NULL) {
+            continue;
+        }
+        if (copy->reqs[0].status == GCX_INPROGRESS) {
+            return 0; /* wait: it lands, or fails with its sender */
+        }
+        if (copy->reqs[0].status == GCX_OK) {
+            ch->lost = copy->hdr.kind == GCX_CAR_LOST;
+            ch->used = copy->hdr.used;
+            if (!ch->lost) {
+                gcx_car_copy(out, gcx_coded_slot_data(copy), len);
+            }
+            return 1;
+        }
+    }
+    /* decode from the chunks that landed, once they are decodable; the
+     * ones still on their way are not waited for */
+    landed = gcx_car_landed(car, ch);
+    gcx_code_decodable(car->base.code, landed, &decodable);
+    if (!decodable) {
+        return 0;
+    }
+    status = gcx_code_decode_vector(car->base.code, landed, a);
+    if (status != GCX_OK) {
+        gcx_error("coded allreduce round %llu: chunk %d cannot be decoded "
+                  "from workers %#llx: %s",
+                  (unsigned long long)op->round, c,
+                  (unsigned long long)landed, gcx_strerror(status));
+        op->super.status = status;
+        return 0;
+    }
+    ch->used = 0;
+    for (w = 0; w < car->base.n; ++w) {
+        vecs[w] = NULL;
+        if (a[w] != 0) {
+            ch->used |= 1ull << w;
+            vecs[w] = w == me ? gcx_car_at(op->sendbuf, off) :
+                              gcx_coded_slot_data(ch->in[w]);
+        }
+    }
+    /* canonical: the same taken set gives the same bits on any rank */
+    gcx_code_encode(car->base.n, a, vecs, len, out);
+    return 1;
+}
+
+/* Can chunk c still be decoded (this rank acting for it)? With
+ * @p abstentions 0, whatever the abstentions: could the workers not lost
+ * decode it (then only abstentions stand in the way: a lost round). */
+static int gcx_car_decodable_still(gcx_coded_allreduce_t *car,
+                                   gcx_car_op_t *op, int c, int abstentions)
+{
+    gcx_tl_t        *tl = car->base.comm->tl;
+    gcx_car_chunk_t *ch = &op->ch[c];
+    uint64_t         alive = 0, bit;
+    int              w, decodable = 0, me = car->base.comm->rank;
+
+    for (w = 0; w < car->base.n; ++w) {
+        bit = 1ull << w;
+        if ((ch->taken & bit) ||
+            (!(ch->arrived & bit) &&
+             (!abstentions || !(ch->abstained & bit)) &&
+             (w == me || !tl->ops->peer_failed(tl, w)))) {
+            alive |= bit; /* taken, or may still come */
+        }
+    }
+    gcx_code_decodable(car->base.code, alive, &decodable);
+    return decodable;
+}
+
+/* Owner of chunk c: decode (or adopt) and send it to every rank; once the
+ * later owners of the line all have it, COMMIT to every rank. */
+void gcx_car_own(gcx_coded_allreduce_t *car, gcx_car_op_t *op, int c)
+{
+    gcx_tl_t         *tl = car->base.comm->tl;
+    gcx_car_chunk_t  *ch = &op->ch[c];
+    gcx_coded_slot_t *slot;
+    size_t            off, len;
+    int               pos, r, me = car->base.comm->rank;
+
+    gcx_car_block(car, c, &off, &len);
+    if (ch->ostate == GCX_CAR_COLLECT) {
+        /* the publish slot, taken once for the round (off the in-flight
+         * list until both fan-outs are posted and the rank has its bits:
+         * gcx_car_settle; gcx_car_release frees it if the round fails
+         * first) */
+        if (ch->pub == NULL) {
+            slot = gcx_coded_slot_get(&car->base);
+            if (slot == NULL) {
+                op->super.status = GCX_ERR_NOMEM;
+                return;
+            }
+            slot->round = op->round;
+            slot->nreqs = car->base.comm->size;
+            for (r = 0; r < slot->nreqs; ++r) {
+                slot->reqs[r].status = GCX_OK;
+            }
+            ch->pub = slot;
+        }
+        slot = ch->pub;
+        if (!gcx_car_owner_bits(car, op, c, slot->block->data)) {
+            if (op->super.status != GCX_INPROGRESS ||
+                gcx_car_decodable_still(car, op, c, 1)) {
+                return; /* wait for more */
+            }
+            if (!car->base.lost_rounds ||
+                !gcx_car_decodable_still(car, op, c, 0)) {
+                gcx_error("coded allreduce round %llu: chunk %d can no "
+                          "longer be decoded (workers lost 0x%llx, "
+                          "abstained 0x%llx)",
+                          (unsigned long long)op->round, c,
+                          (unsigned long long)car->base.gone,
+                          (unsigned long long)ch->abstained);
+                op->super.status = GCX_ERR_UNDECODABLE;
+                return;
+            }
+            /* only abstentions stand in the way: the outcome of the
+             * chunk, agreed as bits would be, is "round lost" */
+            ch->lost = 1;
+            ch->used = 0;
+        }
+        ch->acks_wanted = 0;
+        for (pos = gcx_car_pos(car, c, me) + 1; pos < car->line; ++pos) {
+            r = gcx_car_owner(car, c, pos);
+            if (!tl->ops->peer_failed(tl, r)) {
+                ch->acks_wanted |= 1ull << r;
+            }
+        }
+        gcx_car_publish_to(car, op->round, c, ch->used, ch->lost, slot,
+                           gcx_car_others(car));
+        ch->ostate = GCX_CAR_ACKS;
+    }
+    if (ch->ostate == GCX_CAR_ACKS) {
+        for (r = 0; r < car->base.comm->size; ++r) {
+            if ((ch->acks_wanted & (1ull << r)) && tl->ops->peer_failed(tl, r)) {
+                ch->acks_wanted &= ~(1ull << r);
+            }
+        }
+        if ((ch->acks_got & ch->acks_wanted) != ch->acks_wanted) {
+            return;
+        }
+        if (gcx_car_send_ctl(car, GCX_CAR_COMMIT, op->round, c,
+                             gcx_car_others(car)) != GCX_OK) {
+            op->super.status = GCX_ERR_NOMEM;
+            return;
+        }
+        op->used_union |= ch->used;
+        ch->ostate      = GCX_CAR_DONE;
+        ch->final       = 1;
+        gcx_car_settle(car, op, c);
+    }
+}
