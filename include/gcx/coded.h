@@ -47,7 +47,7 @@
  *
  * Memory: every buffer argument is owned by the caller; gcx keeps internal
  * copies where a transfer may outlive the call (see the file comment of
- * src/coll/coded/coded.c).
+ * src/coll/coded/star.c).
  */
 #ifndef GCX_CODED_H
 #define GCX_CODED_H

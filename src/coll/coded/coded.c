@@ -1,66 +1,15 @@
 /*
- * coded.c - coded gradient gathering with early completion: the
- * object, the active-message dispatch and the API.
+ * coded.c - coded aggregation: the object, its creation check and the one
+ * dispatch to its two algorithms.
  *
- * Idea. Every worker sends one coded vector per round to the root; the
- * root finishes the round as soon as the arrived set is decodable (the
- * code's predicate), decodes the sum (streaming where coefficients are
- * known on arrival: FR, uncoded, weighted; all at once for CR), and sends
- * the decoded sum to every rank. Cost per round: each worker sends count
- * floats once; the root receives at most the messages it needs (a message
- * that is not needed is dropped before its payload moves), does one
- * multiply-add pass per used message, one memcpy, and sends count floats
- * to each of the P-1 other ranks. Non-root ranks do one memcpy of their
- * contribution (see below).
- *
- * Rounds and late messages. Rounds are numbered by call order (the same on
- * every rank) and every message is an active message whose header carries
- * (comm id, object instance, round, sender). The AM handler looks at the
- * header before any payload moves:
- * - root, round not finished and entered: taken or dropped as star_root.c
- *   says (pulled straight into recvbuf where possible);
- * - root, round not entered yet (the root is behind): pulled into an
- *   internal block and used when the root enters it;
- * - root, round finished: dropped -- the handler returns without pulling,
- *   UCX completes the sender, and nothing lands anywhere. Since a round
- *   number is never reused, a late message cannot reach a later round.
- * - other ranks: the decoded sum of the round being waited for is pulled
- *   into recvbuf; one of a later round (this rank is behind) into a block.
- * A different instance (an object destroyed and re-created on the same AM
- * id) or communicator id is dropped.
- *
- * Rounds and the FIFO. A round is one task in the communicator's FIFO, on
- * every rank, like any collective, but no task ever waits for a straggler:
- * - the root's task waits for a decodable set, not for everyone, and does
- *   not wait for its result sends (they live in result slots that outlast
- *   the round);
- * - a worker's task waits only for the root's decoded sum; its own send
- *   lives in an internal block and outlasts the round;
- * - a straggler entering a round that is already decoded finds the sum
- *   waiting and completes at once without sending, so it catches up.
- * Messages arrive through the handler whatever task heads the FIFO. The
- * root's result slots are what a slow rank costs: at most
- * GCX_CODED_MAX_LAG per rank; a rank holding that many holds the root's
- * next round back until it takes one (star_root.c, flow control). There
- * is no per-round argument check (it would be an exchange with every rank,
- * i.e. wait for the straggler); arguments are agreed once, at creation.
- * The existing tree broadcast is not reused for the decoded sum for the
- * same reason: any relaying rank may be the straggler; the root sends to
- * every rank directly.
- *
- * Abstention (gcx_coded_abstain()): the worker takes part in the round as
- * with a contribution, but its message is a header-only VOID: the root
- * records the worker as abstained (never arrived or used) and stops
- * waiting for it. Cost: one header per abstention, no payload. VOID
- * messages go through the same round rules (dropped when finished, staged
- * when early).
- *
- * Dead workers: a lost connection, or GCX_CODED_MAX_LAG results not taken
- * within GCX_TIMEOUT, make a worker gone; rounds go on while the rest can decode; otherwise the root
- * fails the round with GCX_ERR_UNDECODABLE and tells every reachable rank
- * (ERROR message); the others time out (GCX_TIMEOUT). The same check with
- * the abstained workers taken out makes a round that only abstentions
- * leave undecodable fail at once.
+ * gcx_coded_create picks the algorithm once (GCX_CODED_ALGO or the
+ * params' algo; auto weighs both by the alpha-beta model below) and every
+ * call goes through that row of gcx_coded_impl_t: the star (star.c: one
+ * root decodes and sends the sum to every rank) or the master-less coded
+ * allreduce (masterless.c: every rank decodes the chunks it owns). What
+ * both use is below them: shared.c (worker numbering, the creation check),
+ * slot.c, straggler.c; the configuration rows are here. Cost: one indirect
+ * call per API call.
  */
 #include "coded_int.h"
 #include "base/time.h"
@@ -72,132 +21,7 @@
 
 int gcx_coded_masterless(const gcx_coded_t *coded)
 {
-    return coded != NULL && coded->car != NULL;
-}
-
-int gcx_coded_worker(const gcx_coded_t *coded, int rank)
-{
-    if (!coded->root_not_worker) {
-        return rank;
-    }
-    if (rank == coded->root) {
-        return -1;
-    }
-    return rank > coded->root ? rank - 1 : rank;
-}
-
-void gcx_coded_fill_result(const gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
-                           int skipped, gcx_coded_result_t *result)
-{
-    int w;
-
-    if (result == NULL) {
-        return;
-    }
-    result->round      = hdr->round;
-    result->arrived    = hdr->arrived;
-    result->used       = hdr->used;
-    result->abstained  = hdr->abstained;
-    result->round_time = hdr->round_time;
-    for (w = 0; w < GCX_CODE_MAX_WORKERS; ++w) {
-        result->arrival[w] = w < coded->n ? hdr->arrival[w] : NAN;
-    }
-    result->skipped = skipped;
-    result->lost    = hdr->kind == GCX_CODED_LOST;
-}
-
-gcx_status_t gcx_coded_hdr_parse(const void *bytes, size_t len,
-                                 gcx_coded_hdr_t *hdr)
-{
-    if (len < offsetof(gcx_coded_hdr_t, arrival) || len > sizeof(*hdr)) {
-        return GCX_ERR_INVALID;
-    }
-    memset(hdr, 0, sizeof(*hdr));
-    memcpy(hdr, bytes, len); /* may be unaligned */
-    return GCX_OK;
-}
-
-static void gcx_coded_am_handler(void *arg, const gcx_tl_am_msg_t *msg)
-{
-    gcx_coded_t    *coded = arg;
-    gcx_coded_hdr_t hdr;
-
-    if (gcx_coded_hdr_parse(msg->header, msg->header_length, &hdr) !=
-        GCX_OK) {
-        gcx_warn("coded gather: dropping a message with a bad header");
-        return;
-    }
-    if (hdr.comm_id != coded->comm->id || hdr.instance != coded->instance ||
-        hdr.sender >= (unsigned)coded->comm->size) {
-        return; /* another object's (destroyed) message: drop */
-    }
-    switch (hdr.kind) {
-    case GCX_CODED_CONTRIB:
-    case GCX_CODED_VOID:
-        if (coded->comm->rank == coded->root) {
-            gcx_coded_root_on_contrib(coded, &hdr, msg);
-        }
-        break;
-    case GCX_CODED_RESULT:
-    case GCX_CODED_LOST:
-        if (coded->comm->rank != coded->root) {
-            gcx_coded_rank_on_result(coded, &hdr, msg);
-        }
-        break;
-    case GCX_CODED_ERROR:
-        if (coded->error == GCX_OK && hdr.status < 0) {
-            coded->error       = (gcx_status_t)hdr.status;
-            coded->error_round = hdr.round;
-        }
-        break;
-    default:
-        gcx_warn("coded gather: dropping a message of kind %u", hdr.kind);
-        break;
-    }
-}
-
-gcx_status_t gcx_coded_agree(gcx_coded_t *coded, uint32_t coll_id)
-{
-    gcx_coll_signature_t signature = {0};
-    double              *b;
-    gcx_task_t          *check;
-    gcx_status_t         status;
-    uint32_t             fields[6];
-
-    b = malloc((size_t)coded->n * (size_t)coded->n * sizeof(*b));
-    if (b == NULL) {
-        return GCX_ERR_NOMEM;
-    }
-    gcx_code_matrix(coded->code, b);
-    fields[0] = (uint32_t)coded->n;
-    fields[1] = (uint32_t)coded->s;
-    fields[2] = coded->am_id;
-    fields[3] = (uint32_t)coded->root_not_worker;
-    fields[4] = (uint32_t)coded->lost_rounds;
-    fields[5] = (uint32_t)coded->window;
-    signature.coll  = coll_id;
-    signature.count = coded->count;
-    signature.dtype = GCX_DT_F32;
-    signature.root  = coded->root;
-    signature.extra = gcx_coll_hash(
-        gcx_coll_hash(0, fields, sizeof(fields)), b,
-        (size_t)coded->n * (size_t)coded->n * sizeof(*b));
-    free(b);
-    check = gcx_coll_check_create(coded->comm, &signature, NULL);
-    if (check == NULL) {
-        return GCX_ERR_NOMEM;
-    }
-    status = gcx_task_submit(check, NULL);
-    if (status == GCX_ERR_MISMATCH) {
-        gcx_error("coded object: the ranks disagree on the count, the code "
-                  "(workers, stragglers, matrix), lost_rounds or the "
-                  "master-less window (GCX_CODED_AHEAD, "
-                  "GCX_CODED_AHEAD_BYTES); this rank: count %zu, n %d, s %d, "
-                  "lost_rounds %d, window %d round(s)",
-                  coded->count, coded->n, coded->s, coded->lost_rounds,
-                  coded->window);
-    }
-    return status;
+    return coded != NULL && coded->impl == &gcx_coded_impl_masterless;
 }
 
 /* ---- star or master-less ------------------------------------------------- */
@@ -260,10 +84,7 @@ static gcx_status_t gcx_coded_create_locked(gcx_comm_t *comm,
                               gcx_coded_t **coded_p)
 {
     gcx_coded_t *coded;
-    gcx_tl_t    *tl;
     gcx_status_t status;
-    unsigned     id;
-    int          workers;
 
     if (comm == NULL || params == NULL || params->code == NULL ||
         coded_p == NULL || params->root < 0 || params->root >= comm->size) {
@@ -278,75 +99,23 @@ static gcx_status_t gcx_coded_create_locked(gcx_comm_t *comm,
         gcx_error("gcx_coded_create: invalid algo %d", params->algo);
         return GCX_ERR_INVALID;
     }
-    if (gcx_coded_pick_masterless(comm, params)) {
-        coded = calloc(1, sizeof(*coded));
-        if (coded == NULL) {
-            return GCX_ERR_NOMEM;
-        }
-        coded->comm = comm;
-        status      = gcx_coded_allreduce_create(comm, params, &coded->car);
-        if (status != GCX_OK) {
-            free(coded);
-            return status;
-        }
-        gcx_debug("coded gather: master-less on %d ranks, %zu floats",
-                  comm->size, params->count);
-        *coded_p = coded;
-        return GCX_OK;
-    }
-    workers = comm->size - (params->root_not_worker ? 1 : 0);
-    if (gcx_code_workers(params->code) != workers || workers < 1) {
-        gcx_error("gcx_coded_create: the code has %d workers, the "
-                  "communicator %d",
-                  gcx_code_workers(params->code), workers);
-        return GCX_ERR_INVALID;
-    }
     coded = calloc(1, sizeof(*coded));
     if (coded == NULL) {
         return GCX_ERR_NOMEM;
     }
-    tl                     = comm->tl;
-    coded->comm            = comm;
-    coded->code            = params->code;
-    coded->count           = params->count;
-    coded->bytes           = params->count * sizeof(float);
-    coded->root            = params->root;
-    coded->root_not_worker = params->root_not_worker ? 1 : 0;
-    coded->lost_rounds     = params->lost_rounds ? 1 : 0;
-    coded->n               = workers;
-    coded->s               = gcx_code_stragglers(params->code);
-    coded->my_worker       = gcx_coded_worker(coded, comm->rank);
-    coded->instance        = comm->seq;
-    status = gcx_coded_straggler_init(coded);
+    coded->comm = comm;
+    coded->impl = gcx_coded_pick_masterless(comm, params) ?
+                      &gcx_coded_impl_masterless :
+                      &gcx_coded_impl_star;
+    status = coded->impl->create(coded, params);
     if (status != GCX_OK) {
-        goto err_free;
+        free(coded);
+        return status;
     }
-    for (id = GCX_CODED_AM_FIRST; id < GCX_TL_AM_MAX_ID; ++id) {
-        if (tl->ops->am_handler(tl, id, gcx_coded_am_handler, coded) ==
-            GCX_OK) {
-            break;
-        }
-    }
-    if (id == GCX_TL_AM_MAX_ID) {
-        gcx_error("gcx_coded_create: no free active-message id");
-        status = GCX_ERR_UNSUPPORTED;
-        goto err_free;
-    }
-    coded->am_id = id;
-    /* registered before the exchange: once any rank is past it, every
-     * rank can take this object's messages */
-    status = gcx_coded_agree(coded, GCX_CODED_COLL_ID);
-    if (status != GCX_OK) {
-        goto err_unregister;
-    }
+    gcx_debug("coded gather: %s on %d ranks, %zu floats", coded->impl->name,
+              comm->size, params->count);
     *coded_p = coded;
     return GCX_OK;
-
-err_unregister:
-    tl->ops->am_handler(tl, coded->am_id, NULL, NULL);
-err_free:
-    free(coded);
-    return status;
 }
 
 gcx_status_t gcx_coded_create(gcx_comm_t *comm,
@@ -361,71 +130,15 @@ gcx_status_t gcx_coded_create(gcx_comm_t *comm,
     return status;
 }
 
-static void gcx_coded_destroy_locked(gcx_coded_t *coded)
+void gcx_coded_destroy(gcx_coded_t *coded)
 {
-    gcx_tl_t *tl;
-
     if (coded == NULL) {
         return;
     }
-    if (coded->car != NULL) {
-        gcx_coded_allreduce_destroy(coded->car);
-        free(coded);
-        return;
-    }
-    tl = coded->comm->tl;
-    if (coded->live != NULL) {
-        gcx_warn("coded gather destroyed with a round in flight");
-        coded->live->coded = NULL;
-    }
-    /* give slow transfers a moment, then hand them to the transport */
-    if (coded->comm->error == GCX_OK) {
-        tl->ops->progress(tl);
-        gcx_coded_reclaim(coded);
-    }
-    tl->ops->am_handler(tl, coded->am_id, NULL, NULL);
-    gcx_coded_slots_release(coded);
-    free(coded);
-}
-
-void gcx_coded_destroy(gcx_coded_t *coded)
-{
     gcx_context_lock();
-    gcx_coded_destroy_locked(coded);
+    coded->impl->destroy(coded);
+    free(coded);
     gcx_context_unlock();
-}
-
-/* One round task; abstain: no sendbuf, a VOID message instead. */
-static gcx_status_t gcx_coded_submit(gcx_coded_t *coded, const float *sendbuf,
-                                     float *recvbuf, int abstain,
-                                     gcx_coded_result_t *result,
-                                     gcx_request_t **req_p)
-{
-    gcx_coded_op_t *op;
-    int             is_root;
-
-    if (coded->lost_rounds && result == NULL) {
-        gcx_error("gcx_coded_%s: the object was created with lost_rounds: "
-                  "pass a result, it says whether the round was lost",
-                  abstain ? "abstain" : "gather");
-        return GCX_ERR_INVALID;
-    }
-    op = calloc(1, sizeof(*op));
-    if (op == NULL) {
-        return GCX_ERR_NOMEM;
-    }
-    is_root = coded->comm->rank == coded->root;
-    gcx_task_init(&op->super,
-                  is_root ? &gcx_coded_root_ops : &gcx_coded_rank_ops,
-                  coded->comm);
-    op->coded   = coded;
-    op->round   = coded->next_round++;
-    op->sendbuf = sendbuf;
-    op->recvbuf = recvbuf;
-    op->result  = result;
-    op->abstain = abstain && coded->my_worker >= 0;
-    op->rreq.status = GCX_OK;
-    return gcx_task_submit(&op->super, req_p);
 }
 
 gcx_status_t gcx_coded_gather(gcx_coded_t *coded, const float *sendbuf,
@@ -441,11 +154,7 @@ gcx_status_t gcx_coded_gather(gcx_coded_t *coded, const float *sendbuf,
                   (const void *)sendbuf, (void *)recvbuf);
         return GCX_ERR_INVALID;
     }
-    if (coded->car != NULL) {
-        return gcx_coded_allreduce(coded->car, sendbuf, recvbuf, result,
-                                   req_p);
-    }
-    return gcx_coded_submit(coded, sendbuf, recvbuf, 0, result, req_p);
+    return coded->impl->submit(coded, sendbuf, recvbuf, 0, result, req_p);
 }
 
 gcx_status_t gcx_coded_abstain(gcx_coded_t *coded, float *recvbuf,
@@ -457,47 +166,15 @@ gcx_status_t gcx_coded_abstain(gcx_coded_t *coded, float *recvbuf,
                   (void *)recvbuf);
         return GCX_ERR_INVALID;
     }
-    if (coded->car != NULL) {
-        return gcx_coded_allreduce_abstain(coded->car, recvbuf, result,
-                                           req_p);
-    }
-    return gcx_coded_submit(coded, NULL, recvbuf, 1, result, req_p);
-}
-
-static gcx_status_t gcx_coded_ready_locked(gcx_coded_t *coded, int *ready_p)
-{
-    gcx_coded_slot_t *slot;
-    gcx_tl_t         *tl;
-
-    if (coded == NULL || ready_p == NULL) {
-        return GCX_ERR_INVALID;
-    }
-    if (coded->comm->error != GCX_OK) {
-        return coded->comm->error;
-    }
-    tl = coded->comm->tl;
-    tl->ops->progress(tl);
-    *ready_p = 0;
-    for (slot = coded->stash; slot != NULL; slot = slot->next) {
-        if (coded->comm->rank != coded->root &&
-            slot->round == coded->next_round) {
-            *ready_p = 1;
-        }
-    }
-    return GCX_OK;
+    return coded->impl->submit(coded, NULL, recvbuf, 1, result, req_p);
 }
 
 gcx_status_t gcx_coded_ready(gcx_coded_t *coded, int *ready_p)
 {
-    gcx_status_t status;
-
-    if (coded != NULL && coded->car != NULL) {
-        return gcx_coded_allreduce_ready(coded->car, ready_p);
+    if (coded == NULL || ready_p == NULL) {
+        return GCX_ERR_INVALID;
     }
-    gcx_context_lock();
-    status = gcx_coded_ready_locked(coded, ready_p);
-    gcx_context_unlock();
-    return status;
+    return coded->impl->ready(coded, ready_p);
 }
 
 gcx_status_t gcx_coded_stats(const gcx_coded_t *coded,
@@ -506,12 +183,7 @@ gcx_status_t gcx_coded_stats(const gcx_coded_t *coded,
     if (coded == NULL || stats_p == NULL) {
         return GCX_ERR_INVALID;
     }
-    if (coded->car != NULL) {
-        return gcx_coded_allreduce_stats(coded->car, stats_p);
-    }
-    *stats_p      = coded->stats;
-    stats_p->gone = coded->gone;
-    return GCX_OK;
+    return coded->impl->stats(coded, stats_p);
 }
 
 /* ---- configuration rows (registered into base's one table) -------------- */

@@ -1,6 +1,9 @@
 /*
- * coded_int.h - internal state of the coded gather (see coded.c for
- * the design: rounds, late messages, the FIFO).
+ * coded_int.h - internal state of the coded object: the dispatch row of
+ * its two algorithms (coded.c), and the star's state (see star.c for its
+ * design: rounds, late messages, the FIFO), which the master-less coded
+ * allreduce (masterless_int.h) builds on for its slots, injection and
+ * creation check.
  *
  * Pieces: the wire header (one active message per contribution, result or
  * error), refcounted blocks and slots (internal buffers a transfer may
@@ -120,10 +123,37 @@ typedef struct gcx_coded_held {
 
 typedef struct gcx_coded_op gcx_coded_op_t;
 
+/*
+ * One aggregation algorithm behind gcx_coded_t (GCX_CODED_ALGO picks the
+ * row at creation): coded.c checks the arguments of every API call and
+ * dispatches through the object's row. create fills @p coded (comm set, the rest zero; on failure leaves
+ * nothing to release) and agrees with every rank, under the context lock;
+ * destroy releases what create made (not @p coded), under the lock;
+ * submit, ready and stats take the lock themselves where they need it.
+ */
+typedef struct gcx_coded_impl {
+    const char *name;
+    gcx_status_t (*create)(gcx_coded_t *coded,
+                           const gcx_coded_params_t *params);
+    void (*destroy)(gcx_coded_t *coded);
+    /* a round: with sendbuf, or abstaining (sendbuf NULL) */
+    gcx_status_t (*submit)(gcx_coded_t *coded, const float *sendbuf,
+                           float *recvbuf, int abstain,
+                           gcx_coded_result_t *result,
+                           gcx_request_t **req_p);
+    gcx_status_t (*ready)(gcx_coded_t *coded, int *ready_p);
+    gcx_status_t (*stats)(const gcx_coded_t *coded,
+                          gcx_coded_stats_t *stats_p);
+} gcx_coded_impl_t;
+
+extern const gcx_coded_impl_t gcx_coded_impl_star;      /* star.c */
+extern const gcx_coded_impl_t gcx_coded_impl_masterless; /* masterless.c */
+
 struct gcx_coded {
     gcx_comm_t  *comm;
-    /* GCX_CODED_ALGO_MASTERLESS: the calls go to this object, nothing
-     * below is used but comm (star: NULL) */
+    const gcx_coded_impl_t *impl; /* star or master-less (coded.c) */
+    /* master-less: the calls go to this object, nothing below is used
+     * but comm (star: NULL) */
     gcx_coded_allreduce_t *car;
     gcx_code_t  *code;
     size_t       count;

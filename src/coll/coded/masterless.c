@@ -475,3 +475,49 @@ gcx_status_t gcx_coded_allreduce_stats(const gcx_coded_allreduce_t *car,
     stats_p->gone = car->base.gone;
     return GCX_OK;
 }
+
+/* ---- the master-less row of the coded object's dispatch (coded.c) -------- */
+
+static gcx_status_t gcx_car_algo_create(gcx_coded_t *coded,
+                                        const gcx_coded_params_t *params)
+{
+    return gcx_coded_allreduce_create(coded->comm, params, &coded->car);
+}
+
+static void gcx_car_algo_destroy(gcx_coded_t *coded)
+{
+    gcx_coded_allreduce_destroy(coded->car);
+}
+
+static gcx_status_t gcx_car_algo_submit(gcx_coded_t *coded,
+                                        const float *sendbuf, float *recvbuf,
+                                        int abstain,
+                                        gcx_coded_result_t *result,
+                                        gcx_request_t **req_p)
+{
+    if (abstain) {
+        return gcx_coded_allreduce_abstain(coded->car, recvbuf, result,
+                                           req_p);
+    }
+    return gcx_coded_allreduce(coded->car, sendbuf, recvbuf, result, req_p);
+}
+
+static gcx_status_t gcx_car_algo_ready(gcx_coded_t *coded, int *ready_p)
+{
+    return gcx_coded_allreduce_ready(coded->car, ready_p);
+}
+
+static gcx_status_t gcx_car_algo_stats(const gcx_coded_t *coded,
+                                       gcx_coded_stats_t *stats_p)
+{
+    return gcx_coded_allreduce_stats(coded->car, stats_p);
+}
+
+const gcx_coded_impl_t gcx_coded_impl_masterless = {
+    .name    = "master-less",
+    .create  = gcx_car_algo_create,
+    .destroy = gcx_car_algo_destroy,
+    .submit  = gcx_car_algo_submit,
+    .ready   = gcx_car_algo_ready,
+    .stats   = gcx_car_algo_stats,
+};
