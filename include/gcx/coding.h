@@ -214,7 +214,9 @@ typedef struct gcx_code gcx_code_t;
  *         GCX_ERR_RANGE (a matrix entry is NaN or infinite);
  *         GCX_ERR_UNSUPPORTED (n > GCX_CODE_MAX_WORKERS); GCX_ERR_NOMEM;
  *         GCX_ERR_UNDECODABLE if no usable CR matrix was found (never seen
- *         for n <= 64). Nothing is allocated on failure.
+ *         for n <= 64). Nothing is allocated on failure. A parameter check
+ *         that fails logs an error naming what is wrong (e.g. "more
+ *         workers than GCX_CODE_MAX_WORKERS (64)").
  */
 GCX_API
 gcx_status_t gcx_code_create(const gcx_code_params_t *params,

@@ -231,10 +231,11 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
     }
     cp.n = n;
     cp.s = s;
-    if (gcx_code_create(&cp, &code) != GCX_OK) {
+    st = gcx_code_create(&cp, &code);
+    if (st != GCX_OK) {
         if (rank == 0) {
-            printf("# %s: no code for n = %d, s = %d (FR needs (s+1) | n)\n",
-                   mode, n, s);
+            printf("# %s: no code for n = %d, s = %d: %s (gcx_code_create "
+                   "says why above)\n", mode, n, s, gcx_strerror(st));
         }
         return 0;
     }

@@ -12,42 +12,69 @@
  * allocates. The getters are O(1), gcx_code_assignment() O(load).
  */
 #include "code_int.h"
+#include "base/log.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static gcx_status_t code_check_params(const gcx_code_params_t *p)
+static const char *code_kind_name(gcx_code_kind_t kind)
+{
+    switch (kind) {
+    case GCX_CODE_UNCODED: return "an uncoded";
+    case GCX_CODE_FR:      return "an FR";
+    case GCX_CODE_CR:      return "a CR";
+    case GCX_CODE_MATRIX:  return "a MATRIX";
+    }
+    return "an unknown";
+}
+
+/* GCX_OK, or the status and, in *why, what is wrong with @p p. */
+static gcx_status_t code_check_params(const gcx_code_params_t *p,
+                                      const char **why)
 {
     if (p->n > GCX_CODE_MAX_WORKERS) {
+        *why = "more workers than GCX_CODE_MAX_WORKERS (64), the size of "
+               "the worker bitmasks of this API";
         return GCX_ERR_UNSUPPORTED;
     }
-    if (p->n < 1 || p->s < 0 || p->s >= p->n || p->cache_size < 0 ||
+    if (p->n < 1 || p->s < 0 || p->s >= p->n) {
+        *why = "n must be >= 1 and s in 0..n-1";
+        return GCX_ERR_INVALID;
+    }
+    if (p->cache_size < 0 ||
         !(p->max_amplification == 0.0 || p->max_amplification >= 1.0)) {
+        *why = "cache_size must be >= 0 and max_amplification 0 or >= 1";
         return GCX_ERR_INVALID;
     }
     if (p->decoding != GCX_CODE_DECODE_EXACT &&
         p->decoding != GCX_CODE_DECODE_WEIGHTED) {
+        *why = "unknown decoding";
         return GCX_ERR_INVALID;
     }
     switch (p->kind) {
     case GCX_CODE_UNCODED:
+        *why = "an uncoded code has s = 0";
         return (p->s == 0) ? GCX_OK : GCX_ERR_INVALID;
     case GCX_CODE_FR:
+        *why = "FR needs s + 1 to divide n (groups of s + 1 workers)";
         return (p->n % (p->s + 1) == 0) ? GCX_OK : GCX_ERR_INVALID;
     case GCX_CODE_CR:
         return GCX_OK;
     case GCX_CODE_MATRIX:
+        *why = "a MATRIX code needs its n x n matrix";
         if (p->matrix == NULL) {
             return GCX_ERR_INVALID;
         }
         for (int k = 0; k < p->n * p->n; k++) {
             if (!isfinite(p->matrix[k])) {
+                *why = "the matrix has an entry that is not finite";
                 return GCX_ERR_RANGE;
             }
         }
         return GCX_OK;
     }
+    *why = "unknown code kind";
     return GCX_ERR_INVALID;
 }
 
@@ -136,13 +163,16 @@ gcx_status_t gcx_code_create(const gcx_code_params_t *params,
 {
     gcx_code_t *code;
     gcx_status_t status;
+    const char *why = "";
     size_t n;
 
     if (params == NULL || code_p == NULL) {
         return GCX_ERR_INVALID;
     }
-    status = code_check_params(params);
+    status = code_check_params(params, &why);
     if (status != GCX_OK) {
+        gcx_error("gcx_code_create: %s code, n = %d, s = %d: %s",
+                  code_kind_name(params->kind), params->n, params->s, why);
         return status;
     }
     n = (size_t)params->n;
