@@ -11,9 +11,10 @@
  * (β: every link loaded at once, as in a ring's step) and a local 1M-pair
  * merge (γ), agreed by a MAX allreduce so every rank models alike.
  * Cost: once per communicator, 7(P-1) small messages and 12 MB sent per
- * rank, a buffer of max(8 MB, 8P bytes), plus ~2 merges of 2M pairs;
- * nothing on later calls. (It was one ring of 4 MB per rank: 4(P-1) MB
- * sent and 4P MB held per rank, 256 MB at 64 ranks.)
+ * rank, a buffer of max(8 MB, 8P bytes), freed before ~2 merges of 2M
+ * pairs (the peak is the larger of the two); nothing on later calls.
+ * (It was one ring of 4 MB per rank: 4(P-1) MB sent and 4P MB held per
+ * rank, 256 MB at 64 ranks.)
  */
 #include "sparse_allreduce.h"
 
@@ -278,6 +279,10 @@ int gcx_sparse_cal_progress(gcx_sparse_task_t *t)
             cal->vals[0] = cal->small_s / (P - 1);
             cal->vals[1] = (cal->shift_s - cal->vals[0]) /
                            (double)GCX_SPARSE_CAL_BYTES;
+            /* the transfers are done: the 8 MB buffer goes before the
+             * merge allocates its own (the calibration's peak) */
+            free(cal->buf);
+            cal->buf     = NULL;
             cal->vals[2] = gcx_sparse_measure_merge();
             gcx_task_init(&cal->rd_task, &gcx_sparse_pseudo_ops,
                           t->super.comm);
