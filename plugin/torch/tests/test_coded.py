@@ -142,6 +142,10 @@ def test_stopped_owner_masterless_one_timeout_then_shrink():
         assert re.search(r"chunk 3: owner rank 3 |"
                          r"chunk 2: owned here, waiting for ACKs: .*"
                          r"ACKs wanted 0x8 got 0x0", out), (rank, out[-3000:])
+        # and what the object's handler took (the live ranks' chunks came)
+        assert re.search(r"messages taken by this object since its "
+                         r"creation: [1-9][0-9]* chunk", out), \
+            (rank, out[-3000:])
     assert timed_out > 0, [out[-3000:] for _, out in res[:3]]
 
 

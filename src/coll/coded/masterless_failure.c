@@ -184,4 +184,17 @@ void gcx_car_describe(const gcx_task_t *task)
     gcx_error("  %d round(s) served ahead, %d message(s) staged; next round "
               "to finish here %llu",
               ahead, staged, (unsigned long long)car->next_open);
+    gcx_error("  messages taken by this object since its creation: %llu "
+              "chunk, %llu decoded, %llu ACK, %llu COMMIT, %llu VOID, %llu "
+              "LOST; %llu dropped as another object's (last: comm %u "
+              "instance %u; this object: comm %u instance %u)",
+              (unsigned long long)car->rx[GCX_CAR_CHUNK],
+              (unsigned long long)car->rx[GCX_CAR_DECODED],
+              (unsigned long long)car->rx[GCX_CAR_ACK],
+              (unsigned long long)car->rx[GCX_CAR_COMMIT],
+              (unsigned long long)car->rx[GCX_CAR_VOID],
+              (unsigned long long)car->rx[GCX_CAR_LOST],
+              (unsigned long long)car->rx_foreign, car->rx_foreign_comm,
+              car->rx_foreign_instance, car->base.comm->id,
+              car->base.instance);
 }

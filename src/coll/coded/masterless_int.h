@@ -86,6 +86,12 @@ struct gcx_coded_allreduce {
     gcx_car_kept_t *kept;
     uint64_t      next_round; /* number of the next call */
     uint64_t      next_open;  /* lowest round not finished here */
+    /* what the AM handler saw, for gcx_car_describe after GCX_TIMEOUT:
+     * messages taken, by kind (GCX_CAR_CHUNK .. GCX_CAR_LOST), and those
+     * dropped as another object's, with the last such (comm id, instance) */
+    uint64_t      rx[GCX_CAR_LOST + 1];
+    uint64_t      rx_foreign;
+    uint32_t      rx_foreign_comm, rx_foreign_instance;
 };
 
 enum { GCX_CAR_COLLECT, GCX_CAR_ACKS, GCX_CAR_DONE };

@@ -270,8 +270,12 @@ void gcx_car_am_handler(void *arg, const gcx_tl_am_msg_t *msg)
     if (hdr.comm_id != car->base.comm->id ||
         hdr.instance != car->base.instance ||
         hdr.sender == (unsigned)car->base.comm->rank) {
-        return; /* another object's (destroyed) message: drop */
+        ++car->rx_foreign; /* another object's (destroyed) message: drop */
+        car->rx_foreign_comm     = hdr.comm_id;
+        car->rx_foreign_instance = hdr.instance;
+        return;
     }
+    ++car->rx[hdr.kind]; /* a known kind: checked by the parse */
     switch (hdr.kind) {
     case GCX_CAR_CHUNK:
         gcx_car_on_chunk(car, &hdr, msg);

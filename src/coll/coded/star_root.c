@@ -522,21 +522,32 @@ static int gcx_coded_root_out_of_time(const gcx_coded_op_t *op)
     return gcx_time_now() > op->super.deadline - 0.01;
 }
 
+/* Worker w, not gone yet: 1 and counted gone (with a warning) when the
+ * transport reports its connection lost. */
+static int gcx_coded_root_lost(gcx_coded_t *coded, int w)
+{
+    gcx_tl_t *tl = coded->comm->tl;
+
+    if (!tl->ops->peer_failed(tl, gcx_coded_rank_of(coded, w))) {
+        return 0;
+    }
+    gcx_warn("coded gather: worker %d (rank %d) is gone: connection lost", w,
+             gcx_coded_rank_of(coded, w));
+    coded->gone |= 1ull << w;
+    return 1;
+}
+
 /* Cannot finish: too few workers left, or out of time. */
 static int gcx_coded_root_check_failure(gcx_coded_op_t *op)
 {
     gcx_coded_t *coded = op->coded;
-    gcx_tl_t    *tl    = coded->comm->tl;
     uint64_t     all   = coded->n == 64 ? ~0ull : (1ull << coded->n) - 1;
     uint64_t     possible;
     int          w, decodable = 0;
 
     for (w = 0; w < coded->n; ++w) {
-        if (!(coded->gone & (1ull << w)) &&
-            tl->ops->peer_failed(tl, gcx_coded_rank_of(coded, w))) {
-            gcx_warn("coded gather: worker %d (rank %d) is gone: connection "
-                     "lost", w, gcx_coded_rank_of(coded, w));
-            coded->gone |= 1ull << w;
+        if (!(coded->gone & (1ull << w))) {
+            gcx_coded_root_lost(coded, w);
         }
     }
     /* abstained and given-up workers will not contribute to this round */
@@ -674,12 +685,12 @@ static int gcx_coded_root_decode(gcx_coded_op_t *op)
  * A rank holding GCX_CODED_MAX_LAG results it has not taken (descheduled,
  * paused, behind a slow link) holds this publication back until it takes
  * one -- 1: wait; a rank whose connection is lost, or that takes none
- * before the round's GCX_TIMEOUT runs out, is counted gone and its
- * transfers abandoned. Evicting it at the
- * limit instead would lose a live rank to a pause of 64 short rounds (a few
+ * before the round's GCX_TIMEOUT runs out, is counted gone. The result
+ * sends to every gone rank are abandoned. Evicting a rank at the limit
+ * instead would lose a live rank to a pause of 64 short rounds (a few
  * hundred ms); waiting costs the others nothing until a rank is that far
  * behind, and a compute straggler catches up (it skips the work of a round
- * decoded without it). Cost: one pass over the slots in flight.
+ * decoded without it). Cost: two passes over the slots in flight.
  */
 static int gcx_coded_root_laggards(gcx_coded_op_t *op)
 {
@@ -699,31 +710,15 @@ static int gcx_coded_root_laggards(gcx_coded_op_t *op)
     }
     for (w = 0; w < coded->n; ++w) {
         if (held[w] >= coded->comm->config.coded_max_lag &&
-            !(coded->gone & (1ull << w))) {
+            !(coded->gone & (1ull << w)) && !gcx_coded_root_lost(coded, w)) {
             lagging |= 1ull << w;
         }
     }
-    if (lagging == 0) {
-        return 0;
-    }
-    if (!gcx_coded_root_out_of_time(op)) {
-        for (w = 0; w < coded->n; ++w) {
-            if ((lagging & (1ull << w)) &&
-                !coded->comm->tl->ops->peer_failed(coded->comm->tl,
-                                                  gcx_coded_rank_of(coded, w))) {
-                return 1; /* alive as far as the transport knows: wait */
-            }
-        }
+    if (lagging != 0 && !gcx_coded_root_out_of_time(op)) {
+        return 1; /* alive as far as the transport knows: wait */
     }
     for (w = 0; w < coded->n; ++w) {
-        if (!(lagging & (1ull << w))) {
-            continue;
-        }
-        if (coded->comm->tl->ops->peer_failed(coded->comm->tl,
-                                              gcx_coded_rank_of(coded, w))) {
-            gcx_warn("coded gather: worker %d (rank %d) is gone: connection "
-                     "lost", w, gcx_coded_rank_of(coded, w));
-        } else {
+        if (lagging & (1ull << w)) {
             gcx_warn("coded gather: worker %d (rank %d) took none of the %d "
                      "decoded sums held for it (GCX_CODED_MAX_LAG) within "
                      "GCX_TIMEOUT=%g s; counted gone",
@@ -735,7 +730,7 @@ static int gcx_coded_root_laggards(gcx_coded_op_t *op)
     for (slot = coded->inflight; slot != NULL; slot = slot->next) {
         for (r = 0; r < slot->nreqs; ++r) {
             w = gcx_coded_worker(coded, r);
-            if (w >= 0 && (lagging & (1ull << w))) {
+            if (w >= 0 && (coded->gone & (1ull << w))) {
                 gcx_coded_slot_abandon_req(coded, slot, r);
             }
         }
