@@ -12,12 +12,9 @@
  * call per API call.
  */
 #include "coded_int.h"
-#include "base/time.h"
 
 #include <limits.h>
-#include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 int gcx_coded_masterless(const gcx_coded_t *coded)
 {

@@ -98,9 +98,6 @@
 #include "base/log.h"
 #include "base/time.h"
 
-#include <gcx/coded.h>
-
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 

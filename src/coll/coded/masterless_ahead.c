@@ -7,14 +7,8 @@
  * states (see the comment at gcx_car_link).
  */
 #include "masterless_int.h"
-#include "base/log.h"
-#include "base/time.h"
 
-#include <gcx/coded.h>
-
-#include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 /*
  * Serving rounds ahead of the call. A rank that has not entered round r

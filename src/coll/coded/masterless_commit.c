@@ -11,10 +11,7 @@
 #include "base/log.h"
 #include "base/time.h"
 
-#include <gcx/coded.h>
-
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 void gcx_car_on_decoded(gcx_coded_allreduce_t *car,

@@ -9,13 +9,6 @@
  */
 #include "masterless_int.h"
 #include "base/log.h"
-#include "base/time.h"
-
-#include <gcx/coded.h>
-
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
 
 /* Owner: the taken chunks that have landed (this rank's own: always). */
 uint64_t gcx_car_landed_bits(const gcx_coded_allreduce_t *car,

@@ -8,13 +8,6 @@
  */
 #include "masterless_int.h"
 #include "base/log.h"
-#include "base/time.h"
-
-#include <gcx/coded.h>
-
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
 
 /* Owner of chunk c now, into acting[c]: the first owner of its line whose
  * connection is not lost (this rank's view); -1 when every one is lost.

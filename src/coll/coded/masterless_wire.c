@@ -11,10 +11,6 @@
 #include "base/log.h"
 #include "base/time.h"
 
-#include <gcx/coded.h>
-
-#include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 void gcx_car_hdr_init(gcx_coded_allreduce_t *car, uint64_t round,

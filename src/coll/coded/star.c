@@ -60,15 +60,13 @@
  * Dead workers: a lost connection, or GCX_CODED_MAX_LAG results not taken
  * within GCX_TIMEOUT, make a worker gone; rounds go on while the rest can
  * decode; otherwise the root fails the round with GCX_ERR_UNDECODABLE and
- * tells every reachable rank
- * (ERROR message); the others time out (GCX_TIMEOUT). The same check with
+ * tells every reachable rank (ERROR message); the others time out
+ * (GCX_TIMEOUT). The same check with
  * the abstained workers taken out makes a round that only abstentions
  * leave undecodable fail at once.
  */
 #include "coded_int.h"
-#include "base/time.h"
 
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
