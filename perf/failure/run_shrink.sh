@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The shrink figure of issue 26: JOBS jobs of N ranks on this host, one rank
 # killed in each (gcx_shrink_perf.c); prints every job's line and the medians.
-# Usage: run_shrink.sh [BUILD_DIR] [JOBS] [N]
+# Usage: [HOW=exit|kill] run_shrink.sh [BUILD_DIR] [JOBS] [N]
+# (HOW=kill: the victim raises SIGKILL instead of _exit)
 set -euo pipefail
 build=${1:-build} jobs=${2:-20} n=${3:-8}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -12,7 +13,8 @@ trap 'rm -f "$stamp"' EXIT
 lines=()
 for ((j = 0; j < jobs; ++j)); do
   line=$(GCX_TIMEOUT=${GCX_TIMEOUT:-30} "$gcxrun" -n "$n" --keep-going -- \
-           "$perf" --stamp "$stamp" --kill-at $((20 + j % 7)) | grep '^SHRINK' || true)
+           "$perf" --stamp "$stamp" --kill-at $((20 + j % 7)) --how "${HOW:-exit}" |
+           grep '^SHRINK' || true)
   echo "$line"
   [[ -n $line ]] && lines+=("$line")
 done

@@ -4,6 +4,7 @@
  */
 #include "victim_loop.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +23,8 @@ static int victim_usage(const char *prog, int with_how)
 {
     fprintf(stderr,
             "usage: %s --stamp FILE [--kill-at N] [--count N] "
-            "[--victim R]%s\n",
-            prog, with_how ? " [--how exit|linkdown]" : "");
+            "[--victim R] [--how exit|kill%s]\n",
+            prog, with_how ? "|linkdown" : "");
     return 2;
 }
 
@@ -41,14 +42,15 @@ int victim_opts_parse(int argc, char **argv, int with_how,
             opts->count = atol(argv[++i]);
         } else if (!strcmp(argv[i], "--victim") && i + 1 < argc) {
             opts->victim = atoi(argv[++i]);
-        } else if (with_how && !strcmp(argv[i], "--how") && i + 1 < argc) {
+        } else if (!strcmp(argv[i], "--how") && i + 1 < argc) {
             opts->how = argv[++i];
         } else {
             return victim_usage(argv[0], with_how);
         }
     }
     if (opts->stamp == NULL || opts->count <= 0 ||
-        (strcmp(opts->how, "exit") && strcmp(opts->how, "linkdown"))) {
+        (strcmp(opts->how, "exit") && strcmp(opts->how, "kill") &&
+         (!with_how || strcmp(opts->how, "linkdown")))) {
         return victim_usage(argv[0], with_how);
     }
     return 0;
@@ -74,6 +76,9 @@ gcx_status_t victim_loop(gcx_comm_t *comm, const victim_opts_t *opts,
             if (f != NULL) {
                 fprintf(f, "%.9f\n", victim_wall_now());
                 fclose(f);
+            }
+            if (!strcmp(opts->how, "kill")) {
+                raise(SIGKILL); /* as an OOM kill or scancel -s KILL */
             }
             _exit(0);
         }

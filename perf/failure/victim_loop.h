@@ -7,8 +7,9 @@
  * --kill-at the victim (--victim, the last rank by default) writes the
  * wall-clock time (CLOCK_REALTIME: one clock for every process of the host,
  * network namespaces included) to --stamp FILE and leaves at once (_exit:
- * the kernel closes what it had, as for a killed process; --how linkdown
- * first takes its own network link down). The survivors read the stamp to
+ * the kernel closes what it had, as for a killed process; --how kill
+ * raises SIGKILL instead, a real kill; --how linkdown first takes its own
+ * network link down). The survivors read the stamp to
  * time what followed. Cost: nothing beyond the loop's allreduces.
  */
 #ifndef GCX_PERF_VICTIM_LOOP_H
@@ -21,14 +22,15 @@ typedef struct victim_opts {
     long        kill_at; /* --kill-at N: the victim leaves at iteration N */
     long        count;   /* --count N: floats per allreduce */
     int         victim;  /* --victim R; -1: the last rank */
-    const char *how;     /* --how exit|linkdown (only where allowed) */
+    const char *how;     /* --how exit|kill|linkdown (linkdown only where
+                            allowed) */
 } victim_opts_t;
 
 /* CLOCK_REALTIME in seconds. */
 double victim_wall_now(void);
 
 /* Parses argv into @p opts (its fields hold the defaults on entry); --how
- * only if @p with_how. Returns 0, or 2 after printing the usage. */
+ * linkdown only if @p with_how. Returns 0, or 2 after printing the usage. */
 int victim_opts_parse(int argc, char **argv, int with_how,
                       victim_opts_t *opts);
 
