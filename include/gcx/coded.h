@@ -75,7 +75,8 @@ typedef enum gcx_coded_algo {
      * The cheaper of star and master-less by an alpha-beta model
      * (GCX_NET_LATENCY_US, GCX_NET_BANDWIDTH_GBPS; 20 us and 10 Gbit/s when
      * unset) for the ranks and the vector size; star where master-less
-     * cannot serve the parameters (root_not_worker). The model
+     * cannot serve the parameters (root_not_worker, more than 64
+     * workers). The model
      * weighs no stragglers: master-less covers a rank still computing only
      * while its process progresses (a progress thread: see
      * gcx_coded_allreduce_t), the star whatever the rank does.
@@ -121,29 +122,41 @@ typedef struct gcx_coded_params {
     int algo;
 } gcx_coded_params_t;
 
-/** What a round was decoded from. Written only when the round succeeds
- *  (or, with lost_rounds, is lost). */
+/**
+ * What a round was decoded from. Written only when the round succeeds
+ * (or, with lost_rounds, is lost).
+ *
+ * The worker sets and the arrival times are written into the caller's
+ * storage: zero-initialise the result, then point the fields wanted at
+ * arrays for the object's n workers (or let gcx_coded_result_alloc() do
+ * it); a NULL field is not written. Sets are worker sets over n workers
+ * (gcx/wset.h: GCX_WSET_WORDS(n) words, bit w for worker w). The same
+ * result can be passed to every round; the storage must stay valid until
+ * the round completes (a non-blocking call writes it then).
+ */
 typedef struct gcx_coded_result {
     uint64_t round;   /**< Round number (0, 1, ... by call order). */
-    uint64_t arrived; /**< Bit w: worker w's message reached the root
-                           before the round was decodable. */
-    uint64_t used;    /**< Bit w: folded in with a nonzero coefficient;
-                           pass it to gcx_pgc_decode(). used is a subset
-                           of arrived. */
+    /** Worker w's message reached the root before the round was
+     *  decodable (master-less: the owner of a chunk). Out; caller storage. */
+    uint64_t *arrived;
+    /** Folded in with a nonzero coefficient; pass it to gcx_pgc_decode().
+     *  used is a subset of arrived. Out; caller storage. */
+    uint64_t *used;
     /**
-     * Bit w: worker w abstained (gcx_coded_abstain()) and the root learned
-     * it before the round was decodable. Never in arrived or used: an
-     * abstention is not a message the round can be decoded from.
+     * Worker w abstained (gcx_coded_abstain()) and the root learned it
+     * before the round was decodable. Never in arrived or used: an
+     * abstention is not a message the round can be decoded from. Out;
+     * caller storage.
      */
-    uint64_t abstained;
+    uint64_t *abstained;
+    /**
+     * Per worker (n floats): seconds after the root entered the round at
+     * which its message arrived (negative: before), NAN when it did not
+     * arrive in time. Out; caller storage.
+     */
+    float *arrival;
     double round_time; /**< Seconds from the root entering the round to the
                             decoded sum (as measured by the root). */
-    /**
-     * Per worker: seconds after the root entered the round at which its
-     * message arrived (negative: before), NAN when it did not arrive in
-     * time.
-     */
-    float arrival[GCX_CODE_MAX_WORKERS];
     /**
      * 1 when this rank sent nothing for the round (no contribution, chunk
      * or abstention) because the round was already decided here when it
@@ -163,8 +176,24 @@ typedef struct gcx_coded_result {
                       other fields say who arrived and abstained. */
 } gcx_coded_result_t;
 
+/**
+ * Point every worker set and the arrival times of @p result at storage
+ * for @p n workers, allocated here in one block (about n / 2 bytes), and
+ * zero the rest of the result. Release it with gcx_coded_result_free().
+ *
+ * @return GCX_OK; GCX_ERR_INVALID (NULL, n < 1); GCX_ERR_NOMEM.
+ */
+GCX_API
+gcx_status_t gcx_coded_result_alloc(gcx_coded_result_t *result, int n);
+
+/** Free what gcx_coded_result_alloc() allocated and zero the result. NULL
+ *  is allowed. */
+GCX_API
+void gcx_coded_result_free(gcx_coded_result_t *result);
+
 /** Counters of one object (cumulative, this rank's view; buffer_bytes is
- *  a level). */
+ *  a level). Zero-initialise; set gone to storage for n workers to get
+ *  the set. */
 typedef struct gcx_coded_stats {
     uint64_t rounds;        /**< Rounds completed here. */
     uint64_t late_dropped;  /**< Root: messages of finished rounds dropped. */
@@ -177,8 +206,10 @@ typedef struct gcx_coded_stats {
     uint64_t abstained;     /**< Rounds this rank (a worker) abstained from
                                  and said so: gcx_coded_abstain() calls
                                  that were not skipped. */
-    uint64_t gone;          /**< Root (master-less: every rank): bit w
-                                 set for workers counted gone. */
+    /** Root (master-less: every rank): workers counted gone. Out, when not
+     *  NULL: a worker set over n workers in the caller's storage. */
+    uint64_t *gone;
+    uint64_t gone_count;    /**< How many workers are counted gone. */
     uint64_t rounds_lost;   /**< Rounds completed as lost (lost_rounds). */
     uint64_t transfers_lost; /**< Root: contributions taken for decoding
                                  whose transfer then failed (the sender
@@ -237,7 +268,11 @@ typedef struct gcx_coded_stats {
  * @return GCX_OK; GCX_ERR_INVALID (bad root, n not matching the number of
  *         workers, bad GCX_STRAGGLER_RANKS); GCX_ERR_MISMATCH (ranks
  *         disagree on code, count or root); GCX_ERR_UNSUPPORTED (no free
- *         active-message id); GCX_ERR_NOMEM; the communicator's error.
+ *         active-message id; more than 16384 workers for the star, whose
+ *         RESULT header carries three worker sets and must stay within
+ *         UCX's active-message header limit, about 8 KB; more than 64 for
+ *         master-less, see gcx_coded_allreduce_create(); an error logged
+ *         says which); GCX_ERR_NOMEM; the communicator's error.
  */
 GCX_API
 gcx_status_t gcx_coded_create(gcx_comm_t *comm,
@@ -350,13 +385,14 @@ int gcx_coded_masterless(const gcx_coded_t *coded);
  * Worker index of @p rank, a rank of the object's communicator (not of the
  * world or the launcher: a split or shrunk communicator numbers its own):
  * @p rank itself, but with root_not_worker -1 for the root and rank - 1
- * above it. Worker w sends row w of the code's encoding and is bit w of
- * the result's masks. Master-less: always @p rank.
+ * above it. Worker w sends row w of the code's encoding and is worker w
+ * of the result's worker sets. Master-less: always @p rank.
  */
 GCX_API
 int gcx_coded_worker(const gcx_coded_t *coded, int rank);
 
-/** Counters so far. */
+/** Counters so far. stats_p->gone is read first: when not NULL, the set
+ *  of workers counted gone is written there (n workers). */
 GCX_API
 gcx_status_t gcx_coded_stats(const gcx_coded_t *coded,
                              gcx_coded_stats_t *stats_p);
@@ -415,8 +451,8 @@ typedef struct gcx_coded_allreduce gcx_coded_allreduce_t;
  *                  object): worker w is rank w of @p comm (its rank in this
  *                  communicator, whatever it is in the world), so rank w
  *                  passes row w of the code's encoding to
- *                  gcx_coded_allreduce(), and bit w of a result's masks is
- *                  rank w.
+ *                  gcx_coded_allreduce(), and worker w of a result's sets
+ *                  is rank w.
  * @param params    code (n workers, borrowed), count and lost_rounds (as
  *                  for gcx_coded_create()); root is ignored;
  *                  root_not_worker must be 0.
@@ -425,7 +461,10 @@ typedef struct gcx_coded_allreduce gcx_coded_allreduce_t;
  * @return GCX_OK; GCX_ERR_INVALID (bad parameters, code size not the
  *         communicator's, bad GCX_STRAGGLER_RANKS); GCX_ERR_MISMATCH (ranks
  *         disagree on code or count); GCX_ERR_UNSUPPORTED (no free
- *         active-message id); GCX_ERR_NOMEM; the communicator's error.
+ *         active-message id, or more than 64 workers: the master-less
+ *         round carries worker sets of at most 64 in its messages, with
+ *         an error logged that says so); GCX_ERR_NOMEM; the communicator's
+ *         error.
  */
 GCX_API
 gcx_status_t gcx_coded_allreduce_create(gcx_comm_t *comm,
@@ -439,12 +478,13 @@ gcx_status_t gcx_coded_allreduce_create(gcx_comm_t *comm,
  * as its other collectives on the communicator.
  *
  * result->used is the union of the workers the chunks were decoded from
- * (0 for a lost round), result->arrived the workers whose chunk reached
+ * (empty for a lost round), result->arrived the workers whose chunk reached
  * this rank's own chunk, result->abstained those whose VOID did,
  * result->skipped 1 when every chunk was final here before this rank sent
  * any (gcx_coded_result_t: a late entrant, whose own chunk it served ahead
  * from the others'; sendbuf is then not read), result->lost 1 for a round
- * lost (lost_rounds: recvbuf not written), result->arrival is NAN. With
+ * lost (lost_rounds: recvbuf not written), result->arrival is NAN (no
+ * root times the arrivals). With
  * lost_rounds every call must pass a result (GCX_ERR_INVALID otherwise).
  *
  * @param sendbuf  Read until the request completes (chunks are copied

@@ -34,8 +34,11 @@
  * result is an unbiased estimate of sum_j g_j only on average over which
  * workers straggle.
  *
- * Arrived sets are bitmasks: bit i is worker i. Hence n <= 64
- * (GCX_CODE_MAX_WORKERS); larger n is rejected with GCX_ERR_UNSUPPORTED.
+ * Arrived sets are worker sets over n workers (gcx/wset.h: bit i is worker
+ * i, GCX_WSET_WORDS(n) words). n goes up to GCX_CODE_MAX_WORKERS (65536)
+ * for UNCODED and FR, whose state is O(n (s + 1)) and whose decoding is in
+ * closed form; CR and MATRIX, decoded by a dense solve, up to
+ * GCX_CODE_MAX_SOLVED_WORKERS (64). Larger n: GCX_ERR_UNSUPPORTED.
  *
  * @section gc_threads Threads and memory
  * Functions taking a const object are safe to call concurrently. Those that
@@ -138,13 +141,27 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <gcx/status.h>
+#include <gcx/wset.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/** Largest number of workers: arrived sets are 64-bit masks. */
-#define GCX_CODE_MAX_WORKERS 64
+/**
+ * Largest number of workers of a code: the transport's largest
+ * communicator. Worker sets are sized by n (gcx/wset.h); UNCODED and FR
+ * (also WEIGHTED) keep O(n (s + 1)) state and decode in closed form, so
+ * they go this far.
+ */
+#define GCX_CODE_MAX_WORKERS 65536
+
+/**
+ * Largest number of workers of the codes decoded by a dense least-squares
+ * solve (exact CR and MATRIX): they hold the n x n matrix and solve an
+ * n x |F| system per new arrived set (0.56 s at n = 1024), so they stop
+ * here; use FR past it (docs/cr-decoding-at-scale.md).
+ */
+#define GCX_CODE_MAX_SOLVED_WORKERS 64
 
 /**
  * Default largest noise amplification accepted when decoding:
@@ -186,7 +203,8 @@ typedef enum gcx_code_decoding {
 typedef struct gcx_code_params {
     gcx_code_kind_t kind;         /**< Which code. */
     gcx_code_decoding_t decoding; /**< EXACT (default) or WEIGHTED. */
-    int n;                        /**< Workers = partitions, 1..64. */
+    int n; /**< Workers = partitions, 1..GCX_CODE_MAX_WORKERS (CR and
+                MATRIX: ..GCX_CODE_MAX_SOLVED_WORKERS). */
     int s;                        /**< Stragglers tolerated, 0..n-1. */
     /**
      * MATRIX only: B, n*n doubles, row-major, row i = coefficients worker i
@@ -212,11 +230,13 @@ typedef struct gcx_code gcx_code_t;
  *         (s+1) | n, UNCODED with s != 0, MATRIX without a matrix, WEIGHTED
  *         on a matrix whose columns do not all have s+1 nonzeros);
  *         GCX_ERR_RANGE (a matrix entry is NaN or infinite);
- *         GCX_ERR_UNSUPPORTED (n > GCX_CODE_MAX_WORKERS); GCX_ERR_NOMEM;
+ *         GCX_ERR_UNSUPPORTED (n > GCX_CODE_MAX_WORKERS, or CR or MATRIX
+ *         with n > GCX_CODE_MAX_SOLVED_WORKERS); GCX_ERR_NOMEM;
  *         GCX_ERR_UNDECODABLE if no usable CR matrix was found (never seen
  *         for n <= 64). Nothing is allocated on failure. A parameter check
- *         that fails logs an error naming what is wrong (e.g. "more
- *         workers than GCX_CODE_MAX_WORKERS (64)").
+ *         that fails logs an error naming what is wrong (e.g. "CR decodes
+ *         by a least-squares solve: at most GCX_CODE_MAX_SOLVED_WORKERS
+ *         (64) workers; use FR").
  */
 GCX_API
 gcx_status_t gcx_code_create(const gcx_code_params_t *params,
@@ -273,11 +293,12 @@ gcx_status_t gcx_code_assignment(const gcx_code_t *code, int worker,
  * Costs one least-squares solve (O(n |F|^2)) per new set for CR and MATRIX,
  * a cache lookup afterwards, O(n) for the others.
  *
+ * @param[in]  arrived      Worker set over n workers (gcx/wset.h).
  * @param[out] decodable_p  1 or 0.
  * @return GCX_OK; GCX_ERR_INVALID for bits >= n or NULL pointers.
  */
 GCX_API
-gcx_status_t gcx_code_decodable(gcx_code_t *code, uint64_t arrived,
+gcx_status_t gcx_code_decodable(gcx_code_t *code, const uint64_t *arrived,
                                 int *decodable_p);
 
 /**
@@ -293,13 +314,14 @@ gcx_status_t gcx_code_decodable(gcx_code_t *code, uint64_t arrived,
  *   up to params.cache_size sets; when full, the cache is emptied. A cached
  *   vector is returned bit for bit.
  *
+ * @param[in]  arrived  Worker set over n workers (gcx/wset.h).
  * @param[out] a  Caller array of n doubles.
  * @return GCX_OK; GCX_ERR_UNDECODABLE when the set cannot be decoded
  *         (too few workers, a partition nobody arrived holds, or an
  *         ill-conditioned or inconsistent system); GCX_ERR_INVALID.
  */
 GCX_API
-gcx_status_t gcx_code_decode_vector(gcx_code_t *code, uint64_t arrived,
+gcx_status_t gcx_code_decode_vector(gcx_code_t *code, const uint64_t *arrived,
                                     double *a);
 
 /**
@@ -314,13 +336,31 @@ gcx_status_t gcx_code_decode_vector(gcx_code_t *code, uint64_t arrived,
  * gcx_code_decode_vector(U) returns exactly the coefficients applied, so a
  * collective should report U to its caller (e.g. for gcx_pgc_decode()).
  *
- * @param[in]  before   Workers that arrived before (must not hold worker).
+ * @param[in]  before   Workers that arrived before (must not hold worker),
+ *                      a worker set over n workers (gcx/wset.h).
  * @param[out] known_p  1 when the coefficient is final now.
  * @param[out] coeff_p  The coefficient (0 when not known).
  */
 GCX_API
-gcx_status_t gcx_code_arrival_coeff(const gcx_code_t *code, uint64_t before,
-                                    int worker, int *known_p, double *coeff_p);
+gcx_status_t gcx_code_arrival_coeff(const gcx_code_t *code,
+                                    const uint64_t *before, int worker,
+                                    int *known_p, double *coeff_p);
+
+/**
+ * Incremental decodability of the streaming codes: for UNCODED, FR and
+ * WEIGHTED decoding, a round is decodable exactly when this many senders
+ * have been folded in with a nonzero coefficient by
+ * gcx_code_arrival_coeff() (UNCODED: n; FR: n / (s + 1), one per group;
+ * WEIGHTED: n - s). A collective that counts its nonzero coefficients
+ * thus tests decodability in O(1) per arrival, O(n) per round, instead of
+ * calling gcx_code_decodable() (O(n) per call) after each.
+ *
+ * @param[out] need_p  The count.
+ * @return GCX_OK; GCX_ERR_UNSUPPORTED for exact CR and MATRIX (no
+ *         streaming coefficient: use gcx_code_decodable()); GCX_ERR_INVALID.
+ */
+GCX_API
+gcx_status_t gcx_code_stream_need(const gcx_code_t *code, int *need_p);
 
 /**
  * out = sum_k coeffs[k] * vecs[k] (float vectors of length len,
@@ -462,7 +502,8 @@ gcx_status_t gcx_pgc_message_valid(const gcx_pgc_t *pgc, int worker,
 
 /**
  * Decode step t from the used set U (the arrived senders the collective
- * folded in; any decodable arrived set works, see gcx_code_decode_vector()).
+ * folded in; any decodable arrived set works, see gcx_code_decode_vector()),
+ * a worker set over n workers (gcx/wset.h).
  *
  * @param[out] a       Caller array of n doubles: decoded = sum_i a[i] m_i(t).
  * @param[out] terms   Caller array of gcx_pgc_max_terms() terms, or NULL:
@@ -471,7 +512,7 @@ gcx_status_t gcx_pgc_message_valid(const gcx_pgc_t *pgc, int worker,
  * @return GCX_OK; GCX_ERR_UNDECODABLE; GCX_ERR_INVALID.
  */
 GCX_API
-gcx_status_t gcx_pgc_decode(gcx_pgc_t *pgc, int64_t step, uint64_t used,
+gcx_status_t gcx_pgc_decode(gcx_pgc_t *pgc, int64_t step, const uint64_t *used,
                             double *a, gcx_pgc_term_t *terms,
                             gcx_pgc_info_t *info_p);
 

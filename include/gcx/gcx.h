@@ -51,10 +51,10 @@ extern "C" {
 #endif
 
 #define GCX_VERSION_MAJOR 0
-#define GCX_VERSION_MINOR 1
+#define GCX_VERSION_MINOR 2
 #define GCX_VERSION_PATCH 0
 
-/** Version string of the library that is linked ("0.1.0"). */
+/** Version string of the library that is linked ("0.2.0"). */
 GCX_API
 const char *gcx_version(void);
 

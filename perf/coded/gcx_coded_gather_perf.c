@@ -233,9 +233,14 @@ static int run_mode(gcx_comm_t *world, const perf_opts_t *o, const char *mode,
     cp.s = s;
     st = gcx_code_create(&cp, &code);
     if (st != GCX_OK) {
+        /* the library names what is wrong in its error line on stderr
+         * ("gcx_code_create: ... code, n = ..., s = ...: why"), logged
+         * before this line on every rank; no guess here */
+        fflush(stderr);
         if (rank == 0) {
-            printf("# %s: no code for n = %d, s = %d: %s (gcx_code_create "
-                   "says why above)\n", mode, n, s, gcx_strerror(st));
+            printf("# %s: no code for n = %d, s = %d: %s (skipped; the "
+                   "reason is gcx_code_create's error on stderr)\n", mode, n,
+                   s, gcx_strerror(st));
         }
         return 0;
     }

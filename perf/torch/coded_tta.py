@@ -76,7 +76,8 @@ so run_coded_tta.sh gives pgc (s+1)x the dense step for the same point of
 the data), after putting time.time() in the store. Coded (s >= 1, ignore
 too): the survivors go on; recorded: lost_rounds, each survivor's rounds
 (all must complete), the time from the kill to the end of step T on rank 0,
-the root's gone mask. ddp-elastic: each survivor's recovery (ElasticDDP's
+the root's gone set (gone_mask: bit w for worker w, any width; gone_workers:
+the same as a list). ddp-elastic: each survivor's recovery (ElasticDDP's
 events): detect, agree, shrink, resume = time from the kill to its first
 committed step after the shrink; seconds lost = max resume - the median
 step. ddp-gloo / ddp-gcx cannot lose a rank (the error says so).
@@ -607,7 +608,13 @@ def summarise(args, run, name, p, nparams, xtr, xte, straggler_m, steps, extra, 
             done = extra.get("t_kill_step_done")
             kill["kill_to_step_done_s"] = None if done is None or t_kill is None \
                 else round(done - t_kill, 3)
-            kill["gone_mask"] = extra["coded_stats"].get("gone")
+            # gone: an int, bit w for worker w, of any width (torch_gcx.coded's
+            # worker sets); also as the list of workers, which JSON readers
+            # without big integers keep exact past 53 workers
+            gone = extra["coded_stats"].get("gone")
+            kill["gone_mask"] = gone
+            kill["gone_workers"] = None if gone is None else \
+                [w for w in range(gone.bit_length()) if gone >> w & 1]
             summary["kill_ok"] = kill["all_steps_completed"]
         else:
             resume, detect = {}, {}

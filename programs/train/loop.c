@@ -95,15 +95,22 @@ static gcx_status_t train_reduce(void *ctx, void *buf, size_t count,
                                  gcx_dtype_t dtype, gcx_op_t op)
 {
     train_state_t *st = ctx;
-    uint64_t gone;
+    gcx_status_t status;
+    uint64_t *gone;
     int root;
 
     if (st->sync.ops->survivors == NULL) {
         return train_comm_allreduce(st->comm, buf, count, dtype, op);
     }
-    st->sync.ops->survivors(&st->sync, &root, &gone);
-    return train_comm_allreduce_live(st->comm, buf, count, dtype, op, gone,
-                                     NULL, NULL);
+    gone = calloc(GCX_WSET_WORDS(st->comm->size), sizeof(*gone));
+    if (gone == NULL) {
+        return GCX_ERR_NOMEM;
+    }
+    st->sync.ops->survivors(&st->sync, &root, gone);
+    status = train_comm_allreduce_live(st->comm, buf, count, dtype, op, gone,
+                                       NULL, NULL);
+    free(gone);
+    return status;
 }
 
 /*
@@ -221,16 +228,21 @@ static gcx_status_t train_evaluate(train_state_t *st, double *loss_p,
                                    double *acc_p)
 {
     double sums[3] = {0, 0, 0}; /* loss, hits, samples */
-    uint64_t gone = 0;
     gcx_status_t status;
+    uint64_t *gone;
     int root;
 
     train_evaluate_part(st, st->comm->rank, sums);
     if (st->sync.ops->survivors != NULL) {
-        st->sync.ops->survivors(&st->sync, &root, &gone);
+        gone = calloc(GCX_WSET_WORDS(st->comm->size), sizeof(*gone));
+        if (gone == NULL) {
+            return GCX_ERR_NOMEM;
+        }
+        st->sync.ops->survivors(&st->sync, &root, gone);
         status = train_comm_allreduce_live(st->comm, sums, 3, GCX_DT_F64,
                                            GCX_OP_SUM, gone,
                                            train_evaluate_fill, st);
+        free(gone);
     } else {
         status = train_comm_allreduce(st->comm, sums, 3, GCX_DT_F64,
                                       GCX_OP_SUM);

@@ -1,15 +1,20 @@
 /*
- * code.c - building a gradient code: parameters, encoding matrix and
- * assignment.
+ * code.c - building a gradient code: parameters, assignment and, for the
+ * codes decoded by a solve, the encoding matrix.
  *
- * Idea: every code is reduced to one effective encoding matrix B (n x n,
- * row i = what worker i sends); the assignment (who holds which partition)
- * is read off B's nonzeros, so UNCODED, FR, CR and caller matrices share
- * the decoder. WEIGHTED decoding replaces B by its 0/1 support.
+ * Idea: every code is an effective encoding matrix B (row i = what worker
+ * i sends), kept as sparse rows: the partitions each worker holds and
+ * their coefficients. UNCODED and FR are written as rows directly, for any
+ * n up to GCX_CODE_MAX_WORKERS; CR and MATRIX, whose exact decoding solves
+ * a least-squares system over B, are built dense (n <= 64) and their rows
+ * read off B's nonzeros, so they share the solver. WEIGHTED decoding
+ * replaces B by its 0/1 support.
  *
- * Cost: create is O(n^2) memory and, for CR, O(n s^3) time (cr.c); it also
- * sizes the solver workspace and the cache once, so decoding never
- * allocates. The getters are O(1), gcx_code_assignment() O(load).
+ * Cost: UNCODED and FR create O(n (s + 1)) memory and time; CR and MATRIX
+ * O(n^2) memory and, for CR, O(n s^3) time (cr.c), with the solver
+ * workspace and the cache sized once, so decoding never allocates. The
+ * getters are O(1), gcx_code_assignment() O(load), gcx_code_matrix()
+ * O(n^2) (it fills the caller's n x n array).
  */
 #include "code_int.h"
 #include "base/log.h"
@@ -34,13 +39,20 @@ static gcx_status_t code_check_params(const gcx_code_params_t *p,
                                       const char **why)
 {
     if (p->n > GCX_CODE_MAX_WORKERS) {
-        *why = "more workers than GCX_CODE_MAX_WORKERS (64), the size of "
-               "the worker bitmasks of this API";
+        *why = "more workers than GCX_CODE_MAX_WORKERS (65536), the largest "
+               "communicator";
         return GCX_ERR_UNSUPPORTED;
     }
     if (p->n < 1 || p->s < 0 || p->s >= p->n) {
         *why = "n must be >= 1 and s in 0..n-1";
         return GCX_ERR_INVALID;
+    }
+    if ((p->kind == GCX_CODE_CR || p->kind == GCX_CODE_MATRIX) &&
+        p->n > GCX_CODE_MAX_SOLVED_WORKERS) {
+        *why = "CR and MATRIX codes are decoded by a dense least-squares "
+               "solve: at most GCX_CODE_MAX_SOLVED_WORKERS (64) workers; "
+               "use FR";
+        return GCX_ERR_UNSUPPORTED;
     }
     if (p->cache_size < 0 ||
         !(p->max_amplification == 0.0 || p->max_amplification >= 1.0)) {
@@ -78,35 +90,33 @@ static gcx_status_t code_check_params(const gcx_code_params_t *p,
     return GCX_ERR_INVALID;
 }
 
-/* Fill the exact encoding matrix of the code kind into b (zeroed). */
-static gcx_status_t code_fill_matrix(const gcx_code_params_t *p, double *b)
+/* UNCODED and FR: the rows directly (coefficient 1; also WEIGHTED). */
+static void code_fill_rows(gcx_code_t *code)
 {
-    int n = p->n, g = p->s + 1;
+    int g = code->kind == GCX_CODE_FR ? code->s + 1 : 1;
 
-    switch (p->kind) {
-    case GCX_CODE_UNCODED:
-        for (int i = 0; i < n; i++) {
-            b[i * n + i] = 1.0;
+    code->load = g;
+    for (int i = 0; i < code->n; i++) {
+        int base = (i / g) * g;
+        for (int k = 0; k < g; k++) {
+            code->parts[(size_t)i * g + k] = base + k;
+            code->coeffs[(size_t)i * g + k] = 1.0;
         }
-        return GCX_OK;
-    case GCX_CODE_FR:
-        for (int i = 0; i < n; i++) {
-            int base = (i / g) * g;
-            for (int k = 0; k < g; k++) {
-                b[i * n + base + k] = 1.0;
-            }
-        }
-        return GCX_OK;
-    case GCX_CODE_CR:
-        return gcx_code_cr_fill(n, p->s, b);
-    case GCX_CODE_MATRIX:
-        memcpy(b, p->matrix, sizeof(double) * (size_t)n * (size_t)n);
-        return GCX_OK;
+        code->nparts[i] = g;
     }
-    return GCX_ERR_INVALID;
 }
 
-/* Derive holders, load and the WEIGHTED 0/1 matrix from b. */
+/* CR and MATRIX: the exact encoding matrix into b (zeroed). */
+static gcx_status_t code_fill_matrix(const gcx_code_params_t *p, double *b)
+{
+    if (p->kind == GCX_CODE_CR) {
+        return gcx_code_cr_fill(p->n, p->s, b);
+    }
+    memcpy(b, p->matrix, sizeof(double) * (size_t)p->n * (size_t)p->n);
+    return GCX_OK;
+}
+
+/* Dense codes: holders, load and the WEIGHTED 0/1 matrix from b. */
 static gcx_status_t code_derive_assignment(gcx_code_t *code)
 {
     int n = code->n;
@@ -141,6 +151,7 @@ static gcx_status_t code_derive_assignment(gcx_code_t *code)
     return GCX_OK;
 }
 
+/* Dense codes: the rows from b. */
 static void code_fill_parts(gcx_code_t *code)
 {
     int n = code->n;
@@ -149,13 +160,51 @@ static void code_fill_parts(gcx_code_t *code)
         int cnt = 0;
         for (int j = 0; j < n; j++) {
             if (code->b[i * n + j] != 0.0) {
-                code->parts[i * code->load + cnt++] = j;
+                code->parts[i * code->load + cnt] = j;
+                code->coeffs[i * code->load + cnt] = code->b[i * n + j];
+                cnt++;
             }
         }
         for (; cnt < code->load; cnt++) {
             code->parts[i * code->load + cnt] = -1;
         }
     }
+}
+
+/* Dense codes: matrix, assignment, solver and cache. */
+static gcx_status_t code_create_dense(gcx_code_t *code,
+                                      const gcx_code_params_t *params)
+{
+    size_t       n = (size_t)code->n;
+    gcx_status_t status;
+
+    code->all = (n == 64) ? ~UINT64_C(0) : (UINT64_C(1) << n) - 1;
+    code->b = calloc(n * n, sizeof(double));
+    code->holders = calloc(n, sizeof(uint64_t));
+    if (code->b == NULL || code->holders == NULL) {
+        return GCX_ERR_NOMEM;
+    }
+    status = code_fill_matrix(params, code->b);
+    if (status != GCX_OK) {
+        return status;
+    }
+    status = code_derive_assignment(code);
+    if (status != GCX_OK) {
+        return status;
+    }
+    code->parts = calloc(n * (size_t)code->load, sizeof(int));
+    code->coeffs = calloc(n * (size_t)code->load, sizeof(double));
+    if (code->parts == NULL || code->coeffs == NULL) {
+        return GCX_ERR_NOMEM;
+    }
+    code_fill_parts(code);
+    status = gcx_code_solver_create(code->n, &code->solver);
+    if (status != GCX_OK) {
+        return status;
+    }
+    return gcx_code_cache_init(&code->cache, code->n,
+                               params->cache_size ? params->cache_size
+                                                  : GCX_CODE_DEFAULT_CACHE);
 }
 
 gcx_status_t gcx_code_create(const gcx_code_params_t *params,
@@ -185,62 +234,38 @@ gcx_status_t gcx_code_create(const gcx_code_params_t *params,
     code->decoding = params->decoding;
     code->n = params->n;
     code->s = params->s;
-    code->all = (n == 64) ? ~UINT64_C(0) : (UINT64_C(1) << n) - 1;
+    code->dense = params->kind == GCX_CODE_CR ||
+                  params->kind == GCX_CODE_MATRIX;
     code->max_amp = (params->max_amplification > 0.0)
                         ? params->max_amplification
                         : GCX_CODE_MAX_AMPLIFICATION;
     code->weight =
         (double)params->n / ((double)(params->n - params->s) * (params->s + 1));
 
-    code->b = calloc(n * n, sizeof(double));
-    code->holders = calloc(n, sizeof(uint64_t));
     code->nparts = calloc(n, sizeof(int));
     code->scratch = calloc(n, sizeof(double));
-    if (code->b == NULL || code->holders == NULL || code->nparts == NULL ||
-        code->scratch == NULL) {
-        status = GCX_ERR_NOMEM;
-        goto err_free;
+    if (code->nparts == NULL || code->scratch == NULL) {
+        gcx_code_destroy(code);
+        return GCX_ERR_NOMEM;
     }
-
-    status = code_fill_matrix(params, code->b);
-    if (status != GCX_OK) {
-        goto err_free;
+    if (code->dense) {
+        status = code_create_dense(code, params);
+        if (status != GCX_OK) {
+            gcx_code_destroy(code);
+            return status;
+        }
+    } else {
+        size_t g = code->kind == GCX_CODE_FR ? (size_t)params->s + 1 : 1;
+        code->parts = calloc(n * g, sizeof(int));
+        code->coeffs = calloc(n * g, sizeof(double));
+        if (code->parts == NULL || code->coeffs == NULL) {
+            gcx_code_destroy(code);
+            return GCX_ERR_NOMEM;
+        }
+        code_fill_rows(code);
     }
-    status = code_derive_assignment(code);
-    if (status != GCX_OK) {
-        goto err_free;
-    }
-    code->parts = calloc(n * (size_t)code->load, sizeof(int));
-    if (code->parts == NULL) {
-        status = GCX_ERR_NOMEM;
-        goto err_free;
-    }
-    code_fill_parts(code);
-
-    status = gcx_code_solver_create(code->n, &code->solver);
-    if (status != GCX_OK) {
-        goto err_free;
-    }
-    status = gcx_code_cache_init(&code->cache, code->n,
-                                 params->cache_size ? params->cache_size
-                                                    : GCX_CODE_DEFAULT_CACHE);
-    if (status != GCX_OK) {
-        goto err_free_solver;
-    }
-
     *code_p = code;
     return GCX_OK;
-
-err_free_solver:
-    gcx_code_solver_destroy(code->solver);
-err_free:
-    free(code->parts);
-    free(code->scratch);
-    free(code->nparts);
-    free(code->holders);
-    free(code->b);
-    free(code);
-    return status;
 }
 
 void gcx_code_destroy(gcx_code_t *code)
@@ -248,8 +273,9 @@ void gcx_code_destroy(gcx_code_t *code)
     if (code == NULL) {
         return;
     }
-    gcx_code_cache_fini(&code->cache);
+    gcx_code_cache_fini(&code->cache); /* zeroed for a sparse code */
     gcx_code_solver_destroy(code->solver);
+    free(code->coeffs);
     free(code->parts);
     free(code->scratch);
     free(code->nparts);
@@ -275,10 +301,19 @@ int gcx_code_load(const gcx_code_t *code)
 
 gcx_status_t gcx_code_matrix(const gcx_code_t *code, double *b)
 {
+    size_t n;
+
     if (code == NULL || b == NULL) {
         return GCX_ERR_INVALID;
     }
-    memcpy(b, code->b, sizeof(double) * (size_t)code->n * (size_t)code->n);
+    n = (size_t)code->n;
+    memset(b, 0, sizeof(double) * n * n);
+    for (size_t i = 0; i < n; i++) {
+        for (int k = 0; k < code->nparts[i]; k++) {
+            size_t at = i * (size_t)code->load + (size_t)k;
+            b[i * n + (size_t)code->parts[at]] = code->coeffs[at];
+        }
+    }
     return GCX_OK;
 }
 
@@ -293,9 +328,9 @@ gcx_status_t gcx_code_assignment(const gcx_code_t *code, int worker,
     }
     cnt = code->nparts[worker];
     for (int k = 0; k < cnt; k++) {
-        int j = code->parts[worker * code->load + k];
-        partitions[k] = j;
-        coeffs[k] = code->b[worker * code->n + j];
+        size_t at = (size_t)worker * (size_t)code->load + (size_t)k;
+        partitions[k] = code->parts[at];
+        coeffs[k] = code->coeffs[at];
     }
     *count_p = cnt;
     return GCX_OK;

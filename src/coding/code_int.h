@@ -2,10 +2,13 @@
  * code_int.h - internals of the gradient codes (src/coding), shared by the
  * files of this folder and visible to the white-box unit tests.
  *
- * A code is its effective encoding matrix B (n x n doubles), the assignment
- * derived from B's nonzeros (holders of each partition as a bitmask, the
- * partitions of each worker), a least-squares solver with preallocated
- * workspace and a cache of decoding vectors keyed by the arrived bitmask.
+ * A code is its assignment as sparse rows (the partitions each worker holds
+ * and its coefficients: O(n (s + 1))), the closed-form decoders of UNCODED,
+ * FR and WEIGHTED over worker sets sized by n (gcx/wset.h), and, for the
+ * codes decoded by a solve (exact CR and MATRIX, n <= 64), the dense
+ * effective encoding matrix B (n x n doubles), the holders of each
+ * partition as a 64-bit mask, a least-squares solver with preallocated
+ * workspace and a cache of decoding vectors keyed by the arrived mask.
  * Everything is allocated in gcx_code_create(); decoding allocates nothing.
  */
 #ifndef GCX_CODING_CODE_INT_H
@@ -41,14 +44,19 @@ struct gcx_code {
     int n;             /* Workers = partitions. */
     int s;             /* Stragglers tolerated. */
     int load;          /* Most partitions held by a worker. */
-    uint64_t all;      /* Mask of all n workers. */
+    int dense;         /* 1: CR or MATRIX, n <= GCX_CODE_MAX_SOLVED_WORKERS:
+                          b, holders, all, solver and cache below. */
     double weight;     /* WEIGHTED coefficient n/((n-s)(s+1)). */
     double max_amp;    /* Accepted amplification of a decoding vector. */
-    double *b;         /* [n*n] effective encoding matrix, row-major. */
-    uint64_t *holders; /* [n] workers i with B_ij != 0, per partition j. */
-    int *parts;        /* [n*load] partitions of worker i, increasing. */
+    int *parts;        /* [n*load] partitions of worker i, increasing, -1
+                          past nparts[i]. */
+    double *coeffs;    /* [n*load] B_ij of those partitions. */
     int *nparts;       /* [n] how many. */
     double *scratch;   /* [n] decoding vector before it is published. */
+    /* dense codes only (NULL / 0 otherwise): */
+    uint64_t all;      /* Mask of all n workers. */
+    double *b;         /* [n*n] effective encoding matrix, row-major. */
+    uint64_t *holders; /* [n] workers i with B_ij != 0, per partition j. */
     gcx_code_solver_t *solver;
     gcx_code_cache_t cache;
 };

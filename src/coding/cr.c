@@ -221,8 +221,9 @@ static int cr_fill_rows(cr_work_t *w, const double *h, double *b)
  */
 static int cr_dual(cr_work_t *w, const double *b)
 {
-    int n = w->n, s = w->s, r0 = n - s, perm[GCX_CODE_MAX_WORKERS];
-    double rhs[GCX_CODE_MAX_WORKERS], x[GCX_CODE_MAX_WORKERS], big = 0.0;
+    int n = w->n, s = w->s, r0 = n - s, perm[GCX_CODE_MAX_SOLVED_WORKERS];
+    double rhs[GCX_CODE_MAX_SOLVED_WORKERS];
+    double x[GCX_CODE_MAX_SOLVED_WORKERS], big = 0.0;
     double *u = w->u;
 
     for (int j = 0; j < n; j++) {
@@ -306,7 +307,7 @@ static int cr_dual(cr_work_t *w, const double *b)
 static double cr_pattern_amp(cr_work_t *w, const double *b, const int *e)
 {
     int n = w->n, s = w->s;
-    double a[GCX_CODE_MAX_WORKERS], worst = 0.0;
+    double a[GCX_CODE_MAX_SOLVED_WORKERS], worst = 0.0;
 
     for (int r = 0; r < s; r++) {
         for (int k = 0; k < s; k++) {
@@ -345,7 +346,7 @@ static double cr_pattern_amp(cr_work_t *w, const double *b, const int *e)
  * stops early once above `bound`. */
 static double cr_score(cr_work_t *w, const double *b, double bound)
 {
-    int n = w->n, s = w->s, e[GCX_CODE_MAX_WORKERS];
+    int n = w->n, s = w->s, e[GCX_CODE_MAX_SOLVED_WORKERS];
     uint64_t state = CR_SEED ^ UINT64_C(0x5c0e);
     double worst = 0.0, binom = 1.0;
 
@@ -403,7 +404,7 @@ static int cr_fill_projected(cr_work_t *w, double *b)
     int n = w->n, s = w->s, m = s + 1, found = 0;
     uint64_t state = CR_SEED;
     double best = CR_MAXAMP;
-    double g[GCX_CODE_MAX_WORKERS * GCX_CODE_MAX_WORKERS];
+    double g[GCX_CODE_MAX_SOLVED_WORKERS * GCX_CODE_MAX_SOLVED_WORKERS];
 
     cr_fourier_rows(n, m, w->h);
     if (!cr_orthonormalize(m, n, 1, w->h)) {

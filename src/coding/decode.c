@@ -7,109 +7,151 @@
  * - FR (exact): one worker per group, coefficient 1; the lowest-numbered
  *   arrived one for a set, the first to arrive when streaming.
  * - WEIGHTED: any n-s workers, coefficient n/((n-s)(s+1)).
- * - CR and MATRIX (exact): a quick coverage test (every partition has an
- *   arrived holder, a necessary condition: two AND per partition), then
- *   the cached least-squares solve of solve.c.
+ * - CR and MATRIX (exact, n <= 64): a quick coverage test (every partition
+ *   has an arrived holder, a necessary condition: two AND per partition),
+ *   then the cached least-squares solve of solve.c.
+ * Sets are worker sets sized by n (gcx/wset.h); the dense codes' sets fit
+ * one word, which keys their cache.
  *
- * Cost: O(n) for the closed forms and the coverage test; a cache lookup,
+ * Cost: O(n / 64 + |set|) for the closed forms (a scan of the set's set
+ * bits), O(s / 64 + 1) per streaming coefficient (FR: a range test of the
+ * sender's group; WEIGHTED: a count, O(n / 64)); a collective counting its
+ * nonzero coefficients against gcx_code_stream_need() tests decodability
+ * in O(1) per arrival. CR and MATRIX: O(n) coverage, then a cache lookup
  * or one O(n |F|^2) solve for a set not seen before. Nothing allocates.
  */
 #include "code_int.h"
 
 #include <string.h>
 
-/* The n-s lowest-numbered workers of a set of at least n-s. */
-static uint64_t decode_first_needed(const gcx_code_t *code, uint64_t arrived)
+/* The lowest member of set at or after worker @p from, or n when none. */
+static int decode_next(const gcx_code_t *code, const uint64_t *set, int from)
 {
-    uint64_t used = 0;
-    int need = code->n - code->s;
+    size_t   words = GCX_WSET_WORDS(code->n), k;
+    uint64_t bits;
 
-    while (need-- > 0) {
-        uint64_t low = arrived & (~arrived + 1);
-        used |= low;
-        arrived &= ~low;
+    if (from >= code->n) {
+        return code->n;
     }
-    return used;
+    k    = (size_t)from / 64;
+    bits = set[k] & (~UINT64_C(0) << ((unsigned)from % 64));
+    while (bits == 0) {
+        if (++k == words) {
+            return code->n;
+        }
+        bits = set[k];
+    }
+    return (int)(k * 64) + __builtin_ctzll(bits);
 }
 
-static uint64_t decode_fr_group(const gcx_code_t *code, int group)
+/* 1 when the set holds a worker in [lo, hi). */
+static int decode_any_in(const gcx_code_t *code, const uint64_t *set, int lo,
+                         int hi)
 {
-    int g = code->s + 1;
-    return ((g == 64) ? ~UINT64_C(0) : ((UINT64_C(1) << g) - 1)) << (group * g);
+    return decode_next(code, set, lo) < hi;
+}
+
+/* 1 when no bit at or past n is set. */
+static int decode_set_valid(const gcx_code_t *code, const uint64_t *set)
+{
+    unsigned tail = (unsigned)code->n % 64;
+
+    return set != NULL &&
+           (tail == 0 || (set[GCX_WSET_WORDS(code->n) - 1] >> tail) == 0);
+}
+
+/*
+ * The closed forms (UNCODED, FR, WEIGHTED): whether the set decodes and,
+ * when @p a is not NULL, its decoding vector (a zeroed by the caller).
+ */
+static int decode_closed_form(const gcx_code_t *code, const uint64_t *set,
+                              double *a)
+{
+    int n = code->n, w, need, last_group = -1, g = code->s + 1;
+
+    if (code->decoding == GCX_CODE_DECODE_WEIGHTED) {
+        need = n - code->s;
+        if (gcx_wset_count(set, n) < need) {
+            return 0;
+        }
+        for (w = decode_next(code, set, 0); a != NULL && need > 0;
+             w = decode_next(code, set, w + 1), --need) {
+            a[w] = code->weight;
+        }
+        return 1;
+    }
+    if (code->kind == GCX_CODE_UNCODED) {
+        if (gcx_wset_count(set, n) != n) {
+            return 0;
+        }
+        for (w = 0; a != NULL && w < n; w++) {
+            a[w] = 1.0;
+        }
+        return 1;
+    }
+    /* FR: the lowest arrived worker of each group, groups in order */
+    need = n / g;
+    for (w = decode_next(code, set, 0); w < n; w = decode_next(code, set, w + 1)) {
+        if (w / g != last_group) {
+            last_group = w / g;
+            --need;
+            if (a != NULL) {
+                a[w] = 1.0;
+            }
+            w = (last_group + 1) * g - 1; /* skip the rest of the group */
+        }
+    }
+    return need == 0;
 }
 
 /* Decoding vector into code->scratch. */
-static gcx_status_t decode_compute(gcx_code_t *code, uint64_t arrived)
+static gcx_status_t decode_compute(gcx_code_t *code, const uint64_t *arrived)
 {
     double *a = code->scratch;
     int n = code->n;
+    uint64_t mask;
     const double *cached;
     gcx_status_t status;
     int ok;
 
     memset(a, 0, sizeof(double) * (size_t)n);
-
-    if (code->decoding == GCX_CODE_DECODE_WEIGHTED) {
-        if (gcx_code_popcount(arrived) < n - code->s) {
-            return GCX_ERR_UNDECODABLE;
-        }
-        uint64_t used = decode_first_needed(code, arrived);
-        for (int i = 0; i < n; i++) {
-            if (used & (UINT64_C(1) << i)) {
-                a[i] = code->weight;
-            }
-        }
-        return GCX_OK;
+    if (!code->dense || code->decoding == GCX_CODE_DECODE_WEIGHTED) {
+        return decode_closed_form(code, arrived, a) ? GCX_OK
+                                                     : GCX_ERR_UNDECODABLE;
     }
 
-    switch (code->kind) {
-    case GCX_CODE_UNCODED:
-        if (arrived != code->all) {
-            return GCX_ERR_UNDECODABLE;
-        }
-        for (int i = 0; i < n; i++) {
-            a[i] = 1.0;
-        }
-        return GCX_OK;
-    case GCX_CODE_FR:
-        for (int grp = 0; grp < n / (code->s + 1); grp++) {
-            uint64_t in = arrived & decode_fr_group(code, grp);
-            if (in == 0) {
-                return GCX_ERR_UNDECODABLE;
-            }
-            a[__builtin_ctzll(in)] = 1.0;
-        }
-        return GCX_OK;
-    case GCX_CODE_CR:
-    case GCX_CODE_MATRIX:
-        break;
-    }
-
+    mask = arrived[0]; /* n <= 64 */
     for (int j = 0; j < n; j++) {
-        if ((code->holders[j] & arrived) == 0) {
+        if ((code->holders[j] & mask) == 0) {
             return GCX_ERR_UNDECODABLE;
         }
     }
-    if (gcx_code_cache_lookup(&code->cache, arrived, &cached, &ok)) {
+    if (gcx_code_cache_lookup(&code->cache, mask, &cached, &ok)) {
         if (!ok) {
             return GCX_ERR_UNDECODABLE;
         }
         memcpy(a, cached, sizeof(double) * (size_t)n);
         return GCX_OK;
     }
-    status = gcx_code_solver_solve(code->solver, code->b, n, arrived,
+    status = gcx_code_solver_solve(code->solver, code->b, n, mask,
                                    code->max_amp, a);
-    gcx_code_cache_insert(&code->cache, arrived, a, status == GCX_OK);
+    gcx_code_cache_insert(&code->cache, mask, a, status == GCX_OK);
     return status;
 }
 
-gcx_status_t gcx_code_decodable(gcx_code_t *code, uint64_t arrived,
+gcx_status_t gcx_code_decodable(gcx_code_t *code, const uint64_t *arrived,
                                 int *decodable_p)
 {
     gcx_status_t status;
 
-    if (code == NULL || decodable_p == NULL || (arrived & ~code->all)) {
+    if (code == NULL || decodable_p == NULL ||
+        !decode_set_valid(code, arrived)) {
         return GCX_ERR_INVALID;
+    }
+    if (!code->dense || code->decoding == GCX_CODE_DECODE_WEIGHTED) {
+        /* no vector needed: no O(n) clearing of the scratch */
+        *decodable_p = decode_closed_form(code, arrived, NULL);
+        return GCX_OK;
     }
     status = decode_compute(code, arrived);
     if (status != GCX_OK && status != GCX_ERR_UNDECODABLE) {
@@ -119,12 +161,12 @@ gcx_status_t gcx_code_decodable(gcx_code_t *code, uint64_t arrived,
     return GCX_OK;
 }
 
-gcx_status_t gcx_code_decode_vector(gcx_code_t *code, uint64_t arrived,
+gcx_status_t gcx_code_decode_vector(gcx_code_t *code, const uint64_t *arrived,
                                     double *a)
 {
     gcx_status_t status;
 
-    if (code == NULL || a == NULL || (arrived & ~code->all)) {
+    if (code == NULL || a == NULL || !decode_set_valid(code, arrived)) {
         return GCX_ERR_INVALID;
     }
     status = decode_compute(code, arrived);
@@ -135,35 +177,55 @@ gcx_status_t gcx_code_decode_vector(gcx_code_t *code, uint64_t arrived,
     return GCX_OK;
 }
 
-gcx_status_t gcx_code_arrival_coeff(const gcx_code_t *code, uint64_t before,
-                                    int worker, int *known_p, double *coeff_p)
+gcx_status_t gcx_code_arrival_coeff(const gcx_code_t *code,
+                                    const uint64_t *before, int worker,
+                                    int *known_p, double *coeff_p)
 {
-    uint64_t bit;
-    int known = 0;
+    int known = 0, g;
     double coeff = 0.0;
 
     if (code == NULL || known_p == NULL || coeff_p == NULL || worker < 0 ||
-        worker >= code->n || (before & ~code->all)) {
+        worker >= code->n || !decode_set_valid(code, before)) {
         return GCX_ERR_INVALID;
     }
-    bit = UINT64_C(1) << worker;
-    if (before & bit) {
+    if (gcx_wset_has(before, worker)) {
         return GCX_ERR_INVALID; /* a worker arrives once per round */
     }
 
     if (code->decoding == GCX_CODE_DECODE_WEIGHTED) {
         known = 1;
-        coeff = (gcx_code_popcount(before) < code->n - code->s) ? code->weight
-                                                                : 0.0;
+        coeff = (gcx_wset_count(before, code->n) < code->n - code->s)
+                    ? code->weight
+                    : 0.0;
     } else if (code->kind == GCX_CODE_UNCODED) {
         known = 1;
         coeff = 1.0;
     } else if (code->kind == GCX_CODE_FR) {
         known = 1;
-        coeff = (before & decode_fr_group(code, worker / (code->s + 1))) ? 0.0
-                                                                         : 1.0;
+        g     = code->s + 1;
+        coeff = decode_any_in(code, before, (worker / g) * g,
+                              (worker / g) * g + g)
+                    ? 0.0
+                    : 1.0;
     }
     *known_p = known;
     *coeff_p = coeff;
+    return GCX_OK;
+}
+
+gcx_status_t gcx_code_stream_need(const gcx_code_t *code, int *need_p)
+{
+    if (code == NULL || need_p == NULL) {
+        return GCX_ERR_INVALID;
+    }
+    if (code->decoding == GCX_CODE_DECODE_WEIGHTED) {
+        *need_p = code->n - code->s;
+    } else if (code->kind == GCX_CODE_UNCODED) {
+        *need_p = code->n;
+    } else if (code->kind == GCX_CODE_FR) {
+        *need_p = code->n / (code->s + 1);
+    } else {
+        return GCX_ERR_UNSUPPORTED;
+    }
     return GCX_OK;
 }

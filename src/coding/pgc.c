@@ -50,37 +50,39 @@ struct gcx_pgc {
     double *a;          /* [n] decoding vector before it is published */
     double *wsum;       /* [n*P] weight of (partition, staleness) */
     uint8_t *touched;   /* [n*P] whether (partition, staleness) occurs */
+    int *pending;       /* [P] create's scratch */
 };
 
 static void pgc_assign_slots(gcx_pgc_t *pgc)
 {
     const gcx_code_t *code = pgc->code;
-    int P = pgc->period;
+    int P = pgc->period, *pending = pgc->pending;
 
     for (int i = 0; i < pgc->n; i++) {
-        int *slots = pgc->slot_part + (size_t)i * P;
-        int pending[GCX_CODE_MAX_WORKERS], npending = 0;
+        int    *slots = pgc->slot_part + (size_t)i * P;
+        double *coeff = pgc->slot_coeff + (size_t)i * P;
+        int     npending = 0;
 
         for (int l = 0; l < P; l++) {
             slots[l] = -1;
+            coeff[l] = 0.0;
         }
+        /* pending[] holds indices k into worker i's row */
         for (int k = 0; k < code->nparts[i]; k++) {
-            int j = code->parts[i * code->load + k];
+            int j = code->parts[(size_t)i * code->load + k];
             if (slots[j % P] < 0) {
                 slots[j % P] = j;
+                coeff[j % P] = code->coeffs[(size_t)i * code->load + k];
             } else {
-                pending[npending++] = j;
+                pending[npending++] = k;
             }
         }
         for (int k = 0, l = 0; k < npending; k++) {
             while (slots[l] >= 0) {
                 l++;
             }
-            slots[l] = pending[k];
-        }
-        for (int l = 0; l < P; l++) {
-            pgc->slot_coeff[(size_t)i * P + l] =
-                (slots[l] < 0) ? 0.0 : code->b[i * code->n + slots[l]];
+            slots[l] = code->parts[(size_t)i * code->load + pending[k]];
+            coeff[l] = code->coeffs[(size_t)i * code->load + pending[k]];
         }
     }
 }
@@ -106,8 +108,9 @@ gcx_status_t gcx_pgc_create(gcx_code_t *code, gcx_pgc_t **pgc_p)
     pgc->a = calloc((size_t)pgc->n, sizeof(double));
     pgc->wsum = calloc(np, sizeof(double));
     pgc->touched = calloc(np, sizeof(uint8_t));
+    pgc->pending = calloc((size_t)pgc->period, sizeof(int));
     if (pgc->slot_part == NULL || pgc->slot_coeff == NULL || pgc->a == NULL ||
-        pgc->wsum == NULL || pgc->touched == NULL) {
+        pgc->wsum == NULL || pgc->touched == NULL || pgc->pending == NULL) {
         gcx_pgc_destroy(pgc);
         return GCX_ERR_NOMEM;
     }
@@ -121,6 +124,7 @@ void gcx_pgc_destroy(gcx_pgc_t *pgc)
     if (pgc == NULL) {
         return;
     }
+    free(pgc->pending);
     free(pgc->touched);
     free(pgc->wsum);
     free(pgc->a);
@@ -253,7 +257,7 @@ static void pgc_collect(gcx_pgc_t *pgc, int64_t step)
     }
 }
 
-gcx_status_t gcx_pgc_decode(gcx_pgc_t *pgc, int64_t step, uint64_t used,
+gcx_status_t gcx_pgc_decode(gcx_pgc_t *pgc, int64_t step, const uint64_t *used,
                             double *a, gcx_pgc_term_t *terms,
                             gcx_pgc_info_t *info_p)
 {

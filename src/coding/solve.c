@@ -124,7 +124,7 @@ gcx_status_t gcx_code_solver_solve(gcx_code_solver_t *solver, const double *b,
                                    int n, uint64_t arrived, double max_amp,
                                    double *a)
 {
-    int k = 0, idx[GCX_CODE_MAX_WORKERS];
+    int k = 0, idx[GCX_CODE_MAX_SOLVED_WORKERS];
     lapack_int rank = 0, info;
 
     for (int i = 0; i < n; i++) {

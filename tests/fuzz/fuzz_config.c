@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char                      printed[GCX_CONFIG_STRING_MAX];
     char                      accepted[256];
     char                      host[64];
-    uint64_t                  mask;
+    uint64_t                  set[GCX_WSET_WORDS(130)];
     size_t                    n;
     int                       ranks, workers;
 
@@ -60,12 +60,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         strlen(host) >= 1 + data[0] % sizeof(host)) {
         abort(); /* the host must fit the buffer it was given */
     }
-    ranks   = 1 + data[0] % 66; /* up to 64 workers and a root, and beyond */
+    ranks   = 1 + data[0] % 130; /* worker sets of 1 to 3 words */
     workers = ranks - (data[0] & 1);
+    memset(set, 0xff, sizeof(set)); /* the parse must clear what it owns */
     if (gcx_coded_straggler_parse(value, ranks, (data[0] >> 1) % ranks,
-                                  data[0] & 1, &mask) == GCX_OK &&
-        workers < 64 && mask >> workers != 0) {
-        abort(); /* a worker beyond the communicator */
+                                  data[0] & 1, set) == GCX_OK) {
+        for (int w = workers; w < (int)(64 * GCX_WSET_WORDS(ranks)); ++w) {
+            if (gcx_wset_has(set, w)) {
+                abort(); /* a worker beyond the communicator */
+            }
+        }
     }
     return 0;
 }

@@ -804,6 +804,35 @@ static float soak_grad(uint64_t seq, int r, int j, size_t i)
     return (float)soak_val(seq * 4 + (uint64_t)r, (uint32_t)j, i);
 }
 
+/* Workers of a coded op past which the soak draws only uncoded codes (CR
+ * builds up to GCX_CODE_MAX_SOLVED_WORKERS; the gradient arrays of a
+ * round below are sized by it). */
+#define SOAK_CODED_MAX_WORKERS 64
+
+/* 1 when every worker of @p sub (a set over n workers) is in @p set. */
+static int soak_wset_subset(const uint64_t *sub, const uint64_t *set, int n)
+{
+    for (size_t k = 0; k < GCX_WSET_WORDS(n); ++k) {
+        if ((sub[k] & ~set[k]) != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A worker set as hex words, the highest first ("0x..."), into buf. */
+static const char *soak_wset_hex(const uint64_t *set, int n, char *buf,
+                                 size_t len)
+{
+    size_t used = (size_t)snprintf(buf, len, "0x");
+    for (size_t k = GCX_WSET_WORDS(n); k-- > 0 && used < len;) {
+        used += (size_t)snprintf(buf + used, len - used,
+                                 k + 1 == GCX_WSET_WORDS(n) ? "%llx" : "%016llx",
+                                 (unsigned long long)set[k]);
+    }
+    return buf;
+}
+
 static gcx_status_t soak_code_make(int kind, int n, int s, gcx_code_t **code)
 {
     gcx_code_params_t cp;
@@ -825,6 +854,7 @@ gcx_status_t soak_coded_run(soak_op_t *o, size_t max_bytes, int die_inside)
     gcx_code_t        *code = NULL, *other = NULL;
     gcx_coded_t       *coded = NULL;
     gcx_coded_params_t params;
+    gcx_coded_result_t res;
     gcx_status_t       st;
     size_t             count;
     float             *msg, *g, *out;
@@ -838,11 +868,11 @@ gcx_status_t soak_coded_run(soak_op_t *o, size_t max_bytes, int die_inside)
     o->cd_rnw = n >= 2 && soak_rng_below(&o->rng, 4) == 0;
     workers = n - o->cd_rnw;
     kind    = (int)soak_rng_below(&o->rng, 3);
-    if (workers > GCX_CODE_MAX_WORKERS) {
+    if (workers > SOAK_CODED_MAX_WORKERS) {
         kind = GCX_CODE_UNCODED;
     }
     if (kind == GCX_CODE_FR) { /* s + 1 divides the workers */
-        int divs[GCX_CODE_MAX_WORKERS], nd = 0;
+        int divs[SOAK_CODED_MAX_WORKERS], nd = 0;
         for (int d = 1; d <= workers; ++d) {
             if (workers % d == 0) {
                 divs[nd++] = d;
@@ -940,16 +970,26 @@ gcx_status_t soak_coded_run(soak_op_t *o, size_t max_bytes, int die_inside)
     }
     worker = gcx_coded_worker(coded, o->me);
     tol    = kind == GCX_CODE_CR ? 1e-3 * 11 * workers : 0.0;
+    /* the result's sets and arrival times, for every round */
+    memset(&res, 0, sizeof(res));
+    st = gcx_coded_result_alloc(&res, workers);
+    if (st != GCX_OK) {
+        soak_bad_status(o, "gcx_coded_result_alloc", st);
+        gcx_coded_destroy(coded);
+        gcx_code_destroy(code);
+        return st;
+    }
     for (int r = 0; r < o->cd_rounds; ++r) {
-        gcx_coded_result_t res;
         gcx_request_t     *req = NULL;
         int                load = gcx_code_load(code), cnt = 0;
-        int                parts[GCX_CODE_MAX_WORKERS];
-        double             coeffs[GCX_CODE_MAX_WORKERS];
-        const float       *vecs[GCX_CODE_MAX_WORKERS];
+        int                parts[SOAK_CODED_MAX_WORKERS];
+        double             coeffs[SOAK_CODED_MAX_WORKERS];
+        const float       *vecs[SOAK_CODED_MAX_WORKERS];
+        char               hex1[40], hex2[40];
 
         if (worker >= 0) {
-            if (gcx_code_assignment(code, worker, parts, coeffs, &cnt) != GCX_OK ||
+            if (load > SOAK_CODED_MAX_WORKERS ||
+                gcx_code_assignment(code, worker, parts, coeffs, &cnt) != GCX_OK ||
                 cnt > load) {
                 soak_wrong(o, "gcx_code_assignment failed");
                 break;
@@ -982,13 +1022,13 @@ gcx_status_t soak_coded_run(soak_op_t *o, size_t max_bytes, int die_inside)
             soak_bad_status(o, "gcx_coded_gather", st); /* returns on a kill */
             break;
         }
-        if (res.round != (uint64_t)r || res.used == 0 ||
-            (res.used & ~res.arrived) != 0) {
+        if (res.round != (uint64_t)r || gcx_wset_count(res.used, workers) == 0 ||
+            !soak_wset_subset(res.used, res.arrived, workers)) {
             char m2[160];
-            snprintf(m2, sizeof(m2), "round %d: result round %llu, used 0x%llx, "
-                     "arrived 0x%llx", r, (unsigned long long)res.round,
-                     (unsigned long long)res.used,
-                     (unsigned long long)res.arrived);
+            snprintf(m2, sizeof(m2), "round %d: result round %llu, used %s, "
+                     "arrived %s", r, (unsigned long long)res.round,
+                     soak_wset_hex(res.used, workers, hex1, sizeof(hex1)),
+                     soak_wset_hex(res.arrived, workers, hex2, sizeof(hex2)));
             soak_wrong(o, m2);
         }
         for (size_t i = 0; i < count; ++i) {
@@ -999,15 +1039,16 @@ gcx_status_t soak_coded_run(soak_op_t *o, size_t max_bytes, int die_inside)
             if (!(fabs(want - out[i]) <= tol)) {
                 char m2[160];
                 snprintf(m2, sizeof(m2), "round %d: decoded sum %g at %zu, "
-                         "expected %g (code %d, s %d, used 0x%llx)", r,
+                         "expected %g (code %d, s %d, used %s)", r,
                          (double)out[i], i, want, kind, s,
-                         (unsigned long long)res.used);
+                         soak_wset_hex(res.used, workers, hex1, sizeof(hex1)));
                 soak_wrong(o, m2);
                 break;
             }
         }
         soak_check_guards(o, o->out, o->out_bytes);
     }
+    gcx_coded_result_free(&res);
     gcx_coded_destroy(coded);
     gcx_code_destroy(code);
     return o->status;

@@ -67,7 +67,9 @@
 #include <gcx/coded.h>
 #include <gcx/coding.h>
 #include <gcx/compress.h>
+#include <gcx/wset.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -78,6 +80,23 @@
 namespace torch_gcx {
 
 namespace {
+
+// A worker set (gcx/wset.h: bit w % 64 of word w / 64) as a Python int
+// with bit w for worker w, built from all the words (Python ints are
+// unbounded, so any n; `mask >> w & 1` tests worker w).
+py::int_ wset_to_int(const std::vector<uint64_t> &set)
+{
+    std::string bytes(set.size() * 8, '\0');
+    for (size_t i = 0; i < set.size(); ++i) {
+        for (size_t b = 0; b < 8; ++b) { // little-endian, whatever the host
+            bytes[i * 8 + b] = static_cast<char>((set[i] >> (8 * b)) & 0xff);
+        }
+    }
+    py::object from_bytes = py::module_::import("builtins")
+                                .attr("int")
+                                .attr("from_bytes");
+    return from_bytes(py::bytes(bytes), "little");
+}
 
 gcx_code_kind_t parse_code(const std::string &kind)
 {
@@ -221,6 +240,10 @@ class CodedGather {
                     "decoding, not pipelined, not compressed");
         code_  = std::make_unique<Code>(kind, pipelined, n, s, weighted);
         count_ = nfloats_ + 1; // + the partition's loss
+        // the result's worker sets: caller storage over the n workers
+        arrived_.assign(GCX_WSET_WORDS(n), 0);
+        used_.assign(GCX_WSET_WORDS(n), 0);
+        abstained_.assign(GCX_WSET_WORDS(n), 0);
         // ignore: one buffer, the worker's own partition
         for (int k = 0; k < (ignore_ ? 1 : code_->load); ++k) {
             bufs_.push_back(
@@ -377,7 +400,15 @@ class CodedGather {
             send = false;
         }
         sent_ = send;
-        res_  = {};
+        // the sets are written only when the round completes: empty until
+        // then (and after a failed round), as the zeroed masks were
+        std::fill(arrived_.begin(), arrived_.end(), 0);
+        std::fill(used_.begin(), used_.end(), 0);
+        std::fill(abstained_.begin(), abstained_.end(), 0);
+        res_           = {};
+        res_.arrived   = arrived_.data();
+        res_.used      = used_.data();
+        res_.abstained = abstained_.data(); // arrival: NULL, not written
         float *msg = msg_.data_ptr<float>(), *sum = sum_.data_ptr<float>();
         float *g = grad_.data_ptr<float>();
         gcx_coded_result_t *res = &res_;
@@ -441,9 +472,9 @@ class CodedGather {
     {
         py::dict d;
         d["round"]      = res_.round;
-        d["arrived"]    = res_.arrived;
-        d["used"]       = res_.used;
-        d["abstained"]  = res_.abstained;
+        d["arrived"]    = wset_to_int(arrived_);
+        d["used"]       = wset_to_int(used_);
+        d["abstained"]  = wset_to_int(abstained_);
         d["skipped"]    = static_cast<bool>(res_.skipped);
         d["lost"]       = static_cast<bool>(res_.lost);
         d["round_time"] = res_.round_time;
@@ -453,12 +484,15 @@ class CodedGather {
 
     py::dict stats()
     {
-        auto st = std::make_shared<gcx_coded_stats_t>();
+        auto st   = std::make_shared<gcx_coded_stats_t>(); // zeroed
+        auto gone = std::make_shared<std::vector<uint64_t>>(
+            GCX_WSET_WORDS(code_->n), 0); // the gone set's storage
+        st->gone        = gone->data();
         gcx_coded_t *cd = live();
         {
             py::gil_scoped_release nogil; // the engine may wait for a callback
             submit_composite(*backend_, "gcx_coded_stats", {},
-                             [cd, st](gcx_comm_t *, auto &) {
+                             [cd, st, gone](gcx_comm_t *, auto &) {
                                  return gcx_coded_stats(cd, st.get());
                              },
                              {})
@@ -471,7 +505,8 @@ class CodedGather {
         d["early"]          = st->early;
         d["skipped"]        = st->skipped;
         d["abstained"]      = st->abstained;
-        d["gone"]           = st->gone;
+        d["gone"]           = wset_to_int(*gone);
+        d["gone_count"]     = st->gone_count;
         d["rounds_lost"]    = st->rounds_lost;
         d["transfers_lost"] = st->transfers_lost;
         d["in_place"]       = st->in_place;
@@ -592,7 +627,10 @@ class CodedGather {
     std::vector<int> parts_;
     std::vector<double> coeffs_, pcoeffs_;
     std::vector<int64_t> slot_steps_;
+    // the last round's result; its worker sets point into the vectors
+    // below (GCX_WSET_WORDS(n) words each, n = the code's workers)
     gcx_coded_result_t res_ = {};
+    std::vector<uint64_t> arrived_, used_, abstained_;
     bool sent_              = false;
     double loss_            = 0;
     // compression
@@ -608,6 +646,10 @@ class CodedGather {
 void bind_coded(py::module_ &m)
 {
     using Rel = py::call_guard<py::gil_scoped_release>;
+    // the code's limits (gcx/coding.h): FR up to the first, CR (exact or
+    // weighted) up to the second, which torch_gcx.coded checks against
+    m.attr("CODE_MAX_WORKERS")        = GCX_CODE_MAX_WORKERS;
+    m.attr("CODE_MAX_SOLVED_WORKERS") = GCX_CODE_MAX_SOLVED_WORKERS;
     py::class_<CodeInfo>(m, "CodeInfo")
         .def(py::init<const std::string &, bool, int, int>(), py::arg("kind"),
              py::arg("pipelined"), py::arg("n"), py::arg("s"))
@@ -642,8 +684,13 @@ void bind_coded(py::module_ &m)
              "Encode this step's message (encoded: it is in message() "
              "already) and start its coded round; a Work.")
         .def("coefficients", &CodedGather::coefficients)
-        .def("result", &CodedGather::result)
-        .def("stats", &CodedGather::stats)
+        .def("result", &CodedGather::result,
+             "The last round: round, arrived / used / abstained as ints with "
+             "bit w for worker w (any number of workers), skipped, lost, "
+             "round_time, sent.")
+        .def("stats", &CodedGather::stats,
+             "gcx_coded_stats's counters; gone: an int with bit w for each "
+             "worker counted gone, gone_count: how many.")
         .def("residual", &CodedGather::residual)
         .def("sent_entries", &CodedGather::sent_entries)
         .def("close", &CodedGather::close, Rel());

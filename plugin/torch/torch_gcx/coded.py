@@ -120,9 +120,19 @@ def _check_code(code, s, n):
     if not isinstance(s, int) or isinstance(s, bool) or s < 0:
         raise ValueError(f"torch_gcx.coded: s must be an integer >= 0, "
                          f"got {s!r}")
-    if n < 1 or n > 64:
-        raise ValueError(f"torch_gcx.coded: n = {n} workers: gcx codes have "
-                         f"1..64 workers")
+    # gcx/coding.h: FR codes go up to GCX_CODE_MAX_WORKERS workers; CR
+    # codes (exact or weighted: ignore too) are decoded by a dense
+    # least-squares solve and stop at GCX_CODE_MAX_SOLVED_WORKERS
+    if CODES[code][0] == "fr":
+        most, why = _C.CODE_MAX_WORKERS, "FR codes have"
+    else:
+        most, why = _C.CODE_MAX_SOLVED_WORKERS, \
+            "CR codes (decoded by a least-squares solve) have"
+    if n < 1 or n > most:
+        raise ValueError(f"torch_gcx.coded: n = {n} workers: gcx {why} "
+                         f"1..{most} workers" +
+                         ("; use an FR code (gc-fr, pgc-fr) for more"
+                          if n > most and CODES[code][0] == "cr" else ""))
     if s >= n:
         raise ValueError(f"torch_gcx.coded: s = {s} stragglers needs more "
                          f"than s workers, there are n = {n} (s < n)")
@@ -770,12 +780,21 @@ class CodedDataParallel(torch.nn.Module):
 
     def last_result(self):
         """What the last round was decoded from: round, arrived / used /
-        abstained (bit w: worker w), skipped, lost, round_time, sent."""
+        abstained, skipped, lost, round_time, sent.
+
+        arrived, used and abstained are worker sets as Python ints with bit
+        w set for worker w (`used >> w & 1`), built from all the words of
+        gcx's worker sets (gcx/wset.h), so they hold any number of workers
+        (past 64 too); 0 before the first round and after a failed one.
+        `[w for w in range(self.n) if used >> w & 1]` lists the workers."""
         return self._impl.result()
 
     def stats(self):
-        """The coded gather's counters (gcx_coded_stats: on the root `gone`
-        is the bit mask of workers counted gone) and this rank's."""
+        """The coded gather's counters (gcx_coded_stats) and this rank's.
+
+        `gone` (on the root; master-less: every rank) is the set of workers
+        counted gone as a Python int with bit w for worker w, of any size
+        (as last_result()'s sets), and `gone_count` how many they are."""
         d = self._impl.stats()
         d.update(rounds_here=self.round, lost_rounds=self.lost_rounds,
                  skipped_here=self.skipped, abstained_here=self.abstained,

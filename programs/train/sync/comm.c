@@ -41,7 +41,7 @@ void train_comm_local(train_comm_t *tc)
     tc->size = 1;
     tc->live = NULL;
     tc->live_root = -1;
-    tc->live_gone = 0;
+    tc->live_gone = NULL;
     tc->live_kill = 0;
 }
 
@@ -104,16 +104,15 @@ static void train_comm_live_close(train_comm_t *tc)
 {
     int r;
 
-    if (tc->live == NULL) {
-        return;
-    }
-    for (r = 0; r < tc->size; r++) {
+    for (r = 0; tc->live != NULL && r < tc->size; r++) {
         if (tc->live[r] != NULL) {
             gcx_comm_destroy(tc->live[r]);
         }
     }
     free(tc->live);
+    free(tc->live_gone);
     tc->live = NULL;
+    tc->live_gone = NULL;
     tc->live_root = -1;
 }
 
@@ -209,7 +208,9 @@ gcx_status_t train_comm_live_open(train_comm_t *tc, int root)
         return GCX_OK;
     }
     tc->live = calloc((size_t)tc->size, sizeof(*tc->live));
-    if (tc->live == NULL) {
+    tc->live_gone = calloc(GCX_WSET_WORDS(tc->size), sizeof(*tc->live_gone));
+    if (tc->live == NULL || tc->live_gone == NULL) {
+        train_comm_live_close(tc);
         return GCX_ERR_NOMEM;
     }
     tc->live_root = root;
@@ -241,9 +242,7 @@ static void train_live_lose(train_comm_t *tc, int r, gcx_status_t status)
     train_info("rank %d is gone for the reductions over the live ranks "
                "(%s); going on without it",
                r, gcx_strerror(status));
-    if (r < 64) {
-        tc->live_gone |= 1ULL << r;
-    }
+    gcx_wset_add(tc->live_gone, r);
     gcx_comm_destroy(tc->live[r]);
     tc->live[r] = NULL;
 }
@@ -277,14 +276,16 @@ static void train_live_kill(train_comm_t *tc, int when)
 
 gcx_status_t train_comm_allreduce_live(train_comm_t *tc, void *buf,
                                        size_t count, gcx_dtype_t dtype,
-                                       gcx_op_t op, uint64_t gone,
+                                       gcx_op_t op, const uint64_t *gone,
                                        train_live_fill_fn_t fill,
                                        void *fill_ctx)
 {
+    size_t w, words = GCX_WSET_WORDS(tc->size);
     size_t bytes = count * gcx_dtype_size(dtype);
     gcx_status_t status = GCX_OK;
     int r, root = tc->live_root;
     gcx_request_t **reqs;
+    uint64_t *out; /* gone, the ranks lost before and those lost now */
     void *tmp;
 
     if (tc->comm == NULL) {
@@ -325,14 +326,18 @@ gcx_status_t train_comm_allreduce_live(train_comm_t *tc, void *buf,
      * per slow rank; they are combined in rank order */
     tmp = malloc((bytes > 0 ? bytes : 1) * (size_t)tc->size);
     reqs = calloc((size_t)tc->size, sizeof(*reqs));
-    if (tmp == NULL || reqs == NULL) {
+    out = calloc(words, sizeof(*out));
+    if (tmp == NULL || reqs == NULL || out == NULL) {
         free(tmp);
         free(reqs);
+        free(out);
         return GCX_ERR_NOMEM;
     }
-    gone |= tc->live_gone;
+    for (w = 0; w < words; w++) {
+        out[w] = (gone != NULL ? gone[w] : 0) | tc->live_gone[w];
+    }
     for (r = 0; r < tc->size; r++) {
-        if (r != root && !(r < 64 && (gone >> r & 1)) && tc->live[r] != NULL &&
+        if (r != root && !gcx_wset_has(out, r) && tc->live[r] != NULL &&
             gcx_recv(tc->live[r], (char *)tmp + (size_t)r * bytes, count,
                      dtype, 1, TRAIN_TAG_LIVE_UP, &reqs[r]) != GCX_OK) {
             reqs[r] = NULL; /* not started: lost below */
@@ -354,7 +359,7 @@ gcx_status_t train_comm_allreduce_live(train_comm_t *tc, void *buf,
             }
             train_live_lose(tc, r, status);
         }
-        gone |= r < 64 ? 1ULL << r : 0;
+        gcx_wset_add(out, r);
         if (fill != NULL) {
             fill(fill_ctx, r, buf);
         }
@@ -362,7 +367,7 @@ gcx_status_t train_comm_allreduce_live(train_comm_t *tc, void *buf,
     free(reqs);
     free(tmp);
     for (r = 0; r < tc->size; r++) {
-        if (r == root || (r < 64 && (gone >> r & 1)) || tc->live[r] == NULL) {
+        if (r == root || gcx_wset_has(out, r) || tc->live[r] == NULL) {
             continue;
         }
         status = gcx_send(tc->live[r], buf, count, dtype, 1,
@@ -373,6 +378,7 @@ gcx_status_t train_comm_allreduce_live(train_comm_t *tc, void *buf,
             train_live_lose(tc, r, status);
         }
     }
+    free(out);
     return GCX_OK;
 }
 

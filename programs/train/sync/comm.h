@@ -8,6 +8,7 @@
 
 #include <gcx/compress.h>
 #include <gcx/gcx.h>
+#include <gcx/wset.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -26,7 +27,9 @@ typedef struct train_comm {
      */
     gcx_comm_t **live;
     int live_root;
-    uint64_t live_gone; /**< Root: ranks lost in a live allreduce. */
+    /** Root: ranks lost in a live allreduce, a rank set over size ranks
+     *  (gcx/wset.h layout: bit r % 64 of word r / 64); with live. */
+    uint64_t *live_gone;
     int live_kill;      /**< Test hook (GCX_TRAIN_KILL=R:S:send|recv|stall):
                              1: SIGKILL in the next live allreduce before
                              sending, 2: after sending, 3: sleep
@@ -79,7 +82,9 @@ typedef void (*train_live_fill_fn_t)(void *ctx, int rank, void *buf);
  * Allreduce over the ranks still alive, through the root of
  * train_comm_live_open: every other rank sends its @p count values to the
  * root on its pair channel, the root combines those of the ranks not in
- * @p gone (bit r: rank r; read on the root only) with its own and sends
+ * @p gone (a rank set over tc->size ranks in gcx/wset.h's layout, bit
+ * r % 64 of word r / 64 for rank r; NULL: none; read on the root only)
+ * with its own and sends
  * the result back to each of them. For sync modes that survive dead ranks
  * (coded), where a collective would wait for a dead rank and fail.
  *
@@ -97,7 +102,7 @@ typedef void (*train_live_fill_fn_t)(void *ctx, int rank, void *buf);
  */
 gcx_status_t train_comm_allreduce_live(train_comm_t *tc, void *buf,
                                        size_t count, gcx_dtype_t dtype,
-                                       gcx_op_t op, uint64_t gone,
+                                       gcx_op_t op, const uint64_t *gone,
                                        train_live_fill_fn_t fill,
                                        void *fill_ctx);
 

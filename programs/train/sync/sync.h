@@ -158,15 +158,17 @@ typedef struct train_sync_ops {
     /**
      * Optional, for a mode that goes on when ranks die (coded: up to s
      * workers). Sets *root_p to the rank that knows which ranks are gone
-     * and *gone_p to their bit mask (bit r: rank r; on that rank, 0
-     * elsewhere). The loop's own reductions (weight checks, evaluation,
-     * byte sums) then run over the live ranks through that rank
+     * and writes them to @p gone: caller storage for a rank set over the
+     * comm's size ranks (GCX_WSET_WORDS(size) words in gcx/wset.h's
+     * layout, bit r % 64 of word r / 64 for rank r), cleared first and
+     * filled on that rank only. The loop's own reductions (weight checks,
+     * evaluation, byte sums) then run over the live ranks through that rank
      * (train_comm_allreduce_live()) instead of waiting for a dead one;
      * the mode's init must have opened their channels
      * (train_comm_live_open() with the same root).
      */
     void (*survivors)(const train_sync_t *sync, int *root_p,
-                      uint64_t *gone_p);
+                      uint64_t *gone);
 } train_sync_ops_t;
 
 /** An instance of a sync mode. */

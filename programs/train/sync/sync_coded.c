@@ -80,6 +80,7 @@
 
 #include <gcx/coded.h>
 #include <gcx/coding.h>
+#include <gcx/wset.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,8 @@ typedef struct coded_sync {
     int *parts;       /* gc: the assignment */
     int nassigned;
     int64_t *slot_steps; /* pgc: step each slot was computed at, -1 never */
+    uint64_t *gone;   /* the root: workers counted gone (a worker set over
+                         nparts workers, gcx/wset.h), for coded_survivors */
     int ignore;       /* ignore: own partition only, first n-s rescaled */
     double scale;     /* decoded vector x scale = sum estimate (ignore: s+1) */
     long steps, skipped, abstained, lost; /* for the summary line of fini */
@@ -127,6 +130,7 @@ static void coded_free(coded_sync_t *cs)
     free(cs->coeffs);
     free(cs->parts);
     free(cs->slot_steps);
+    free(cs->gone);
     free(cs);
 }
 
@@ -207,11 +211,13 @@ static gcx_status_t coded_init(train_sync_t *sync, train_kv_t *args,
     cs->coeffs = calloc((size_t)cs->load, sizeof(*cs->coeffs));
     cs->parts = calloc((size_t)cs->load, sizeof(*cs->parts));
     cs->slot_steps = malloc((size_t)cs->load * sizeof(*cs->slot_steps));
+    cs->gone = calloc(GCX_WSET_WORDS(cp.n), sizeof(*cs->gone));
     cs->msg = train_falloc(cs->count);
     cs->sum = train_falloc(cs->count);
     status = GCX_ERR_NOMEM;
     if (cs->bufs == NULL || cs->coeffs == NULL || cs->parts == NULL ||
-        cs->slot_steps == NULL || cs->msg == NULL || cs->sum == NULL) {
+        cs->slot_steps == NULL || cs->gone == NULL || cs->msg == NULL ||
+        cs->sum == NULL) {
         goto err;
     }
     for (k = 0; k < cs->load; k++) {
@@ -362,6 +368,8 @@ static gcx_status_t coded_exchange(train_sync_t *sync, float *grad,
     if (status != GCX_OK) {
         return status;
     }
+    /* only the scalars are read: no worker sets, no arrival times */
+    memset(&result, 0, sizeof(result));
     status = send ? gcx_coded_gather(cs->coded, cs->msg, cs->sum, &result,
                                      NULL)
                   : gcx_coded_abstain(cs->coded, cs->sum, &result, NULL);
@@ -425,23 +433,27 @@ static void coded_fini(train_sync_t *sync)
  * rank w, or with a master the w-th rank that is not the root.
  */
 static void coded_survivors(const train_sync_t *sync, int *root_p,
-                            uint64_t *gone_p)
+                            uint64_t *gone)
 {
     const coded_sync_t *cs = sync->priv;
     gcx_coded_stats_t st;
     int r;
 
     *root_p = cs->root;
-    *gone_p = 0;
-    if (sync->comm->rank != cs->root ||
-        gcx_coded_stats(cs->coded, &st) != GCX_OK) {
+    gcx_wset_clear(gone, sync->comm->size);
+    if (sync->comm->rank != cs->root) {
         return;
     }
-    for (r = 0; r < sync->comm->size && r < 64; r++) {
+    memset(&st, 0, sizeof(st));
+    st.gone = cs->gone; /* nparts workers */
+    if (gcx_coded_stats(cs->coded, &st) != GCX_OK) {
+        return;
+    }
+    for (r = 0; r < sync->comm->size; r++) {
         int w = gcx_coded_worker(cs->coded, r);
 
-        if (w >= 0 && (st.gone >> w & 1)) {
-            *gone_p |= 1ULL << r;
+        if (w >= 0 && gcx_wset_has(cs->gone, w)) {
+            gcx_wset_add(gone, r);
         }
     }
 }

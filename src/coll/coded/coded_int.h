@@ -18,6 +18,14 @@
 #include <gcx/coding.h>
 #include <stdint.h>
 
+/* Most workers of a star object: the RESULT header carries three worker
+ * sets (40 + 3 n / 8 bytes: 6,184 at this n), and UCX bounds an active
+ * message's header near 8 KB (ucp_worker_attr_t.max_am_header: 8,100 to
+ * 8,139 bytes over tcp, posix, sysv and cma here). */
+#define GCX_CODED_MAX_WORKERS 16384
+/* Most workers of a master-less object: its messages and chunks carry
+ * worker sets of one word (GCX_CAR_MAX); auto picks the star past it. */
+#define GCX_CODED_MASTERLESS_MAX_WORKERS 64
 #define GCX_CODED_COLL_ID (GCX_COLL_INTERNAL + 8) /* for the creation check */
 #define GCX_CODED_AM_FIRST 1                      /* first AM id tried */
 /* seconds a non-root rank waits past GCX_TIMEOUT for the root's verdict */
@@ -38,7 +46,13 @@ enum {
                               abstentions left it undecodable), header only */
 };
 
-/* Wire header; only the first n arrival entries are sent. */
+/*
+ * Wire header. RESULT and LOST carry the round's worker sets after it:
+ * nwords words of arrived, then of used, then of abstained (nwords =
+ * GCX_WSET_WORDS(n), 0 in the other kinds), so a header is O(n / 8)
+ * bytes: 40 + 3 n / 8 (1.6 KB at n = 4096). The arrival times stay on the
+ * root (they are its measurements; result->arrival is NAN elsewhere).
+ */
 typedef struct gcx_coded_hdr {
     uint32_t comm_id;
     uint32_t instance; /* which object on this communicator */
@@ -46,22 +60,29 @@ typedef struct gcx_coded_hdr {
     uint16_t sender;   /* rank */
     uint16_t kind;
     int32_t  status;   /* ERROR */
-    uint64_t arrived;  /* RESULT */
-    uint64_t used;     /* RESULT */
-    uint64_t abstained; /* RESULT */
     double   round_time;
-    float    arrival[GCX_CODE_MAX_WORKERS];
+    uint32_t nwords;   /* RESULT, LOST: words of each set that follow */
+    uint32_t reserved;
 } gcx_coded_hdr_t;
 
+/* Bytes of the sets that follow a RESULT or LOST header of @p n workers. */
+static inline size_t gcx_coded_sets_bytes(int n)
+{
+    return 3 * GCX_WSET_WORDS(n) * sizeof(uint64_t);
+}
+
 /**
- * A received header of @p len bytes into @p hdr: the fixed part and any
- * number of arrival entries (those not sent read 0). Pure: the AM handler
+ * A received header of @p len bytes into @p hdr and, for RESULT and LOST,
+ * a pointer to its sets in @p bytes (*sets_p; NULL for the other kinds):
+ * exactly the fixed part, or the fixed part and 3 nwords words with
+ * nwords = GCX_WSET_WORDS(@p n) for RESULT and LOST. Pure: the AM handler
  * and the fuzz target (tests/fuzz/fuzz_coded.c) call it.
- * @return GCX_ERR_INVALID when @p len is shorter than the fixed part or
- *         longer than the whole header.
+ * @return GCX_ERR_INVALID for any other length or nwords, or a set with a
+ *         worker at or past n.
  */
-gcx_status_t gcx_coded_hdr_parse(const void *bytes, size_t len,
-                                 gcx_coded_hdr_t *hdr);
+gcx_status_t gcx_coded_hdr_parse(const void *bytes, size_t len, int n,
+                                 gcx_coded_hdr_t *hdr,
+                                 const unsigned char **sets_p);
 
 /*
  * A buffer of count floats with a reference count: the owner holds one,
@@ -73,7 +94,11 @@ typedef struct gcx_coded_block {
     size_t           cap;  /* bytes of data (0: a header-only send's) */
     float           *data; /* 64-byte aligned, inside the same allocation */
     gcx_coded_hdr_t  hdr;  /* header of a send from this block: UCX 1.13
-                              reads it until the send completes */
+                              reads it until the send completes ... */
+    uint64_t         hdr_tail[]; /* ... with what follows it: the sets of a
+                                    RESULT or LOST (coded->hdr_tail bytes;
+                                    the master-less: the rest of its own
+                                    header) */
 } gcx_coded_block_t;
 
 /* An internal buffer and the transfers on it. */
@@ -85,6 +110,11 @@ typedef struct gcx_coded_slot {
     double                 t_arrival; /* when its header arrived */
     gcx_coded_hdr_t        hdr;       /* stashed header (kind: CONTRIB,
                                          VOID, or the root's RESULT) */
+    uint64_t              *sets;      /* a stashed RESULT's or LOST's sets
+                                         (3 GCX_WSET_WORDS(n) words),
+                                         allocated on first use */
+    uint64_t               used;      /* master-less: a DECODED chunk's
+                                         used set (n <= GCX_CAR_MAX) */
     int                    nreqs;     /* result fan-out: one per rank */
     gcx_tl_req_t          *reqs;      /* size entries */
     /* a received eager payload kept where the transport put it (am_hold,
@@ -164,6 +194,8 @@ struct gcx_coded {
     int          window;        /* master-less: rounds served ahead (every
                                    rank's must be the same: agreed) */
     int          n, s;
+    size_t       words;     /* GCX_WSET_WORDS(n): a worker set's words */
+    size_t       hdr_tail;  /* header bytes a block holds after its hdr */
     int          my_worker; /* -1: the root that is not a worker */
     unsigned     am_id;
     uint32_t     instance;
@@ -172,14 +204,16 @@ struct gcx_coded {
     gcx_coded_op_t *live;       /* the round in progress here, if any */
     gcx_status_t error;         /* an ERROR message from the root */
     uint64_t     error_round;   /* the round it failed */
-    uint64_t     gone;          /* root: workers counted gone */
+    uint64_t    *gone;          /* root (master-less: every rank):
+                                   workers counted gone, a worker set */
     gcx_coded_slot_t *free_slots;
     gcx_coded_slot_t *inflight; /* sends that may outlive their round */
     gcx_coded_slot_t *stash;    /* messages of rounds not entered yet */
     gcx_coded_stats_t stats;    /* stats.buffer_bytes: the blocks of the
                                    slots (slot.c) */
     /* straggler injection */
-    uint64_t     straggler_mask; /* workers delayed every round */
+    uint64_t    *straggler_set;  /* workers delayed every round (a
+                                    worker set) */
     double       straggler_delay_ms;
     double       straggler_mean_ms;
     int          straggler_count;
@@ -195,29 +229,42 @@ struct gcx_coded_op {
     gcx_coded_result_t *result;
     double              t_start;
     int                 abstain;  /* gcx_coded_abstain(): nothing to send */
-    /* root */
-    uint64_t            arrived, used;
-    uint64_t            abstained; /* workers that abstained */
+    /* root: worker sets (coded->words words each, in the op's allocation) */
+    uint64_t           *arrived, *used;
+    uint64_t           *abstained; /* workers that abstained */
+    uint64_t           *dropped;  /* not needed, eager: gone for good */
+    uint64_t           *late_void; /* abstained once decodable: counts
+                                      again if the round is rebuilt */
+    uint64_t           *given_up; /* taken, still landing at GCX_TIMEOUT:
+                                     left out of this round, not gone */
+    uint64_t           *scratch;  /* a set for the checks (one at a time) */
+    int                *lag;      /* [n] laggards' count of results held */
+    int                 gave_up;  /* given_up was decided (once a round) */
+    int                 need;     /* streaming: nonzero coefficients that
+                                     make the round decodable (-1: ask
+                                     gcx_code_decodable) */
+    int                 nused;    /* streaming: nonzero coefficients taken */
     int                 decodable, streaming;
     int                 decoded;  /* recvbuf holds the sum; publishing
                                      waits for a rank GCX_CODED_MAX_LAG
                                      results behind (gcx_coded_root_laggards) */
     int                 nentries, nfolded;
-    gcx_coded_entry_t   entries[GCX_CODE_MAX_WORKERS];
-    float               arrival[GCX_CODE_MAX_WORKERS];
-    uint64_t            dropped;  /* not needed, eager: gone for good */
-    uint64_t            late_void; /* abstained once decodable: counts
-                                      again if the round is rebuilt */
-    uint64_t            given_up; /* taken, still landing at GCX_TIMEOUT:
-                                     left out of this round, not gone */
+    gcx_coded_entry_t  *entries;  /* [n] */
+    float              *arrival;  /* [n] */
     int                 nheld;
-    gcx_coded_held_t    held[GCX_CODE_MAX_WORKERS];
+    gcx_coded_held_t   *held;     /* [n] */
     /* other ranks */
     int                 skipped;
     int                 recv_posted;
     gcx_tl_req_t        rreq;
     gcx_coded_hdr_t     rhdr;
+    uint64_t           *rsets;    /* rhdr's sets (RESULT, LOST): 3 words */
 };
+
+/** A round task for the object's n workers, with its sets and arrays in
+ *  the same allocation (the root's: O(n) bytes; the others': their
+ *  result's sets). Freed with free(). NULL when out of memory. */
+gcx_coded_op_t *gcx_coded_op_new(gcx_coded_t *coded, int is_root);
 
 /**
  * Creation check of a coded object (the coded gather, or the master-less
@@ -227,6 +274,11 @@ struct gcx_coded_op {
  * two kinds of object apart.
  */
 gcx_status_t gcx_coded_agree(gcx_coded_t *coded, uint32_t coll_id);
+
+/** The object's worker sets for its n workers (gone, straggler_set; n
+ *  set): one allocation, freed by gcx_coded_sets_free() (shared.c). */
+gcx_status_t gcx_coded_sets_init(gcx_coded_t *coded);
+void gcx_coded_sets_free(gcx_coded_t *coded);
 
 /* ---- slots (slot.c) ------------------------------------------------ */
 
@@ -280,25 +332,52 @@ void gcx_coded_root_on_contrib(gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
 
 /** Other ranks: a RESULT header arrived (from the AM handler). */
 void gcx_coded_rank_on_result(gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
+                              const unsigned char *sets,
                               const gcx_tl_am_msg_t *msg);
 
 /** Finalize of both round tasks. */
 void gcx_coded_op_finalize(gcx_task_t *task);
 
-/** Fill the public result from a header. */
+/** What a round's public result says, in the object's own storage (sets
+ *  over n workers; arrival NULL: NAN for every worker). */
+typedef struct gcx_coded_result_sets {
+    uint64_t        round;
+    const uint64_t *arrived, *used, *abstained;
+    const float    *arrival;
+    double          round_time;
+    int             skipped, lost;
+} gcx_coded_result_sets_t;
+
+/** Write a round's result into the caller's storage (shared.c): the
+ *  scalars, and each set or the arrival times where the caller gave
+ *  storage. O(n). */
+void gcx_coded_result_write(gcx_coded_result_t *result, int n,
+                            const gcx_coded_result_sets_t *sets);
+
+/** Counters out (shared.c): @p counters with the caller's gone pointer
+ *  kept, gone_count, and the gone set written where it points. */
+void gcx_coded_stats_write(const gcx_coded_stats_t *counters,
+                           const uint64_t *gone, int n,
+                           gcx_coded_stats_t *stats_p);
+
+/** Fill the public result from a header and its sets (3 coded->words
+ *  words: arrived, used, abstained) and, on the root, the arrival times
+ *  (NULL elsewhere: NAN). */
 void gcx_coded_fill_result(const gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
+                           const uint64_t *sets, const float *arrival,
                            int skipped, gcx_coded_result_t *result);
 
 /* ---- straggler injection (straggler.c) ----------------------------- */
 
 /**
  * The workers of a GCX_STRAGGLER_RANKS list ("1,3") on a communicator of
- * @p size ranks, as a bit mask (a root that is not a worker is left out).
- * Pure: the fuzz target tests/fuzz/fuzz_config.c calls it.
- * @return GCX_ERR_INVALID (nothing written) on a bad list.
+ * @p size ranks, into @p set, a worker set of GCX_WSET_WORDS(size) words
+ * (a root that is not a worker is left out). Pure: the fuzz target
+ * tests/fuzz/fuzz_config.c calls it.
+ * @return GCX_ERR_INVALID (the set left empty) on a bad list.
  */
 gcx_status_t gcx_coded_straggler_parse(const char *list, int size, int root,
-                                       int root_not_worker, uint64_t *mask_p);
+                                       int root_not_worker, uint64_t *set);
 
 /** Parse GCX_STRAGGLER_* for this object; GCX_ERR_INVALID on a bad list. */
 gcx_status_t gcx_coded_straggler_init(gcx_coded_t *coded);

@@ -266,6 +266,14 @@ static gcx_status_t gcx_car_create_locked(gcx_comm_t *comm,
                   gcx_code_workers(params->code), comm->size);
         return GCX_ERR_INVALID;
     }
+    if (comm->size > GCX_CAR_MAX) {
+        gcx_error("gcx_coded_allreduce_create: %d workers: the master-less "
+                  "coded allreduce carries worker sets of at most %d workers "
+                  "in its messages and round state (GCX_CAR_MAX; the codes "
+                  "themselves go further, gcx/coding.h)",
+                  comm->size, GCX_CAR_MAX);
+        return GCX_ERR_UNSUPPORTED;
+    }
     car = calloc(1, sizeof(*car));
     if (car == NULL) {
         return GCX_ERR_NOMEM;
@@ -291,7 +299,10 @@ static gcx_status_t gcx_car_create_locked(gcx_comm_t *comm,
         status = GCX_ERR_NOMEM;
         goto err_free;
     }
-    status = gcx_coded_straggler_init(&car->base);
+    status = gcx_coded_sets_init(&car->base);
+    if (status == GCX_OK) {
+        status = gcx_coded_straggler_init(&car->base);
+    }
     if (status != GCX_OK) {
         goto err_free;
     }
@@ -318,6 +329,7 @@ static gcx_status_t gcx_car_create_locked(gcx_comm_t *comm,
 err_unregister:
     tl->ops->am_handler(tl, car->base.am_id, NULL, NULL);
 err_free:
+    gcx_coded_sets_free(&car->base);
     free(car->kept);
     free(car);
     return status;
@@ -371,6 +383,7 @@ void gcx_coded_allreduce_destroy(gcx_coded_allreduce_t *car)
         }
     }
     gcx_coded_slots_release(&car->base);
+    gcx_coded_sets_free(&car->base);
     free(car->kept);
     free(car);
     gcx_context_unlock();
@@ -468,8 +481,8 @@ gcx_status_t gcx_coded_allreduce_stats(const gcx_coded_allreduce_t *car,
     if (car == NULL || stats_p == NULL) {
         return GCX_ERR_INVALID;
     }
-    *stats_p      = car->base.stats;
-    stats_p->gone = car->base.gone;
+    gcx_coded_stats_write(&car->base.stats, car->base.gone, car->base.n,
+                          stats_p);
     return GCX_OK;
 }
 

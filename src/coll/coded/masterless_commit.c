@@ -153,7 +153,7 @@ void gcx_car_receive(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
     if (!(ch->committed & (1ull << apos))) {
         return;
     }
-    op->used_union |= copy->hdr.used;
+    op->used_union |= copy->used;
     ch->final = 1;
     ch->lost  = copy->hdr.kind == GCX_CAR_LOST;
     ch->keep  = mypos > apos ? apos + 1 : 0;
@@ -215,7 +215,7 @@ void gcx_car_release(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
 void gcx_car_done(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
 {
     gcx_coded_result_t *res = op->result;
-    int                 c, w, skipped, lost = 0, me = car->base.comm->rank;
+    int                 c, skipped, lost = 0, me = car->base.comm->rank;
 
     /* lost_rounds: the decoded chunks go to recvbuf now, unless a chunk's
      * agreed outcome is "lost" (every rank sees the same outcomes): then
@@ -243,17 +243,18 @@ void gcx_car_done(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
     }
 
     if (res != NULL) {
-        memset(res, 0, sizeof(*res));
-        res->round      = op->round;
-        res->arrived    = op->ch[me].arrived;
-        res->abstained  = op->ch[me].abstained;
-        res->used       = lost ? 0 : op->used_union;
-        res->round_time = gcx_time_now() - op->t_start;
-        for (w = 0; w < GCX_CODE_MAX_WORKERS; ++w) {
-            res->arrival[w] = NAN;
-        }
-        res->skipped = skipped;
-        res->lost    = lost;
+        uint64_t                used = lost ? 0 : op->used_union;
+        gcx_coded_result_sets_t sets = {
+            .round      = op->round,
+            .arrived    = &op->ch[me].arrived,
+            .used       = &used,
+            .abstained  = &op->ch[me].abstained,
+            .arrival    = NULL, /* no root times arrivals */
+            .round_time = gcx_time_now() - op->t_start,
+            .skipped    = skipped,
+            .lost       = lost,
+        };
+        gcx_coded_result_write(res, car->base.n, &sets);
     }
     car->base.stats.skipped += (uint64_t)skipped;
     car->base.stats.abstained += (uint64_t)(op->abstain && !skipped);

@@ -39,7 +39,7 @@ static uint64_t gcx_car_landed(gcx_coded_allreduce_t *car, gcx_car_chunk_t *ch)
             ch->taken &= ~(1ull << w);
             gcx_car_drop(car, ch->in[w]);
             ch->in[w] = NULL;
-            car->base.gone |= 1ull << w;
+            car->base.gone[0] |= 1ull << w;
         }
     }
     return gcx_car_landed_bits(car, ch);
@@ -50,9 +50,10 @@ static uint64_t gcx_car_landed(gcx_coded_allreduce_t *car, gcx_car_chunk_t *ch)
  * still fail with its sender, and a dropped one cannot be had again. */
 static int gcx_car_wanted(gcx_coded_allreduce_t *car, gcx_car_chunk_t *ch)
 {
-    int decodable = 0;
+    int      decodable = 0;
+    uint64_t landed    = gcx_car_landed(car, ch);
 
-    gcx_code_decodable(car->base.code, gcx_car_landed(car, ch), &decodable);
+    gcx_code_decodable(car->base.code, &landed, &decodable);
     return ch->ostate == GCX_CAR_COLLECT && !decodable;
 }
 
@@ -243,7 +244,7 @@ static int gcx_car_owner_bits(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
         }
         if (copy->reqs[0].status == GCX_OK) {
             ch->lost = copy->hdr.kind == GCX_CAR_LOST;
-            ch->used = copy->hdr.used;
+            ch->used = copy->used;
             if (!ch->lost) {
                 gcx_car_copy(out, gcx_coded_slot_data(copy), len);
             }
@@ -253,11 +254,11 @@ static int gcx_car_owner_bits(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
     /* decode from the chunks that landed, once they are decodable; the
      * ones still on their way are not waited for */
     landed = gcx_car_landed(car, ch);
-    gcx_code_decodable(car->base.code, landed, &decodable);
+    gcx_code_decodable(car->base.code, &landed, &decodable);
     if (!decodable) {
         return 0;
     }
-    status = gcx_code_decode_vector(car->base.code, landed, a);
+    status = gcx_code_decode_vector(car->base.code, &landed, a);
     if (status != GCX_OK) {
         gcx_error("coded allreduce round %llu: chunk %d cannot be decoded "
                   "from workers %#llx: %s",
@@ -300,7 +301,7 @@ static int gcx_car_decodable_still(gcx_coded_allreduce_t *car,
             alive |= bit; /* taken, or may still come */
         }
     }
-    gcx_code_decodable(car->base.code, alive, &decodable);
+    gcx_code_decodable(car->base.code, &alive, &decodable);
     return decodable;
 }
 
@@ -345,7 +346,7 @@ void gcx_car_own(gcx_coded_allreduce_t *car, gcx_car_op_t *op, int c)
                           "longer be decoded (workers lost 0x%llx, "
                           "abstained 0x%llx)",
                           (unsigned long long)op->round, c,
-                          (unsigned long long)car->base.gone,
+                          (unsigned long long)car->base.gone[0],
                           (unsigned long long)ch->abstained);
                 op->super.status = GCX_ERR_UNDECODABLE;
                 return;

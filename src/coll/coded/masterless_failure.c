@@ -23,13 +23,13 @@ void gcx_car_acting(gcx_coded_allreduce_t *car, int *acting)
     for (r = 0; r < car->base.n; ++r) {
         if (r != me && tl->ops->peer_failed(tl, r)) {
             failed |= 1ull << r;
-            if (!(car->base.gone & (1ull << r))) {
+            if (!(car->base.gone[0] & (1ull << r))) {
                 gcx_warn("coded allreduce: rank %d is gone: connection lost",
                          r);
             }
         }
     }
-    car->base.gone |= failed;
+    car->base.gone[0] |= failed;
     for (c = 0; c < car->base.n; ++c) {
         acting[c] = -1;
         for (pos = 0; pos < car->line; ++pos) {
@@ -74,7 +74,7 @@ static gcx_status_t gcx_car_resend_kept(gcx_coded_allreduce_t *car, int c,
     for (pos = 0; pos < mypos; ++pos) {
         peers &= ~(1ull << gcx_car_owner(car, c, pos));
     }
-    gcx_car_publish_to(car, kept->round, c, kept->hdr.used,
+    gcx_car_publish_to(car, kept->round, c, kept->used,
                        kept->hdr.kind == GCX_CAR_LOST, slot, peers);
     return gcx_car_send_ctl(car, GCX_CAR_COMMIT, kept->round, c, peers);
 }
@@ -135,7 +135,7 @@ void gcx_car_describe(const gcx_task_t *task)
               "sent; ranks gone 0x%llx",
               (unsigned long long)op->round,
               op->sending ? "sending" : "not sending yet (straggler delay)",
-              op->nsent, op->nvoid, (unsigned long long)car->base.gone);
+              op->nsent, op->nvoid, (unsigned long long)car->base.gone[0]);
     for (c = 0; c < car->base.n; ++c) {
         ch = &op->ch[c];
         if (ch->final) {

@@ -53,7 +53,7 @@ gcx_status_t gcx_car_hdr_parse(const void *bytes, size_t len, size_t payload,
 /* ---- the object and its rounds (shared by masterless*.c) ------------------ */
 
 #define GCX_CAR_COLL_ID (GCX_COLL_INTERNAL + 9) /* for the creation check */
-#define GCX_CAR_MAX     GCX_CODE_MAX_WORKERS
+#define GCX_CAR_MAX     GCX_CODED_MASTERLESS_MAX_WORKERS /* sets: one word */
 #define GCX_CAR_AHEAD_MAX 256 /* largest window (GCX_CODED_AHEAD) */
 #define GCX_CAR_AHEAD_MIN 8   /* smallest window GCX_CODED_AHEAD=0 picks */
 

@@ -174,7 +174,7 @@ gcx_coded_slot_t *gcx_car_pull(gcx_coded_allreduce_t *car,
     slot->hdr.round      = hdr->round;
     slot->hdr.sender     = hdr->sender;
     slot->hdr.kind       = hdr->kind;
-    slot->hdr.used       = hdr->used;
+    slot->used           = hdr->used;
     slot->worker         = (int)hdr->chunk;
     slot->t_arrival      = gcx_time_now();
     slot->nreqs          = 1;

@@ -24,11 +24,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-static gcx_coded_block_t *gcx_coded_block_new(size_t bytes)
+/* A block of @p bytes of data, with @p tail bytes of header storage after
+ * its hdr (coded->hdr_tail). */
+static gcx_coded_block_t *gcx_coded_block_new(size_t bytes, size_t tail)
 {
     void *p = NULL;
 
-    size_t head = (sizeof(gcx_coded_block_t) + 63) & ~(size_t)63;
+    size_t head = (sizeof(gcx_coded_block_t) + tail + 63) & ~(size_t)63;
 
     if (posix_memalign(&p, 64, head + (bytes ? bytes : 1)) != 0) {
         return NULL;
@@ -67,7 +69,7 @@ static int gcx_coded_slot_block_of(gcx_coded_t *coded,
     if (slot->block != NULL) {
         gcx_coded_slot_drop_block(coded, slot);
     }
-    slot->block = gcx_coded_block_new(bytes);
+    slot->block = gcx_coded_block_new(bytes, coded->hdr_tail);
     if (slot->block == NULL) {
         return 0;
     }
@@ -211,6 +213,7 @@ static void gcx_coded_list_release(gcx_coded_t *coded, gcx_coded_slot_t *slot)
         if (slot->block != NULL) {
             gcx_coded_slot_drop_block(coded, slot);
         }
+        free(slot->sets);
         free(slot->reqs);
         free(slot);
     }

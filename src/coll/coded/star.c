@@ -72,44 +72,69 @@
 #include <string.h>
 
 void gcx_coded_fill_result(const gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
+                           const uint64_t *sets, const float *arrival,
                            int skipped, gcx_coded_result_t *result)
 {
-    int w;
+    gcx_coded_result_sets_t out;
 
     if (result == NULL) {
         return;
     }
-    result->round      = hdr->round;
-    result->arrived    = hdr->arrived;
-    result->used       = hdr->used;
-    result->abstained  = hdr->abstained;
-    result->round_time = hdr->round_time;
-    for (w = 0; w < GCX_CODE_MAX_WORKERS; ++w) {
-        result->arrival[w] = w < coded->n ? hdr->arrival[w] : NAN;
-    }
-    result->skipped = skipped;
-    result->lost    = hdr->kind == GCX_CODED_LOST;
+    out.round      = hdr->round;
+    out.arrived    = sets;
+    out.used       = sets + coded->words;
+    out.abstained  = sets + 2 * coded->words;
+    out.arrival    = arrival;
+    out.round_time = hdr->round_time;
+    out.skipped    = skipped;
+    out.lost       = hdr->kind == GCX_CODED_LOST;
+    gcx_coded_result_write(result, coded->n, &out);
 }
 
-gcx_status_t gcx_coded_hdr_parse(const void *bytes, size_t len,
-                                 gcx_coded_hdr_t *hdr)
+gcx_status_t gcx_coded_hdr_parse(const void *bytes, size_t len, int n,
+                                 gcx_coded_hdr_t *hdr,
+                                 const unsigned char **sets_p)
 {
-    if (len < offsetof(gcx_coded_hdr_t, arrival) || len > sizeof(*hdr)) {
+    int with_sets;
+
+    if (len < sizeof(*hdr)) {
         return GCX_ERR_INVALID;
     }
-    memset(hdr, 0, sizeof(*hdr));
-    memcpy(hdr, bytes, len); /* may be unaligned */
+    memcpy(hdr, bytes, sizeof(*hdr)); /* may be unaligned */
+    with_sets = hdr->kind == GCX_CODED_RESULT || hdr->kind == GCX_CODED_LOST;
+    if (len != sizeof(*hdr) + (with_sets ? gcx_coded_sets_bytes(n) : 0) ||
+        hdr->nwords != (with_sets ? GCX_WSET_WORDS(n) : 0)) {
+        return GCX_ERR_INVALID;
+    }
+    if (with_sets && n % 64 != 0) {
+        /* no worker at or past n in any of the three sets */
+        size_t   words = GCX_WSET_WORDS(n), k;
+        uint64_t last;
+
+        for (k = 1; k <= 3; ++k) {
+            memcpy(&last,
+                   (const unsigned char *)bytes + sizeof(*hdr) +
+                       (k * words - 1) * sizeof(uint64_t),
+                   sizeof(last));
+            if (last >> (n % 64) != 0) {
+                return GCX_ERR_INVALID;
+            }
+        }
+    }
+    *sets_p = with_sets ? (const unsigned char *)bytes + sizeof(*hdr) : NULL;
     return GCX_OK;
 }
 
 static void gcx_coded_am_handler(void *arg, const gcx_tl_am_msg_t *msg)
 {
-    gcx_coded_t    *coded = arg;
-    gcx_coded_hdr_t hdr;
+    gcx_coded_t         *coded = arg;
+    gcx_coded_hdr_t      hdr;
+    const unsigned char *sets;
 
-    if (gcx_coded_hdr_parse(msg->header, msg->header_length, &hdr) !=
-        GCX_OK) {
-        gcx_warn("coded gather: dropping a message with a bad header");
+    if (gcx_coded_hdr_parse(msg->header, msg->header_length, coded->n, &hdr,
+                            &sets) != GCX_OK) {
+        gcx_warn("coded gather: dropping a message with a bad header "
+                 "(%zu bytes)", msg->header_length);
         return;
     }
     if (hdr.comm_id != coded->comm->id || hdr.instance != coded->instance ||
@@ -126,7 +151,7 @@ static void gcx_coded_am_handler(void *arg, const gcx_tl_am_msg_t *msg)
     case GCX_CODED_RESULT:
     case GCX_CODED_LOST:
         if (coded->comm->rank != coded->root) {
-            gcx_coded_rank_on_result(coded, &hdr, msg);
+            gcx_coded_rank_on_result(coded, &hdr, sets, msg);
         }
         break;
     case GCX_CODED_ERROR:
@@ -159,6 +184,14 @@ static gcx_status_t gcx_coded_star_create(gcx_coded_t *coded,
                   gcx_code_workers(params->code), workers);
         return GCX_ERR_INVALID;
     }
+    if (workers > GCX_CODED_MAX_WORKERS) {
+        gcx_error("gcx_coded_create: %d workers: the star's RESULT header "
+                  "carries three worker sets, within UCX's active-message "
+                  "header limit (about 8 KB) for at most %d workers "
+                  "(GCX_CODED_MAX_WORKERS)",
+                  workers, GCX_CODED_MAX_WORKERS);
+        return GCX_ERR_UNSUPPORTED;
+    }
     coded->code            = params->code;
     coded->count           = params->count;
     coded->bytes           = params->count * sizeof(float);
@@ -169,8 +202,13 @@ static gcx_status_t gcx_coded_star_create(gcx_coded_t *coded,
     coded->s               = gcx_code_stragglers(params->code);
     coded->my_worker       = gcx_coded_worker(coded, comm->rank);
     coded->instance        = comm->seq;
-    status = gcx_coded_straggler_init(coded);
+    coded->hdr_tail        = gcx_coded_sets_bytes(workers);
+    status = gcx_coded_sets_init(coded);
+    if (status == GCX_OK) {
+        status = gcx_coded_straggler_init(coded);
+    }
     if (status != GCX_OK) {
+        gcx_coded_sets_free(coded);
         return status;
     }
     for (id = GCX_CODED_AM_FIRST; id < GCX_TL_AM_MAX_ID; ++id) {
@@ -181,6 +219,7 @@ static gcx_status_t gcx_coded_star_create(gcx_coded_t *coded,
     }
     if (id == GCX_TL_AM_MAX_ID) {
         gcx_error("gcx_coded_create: no free active-message id");
+        gcx_coded_sets_free(coded);
         return GCX_ERR_UNSUPPORTED;
     }
     coded->am_id = id;
@@ -189,6 +228,7 @@ static gcx_status_t gcx_coded_star_create(gcx_coded_t *coded,
     status = gcx_coded_agree(coded, GCX_CODED_COLL_ID);
     if (status != GCX_OK) {
         tl->ops->am_handler(tl, coded->am_id, NULL, NULL);
+        gcx_coded_sets_free(coded);
     }
     return status;
 }
@@ -208,6 +248,47 @@ static void gcx_coded_star_destroy(gcx_coded_t *coded)
     }
     tl->ops->am_handler(tl, coded->am_id, NULL, NULL);
     gcx_coded_slots_release(coded);
+    gcx_coded_sets_free(coded);
+}
+
+gcx_coded_op_t *gcx_coded_op_new(gcx_coded_t *coded, int is_root)
+{
+    size_t          n = (size_t)coded->n, set = coded->words * sizeof(uint64_t);
+    size_t          head = (sizeof(gcx_coded_op_t) + 7) & ~(size_t)7;
+    size_t          bytes;
+    gcx_coded_op_t *op;
+    char           *p;
+
+    /* root: 7 sets, then entries, held, lag, arrival; others: 3 sets */
+    bytes = is_root ? 7 * set + n * (sizeof(gcx_coded_entry_t) +
+                                     sizeof(gcx_coded_held_t) + sizeof(int) +
+                                     sizeof(float))
+                    : 3 * set;
+    op = calloc(1, head + bytes);
+    if (op == NULL) {
+        return NULL;
+    }
+    p = (char *)op + head;
+    if (!is_root) {
+        op->rsets = (uint64_t *)p;
+        return op;
+    }
+    op->arrived   = (uint64_t *)p;
+    op->used      = (uint64_t *)(p + set);
+    op->abstained = (uint64_t *)(p + 2 * set);
+    op->dropped   = (uint64_t *)(p + 3 * set);
+    op->late_void = (uint64_t *)(p + 4 * set);
+    op->given_up  = (uint64_t *)(p + 5 * set);
+    op->scratch   = (uint64_t *)(p + 6 * set);
+    p += 7 * set;
+    op->entries = (gcx_coded_entry_t *)p;
+    p += n * sizeof(gcx_coded_entry_t);
+    op->held = (gcx_coded_held_t *)p;
+    p += n * sizeof(gcx_coded_held_t);
+    op->lag = (int *)p;
+    p += n * sizeof(int);
+    op->arrival = (float *)p;
+    return op;
 }
 
 /* One round task; abstain: no sendbuf, a VOID message instead. */
@@ -226,11 +307,11 @@ static gcx_status_t gcx_coded_star_submit(gcx_coded_t *coded,
                   abstain ? "abstain" : "gather");
         return GCX_ERR_INVALID;
     }
-    op = calloc(1, sizeof(*op));
+    is_root = coded->comm->rank == coded->root;
+    op      = gcx_coded_op_new(coded, is_root);
     if (op == NULL) {
         return GCX_ERR_NOMEM;
     }
-    is_root = coded->comm->rank == coded->root;
     gcx_task_init(&op->super,
                   is_root ? &gcx_coded_root_ops : &gcx_coded_rank_ops,
                   coded->comm);
@@ -272,8 +353,7 @@ out:
 static gcx_status_t gcx_coded_star_stats(const gcx_coded_t *coded,
                                          gcx_coded_stats_t *stats_p)
 {
-    *stats_p      = coded->stats;
-    stats_p->gone = coded->gone;
+    gcx_coded_stats_write(&coded->stats, coded->gone, coded->n, stats_p);
     return GCX_OK;
 }
 

@@ -25,6 +25,7 @@
 #include "coded_int.h"
 #include "base/time.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static gcx_coded_slot_t *gcx_coded_stash_find(gcx_coded_t *coded,
@@ -44,8 +45,10 @@ static gcx_coded_slot_t *gcx_coded_stash_find(gcx_coded_t *coded,
 }
 
 void gcx_coded_rank_on_result(gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
+                              const unsigned char *sets,
                               const gcx_tl_am_msg_t *msg)
 {
+    size_t            sets_bytes = gcx_coded_sets_bytes(coded->n);
     gcx_coded_op_t   *op = coded->live;
     gcx_tl_t         *tl = coded->comm->tl;
     gcx_coded_slot_t *slot;
@@ -60,6 +63,7 @@ void gcx_coded_rank_on_result(gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
     if (lost && op != NULL && hdr->round == op->round && !op->recv_posted &&
         op->super.status == GCX_INPROGRESS) {
         op->rhdr        = *hdr; /* nothing to pull: done at the next look */
+        memcpy(op->rsets, sets, sets_bytes);
         op->recv_posted = 1;
         op->rreq.status = GCX_OK;
         return;
@@ -69,6 +73,7 @@ void gcx_coded_rank_on_result(gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
         iov.buffer      = op->recvbuf;
         iov.length      = coded->bytes;
         op->rhdr        = *hdr;
+        memcpy(op->rsets, sets, sets_bytes);
         op->recv_posted = 1;
         tl->ops->am_recv(tl, msg, &iov, 1, &op->rreq);
         return;
@@ -80,12 +85,20 @@ void gcx_coded_rank_on_result(gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
         return;
     }
     slot = gcx_coded_slot_get(coded);
+    if (slot != NULL && slot->sets == NULL) {
+        slot->sets = malloc(sets_bytes);
+        if (slot->sets == NULL) {
+            gcx_coded_slot_put(coded, slot);
+            slot = NULL;
+        }
+    }
     if (slot == NULL) {
         gcx_error("coded gather: out of memory staging a result");
         return;
     }
     slot->round  = hdr->round;
     slot->hdr    = *hdr;
+    memcpy(slot->sets, sets, sets_bytes);
     slot->nreqs  = 1;
     iov.buffer   = slot->block->data;
     iov.length   = coded->bytes;
@@ -98,11 +111,12 @@ void gcx_coded_rank_on_result(gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
     ++coded->stats.early;
 }
 
-static void gcx_coded_rank_done(gcx_coded_op_t *op, const gcx_coded_hdr_t *hdr)
+static void gcx_coded_rank_done(gcx_coded_op_t *op, const gcx_coded_hdr_t *hdr,
+                                const uint64_t *sets)
 {
     gcx_coded_t *coded = op->coded;
 
-    gcx_coded_fill_result(coded, hdr, op->skipped, op->result);
+    gcx_coded_fill_result(coded, hdr, sets, NULL, op->skipped, op->result);
     coded->next_open = op->round + 1;
     coded->live      = NULL;
     ++coded->stats.rounds;
@@ -163,7 +177,7 @@ static void gcx_coded_rank_progress(gcx_task_t *task)
             if (slot->hdr.kind != GCX_CODED_LOST && coded->bytes > 0) {
                 memcpy(op->recvbuf, slot->block->data, coded->bytes);
             }
-            gcx_coded_rank_done(op, &slot->hdr);
+            gcx_coded_rank_done(op, &slot->hdr, slot->sets);
         }
         gcx_coded_slot_put(coded, slot);
         return;
@@ -176,7 +190,7 @@ static void gcx_coded_rank_progress(gcx_task_t *task)
             task->status = op->rreq.status;
             return;
         }
-        gcx_coded_rank_done(op, &op->rhdr);
+        gcx_coded_rank_done(op, &op->rhdr, op->rsets);
     }
 }
 
@@ -207,7 +221,7 @@ static void gcx_coded_rank_send(gcx_coded_op_t *op)
     slot->nreqs  = 1;
     slot->block->hdr = hdr;
     tl->ops->am_send(tl, coded->root, coded->am_id, &slot->block->hdr,
-                     offsetof(gcx_coded_hdr_t, arrival),
+                     sizeof(gcx_coded_hdr_t),
                      op->abstain ? NULL : &iov, op->abstain ? 0 : 1,
                      &slot->reqs[0]);
     /* a failed send (root gone) shows as a timeout of the round */

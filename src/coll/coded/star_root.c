@@ -54,6 +54,7 @@
 #include "base/time.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,12 +100,28 @@ static void gcx_coded_root_take(gcx_coded_op_t *op, int w, double coeff,
             e->req = NULL;
         }
     }
-    op->arrived |= 1ull << w;
+    gcx_wset_add(op->arrived, w);
     op->arrival[w] = (float)t;
-    if (coeff != 0.0 || !op->streaming) {
-        op->used |= op->streaming ? 1ull << w : 0;
+    if (op->streaming && coeff != 0.0) {
+        gcx_wset_add(op->used, w);
+        ++op->nused;
     }
     ++op->nentries;
+}
+
+/* Is the round decodable from what was taken? Streaming: the count of
+ * nonzero coefficients reached gcx_code_stream_need() (O(1)); otherwise
+ * the code's predicate on the arrived set. */
+static int gcx_coded_root_is_decodable(gcx_coded_op_t *op)
+{
+    int decodable = 0;
+
+    if (op->streaming && op->need >= 0) {
+        return op->nused >= op->need;
+    }
+    return gcx_code_decodable(op->coded->code, op->arrived, &decodable) ==
+               GCX_OK &&
+           decodable;
 }
 
 /* Let go of a contribution not taken: a staged slot is freed once its
@@ -136,7 +153,7 @@ static void gcx_coded_root_keep(gcx_coded_op_t *op, int w,
     gcx_tl_t         *tl    = coded->comm->tl;
     gcx_coded_held_t *h     = &op->held[op->nheld];
 
-    if (op->nheld < GCX_CODE_MAX_WORKERS &&
+    if (op->nheld < op->coded->n &&
         (slot != NULL ||
          (msg != NULL &&
           (msg_held || (msg->rndv && tl->ops->am_hold(tl, msg) == GCX_OK))))) {
@@ -157,7 +174,7 @@ static void gcx_coded_root_keep(gcx_coded_op_t *op, int w,
         ++coded->stats.late_dropped;
     } else {
         ++coded->stats.unneeded;
-        op->dropped |= 1ull << w;
+        gcx_wset_add(op->dropped, w);
     }
 }
 
@@ -190,9 +207,9 @@ static void gcx_coded_root_arrive(gcx_coded_op_t *op, int w,
 {
     gcx_coded_t *coded = op->coded;
     double       coeff = 0;
-    int          known = 0, decodable = 0;
+    int          known = 0;
 
-    if (((op->arrived | op->abstained) & (1ull << w)) ||
+    if (gcx_wset_has(op->arrived, w) || gcx_wset_has(op->abstained, w) ||
         op->super.status != GCX_INPROGRESS ||
         gcx_code_arrival_coeff(coded->code, op->arrived, w, &known,
                                &coeff) != GCX_OK) {
@@ -208,14 +225,13 @@ static void gcx_coded_root_arrive(gcx_coded_op_t *op, int w,
         op->streaming = known;
     }
     if (known && coeff == 0.0) {
-        op->arrived |= 1ull << w; /* arrived, not needed */
+        gcx_wset_add(op->arrived, w); /* arrived, not needed */
         op->arrival[w] = (float)t;
         gcx_coded_root_keep(op, w, msg, msg_held, slot, t, 0);
         return;
     }
     gcx_coded_root_take(op, w, coeff, msg, slot, t);
-    if (gcx_code_decodable(coded->code, op->arrived, &decodable) == GCX_OK &&
-        decodable) {
+    if (gcx_coded_root_is_decodable(op)) {
         op->decodable = 1;
     }
 }
@@ -235,19 +251,41 @@ static void gcx_coded_root_arrive(gcx_coded_op_t *op, int w,
  */
 static void gcx_coded_root_retake(gcx_coded_op_t *op)
 {
-    gcx_coded_t      *coded = op->coded;
-    gcx_coded_entry_t again[GCX_CODE_MAX_WORKERS];
-    gcx_coded_held_t  kept[GCX_CODE_MAX_WORKERS];
-    uint64_t          lost = 0;
-    int               nagain = 0, nkept, i, known, decodable = 0;
-    double            coeff;
+    gcx_coded_t       *coded = op->coded;
+    gcx_coded_entry_t *again;
+    gcx_coded_held_t  *kept;
+    uint64_t          *lost = op->scratch;
+    int                nlost = 0, nagain = 0, nkept, i, known;
+    double             coeff;
 
     for (i = op->nfolded; i < op->nentries; ++i) {
         gcx_coded_entry_t *e = &op->entries[i];
 
         if (e->req == NULL || e->req->status == GCX_OK ||
             (e->req->status == GCX_INPROGRESS &&
-             !(op->given_up & (1ull << e->worker)))) {
+             !gcx_wset_has(op->given_up, e->worker))) {
+            continue;
+        }
+        ++nlost;
+    }
+    if (nlost == 0) {
+        return; /* the common case: O(entries) */
+    }
+    again = malloc((size_t)op->nentries * sizeof(*again));
+    kept  = malloc(((size_t)op->nheld + 1) * sizeof(*kept));
+    if (again == NULL || kept == NULL) {
+        free(again);
+        free(kept);
+        op->super.status = GCX_ERR_NOMEM;
+        return;
+    }
+    gcx_wset_clear(lost, coded->n);
+    for (i = op->nfolded; i < op->nentries; ++i) {
+        gcx_coded_entry_t *e = &op->entries[i];
+
+        if (e->req == NULL || e->req->status == GCX_OK ||
+            (e->req->status == GCX_INPROGRESS &&
+             !gcx_wset_has(op->given_up, e->worker))) {
             again[nagain++] = *e;
             continue;
         }
@@ -266,28 +304,29 @@ static void gcx_coded_root_retake(gcx_coded_op_t *op)
                      (unsigned long long)op->round, e->worker,
                      gcx_coded_rank_of(coded, e->worker),
                      gcx_strerror(e->req->status));
-            coded->gone |= 1ull << e->worker;
+            gcx_wset_add(coded->gone, e->worker);
         }
-        lost |= 1ull << e->worker;
+        gcx_wset_add(lost, e->worker);
         ++coded->stats.transfers_lost;
         gcx_coded_root_drop(op, NULL, 0, e->slot);
-    }
-    if (lost == 0) {
-        return;
     }
     nkept = op->nheld;
     memcpy(kept, op->held, (size_t)nkept * sizeof(kept[0]));
     op->nheld     = 0;
     op->nentries  = op->nfolded;
     op->decodable = 0;
-    op->arrived   = op->dropped;
-    op->used      = 0;
-    op->abstained |= op->late_void & ~lost;
-    op->late_void = 0;
+    op->nused     = 0;
+    gcx_wset_copy(op->arrived, op->dropped, coded->n);
+    gcx_wset_clear(op->used, coded->n);
+    for (i = 0; i < (int)coded->words; ++i) {
+        op->abstained[i] |= op->late_void[i] & ~lost[i];
+    }
+    gcx_wset_clear(op->late_void, coded->n);
     for (i = 0; i < op->nfolded; ++i) {
-        op->arrived |= 1ull << op->entries[i].worker;
-        if (op->entries[i].coeff != 0.0) {
-            op->used |= 1ull << op->entries[i].worker;
+        gcx_wset_add(op->arrived, op->entries[i].worker);
+        if (op->streaming && op->entries[i].coeff != 0.0) {
+            gcx_wset_add(op->used, op->entries[i].worker);
+            ++op->nused;
         }
     }
     for (i = 0; i < nagain; ++i) {
@@ -298,13 +337,13 @@ static void gcx_coded_root_retake(gcx_coded_op_t *op)
                                    &coeff) == GCX_OK && known) {
             e->coeff = coeff;
         }
-        op->arrived |= 1ull << e->worker;
+        gcx_wset_add(op->arrived, e->worker);
         if (op->streaming && e->coeff != 0.0) {
-            op->used |= 1ull << e->worker;
+            gcx_wset_add(op->used, e->worker);
+            ++op->nused;
         }
     }
-    if (gcx_code_decodable(coded->code, op->arrived, &decodable) == GCX_OK &&
-        decodable) {
+    if (gcx_coded_root_is_decodable(op)) {
         op->decodable = 1;
     }
     for (i = 0; i < nkept; ++i) {
@@ -312,6 +351,8 @@ static void gcx_coded_root_retake(gcx_coded_op_t *op)
                               kept[i].slot != NULL ? NULL : &kept[i].msg, 1,
                               kept[i].slot, kept[i].t);
     }
+    free(again);
+    free(kept);
 }
 
 /*
@@ -326,10 +367,10 @@ static void gcx_coded_root_retake(gcx_coded_op_t *op)
 static int gcx_coded_root_give_up(gcx_coded_op_t *op)
 {
     gcx_coded_t *coded = op->coded;
-    uint64_t     stuck = 0, kept = 0;
-    int          i, decodable = 0;
+    uint64_t    *stuck = op->given_up, *kept = op->scratch;
+    int          i, nstuck = 0, decodable = 0;
 
-    if (op->given_up != 0) {
+    if (op->gave_up) {
         return 0;
     }
     for (i = op->nfolded; i < op->nentries; ++i) {
@@ -339,24 +380,29 @@ static int gcx_coded_root_give_up(gcx_coded_op_t *op)
             continue;
         }
         if (e->slot == NULL) {
+            gcx_wset_clear(stuck, coded->n);
             return 0; /* lands in recvbuf: its late bytes would corrupt it */
         }
-        stuck |= 1ull << e->worker;
+        gcx_wset_add(stuck, e->worker);
+        ++nstuck;
+    }
+    for (i = 0; i < (int)coded->words; ++i) {
+        kept[i] = op->arrived[i] & ~stuck[i];
     }
     for (i = 0; i < op->nheld; ++i) {
         const gcx_coded_held_t *h = &op->held[i];
 
         if (h->slot == NULL || h->slot->reqs[0].status == GCX_OK) {
-            kept |= 1ull << h->worker; /* held, or staged and landed */
+            gcx_wset_add(kept, h->worker); /* held, or staged and landed */
         }
     }
-    if (stuck == 0 ||
-        gcx_code_decodable(coded->code, (op->arrived & ~stuck) | kept,
-                           &decodable) != GCX_OK ||
+    if (nstuck == 0 ||
+        gcx_code_decodable(coded->code, kept, &decodable) != GCX_OK ||
         !decodable) {
+        gcx_wset_clear(stuck, coded->n);
         return 0;
     }
-    op->given_up       = stuck;
+    op->gave_up        = 1;
     op->super.deadline = gcx_time_now() + GCX_CODED_GIVE_UP_GRACE;
     return 1;
 }
@@ -364,15 +410,15 @@ static int gcx_coded_root_give_up(gcx_coded_op_t *op)
 /* Worker w abstains from the live round (VOID, or the root's own). */
 static void gcx_coded_root_abstain(gcx_coded_op_t *op, int w)
 {
-    if (op->decodable || ((op->arrived | op->abstained) & (1ull << w)) ||
-        op->super.status != GCX_INPROGRESS) {
+    if (op->decodable || gcx_wset_has(op->arrived, w) ||
+        gcx_wset_has(op->abstained, w) || op->super.status != GCX_INPROGRESS) {
         ++op->coded->stats.late_dropped; /* changes nothing any more */
         if (op->decodable && op->super.status == GCX_INPROGRESS) {
-            op->late_void |= 1ull << w; /* unless a taken one is lost */
+            gcx_wset_add(op->late_void, w); /* unless a taken one is lost */
         }
         return;
     }
-    op->abstained |= 1ull << w;
+    gcx_wset_add(op->abstained, w);
 }
 
 void gcx_coded_root_on_contrib(gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
@@ -426,12 +472,12 @@ void gcx_coded_root_on_contrib(gcx_coded_t *coded, const gcx_coded_hdr_t *hdr,
 
 /* ---- failure --------------------------------------------------------------- */
 
-/* The header of what the root sends when the round ends. */
+/* The header of what the root sends when the round ends, and its sets
+ * (arrived, used, abstained: 3 coded->words words at @p sets). */
 static void gcx_coded_root_hdr(const gcx_coded_op_t *op, unsigned kind,
-                               gcx_coded_hdr_t *hdr)
+                               gcx_coded_hdr_t *hdr, uint64_t *sets)
 {
     const gcx_coded_t *coded = op->coded;
-    int                w;
 
     memset(hdr, 0, sizeof(*hdr));
     hdr->comm_id    = coded->comm->id;
@@ -439,19 +485,49 @@ static void gcx_coded_root_hdr(const gcx_coded_op_t *op, unsigned kind,
     hdr->round      = op->round;
     hdr->sender     = (uint16_t)coded->comm->rank;
     hdr->kind       = (uint16_t)kind;
-    hdr->arrived    = op->arrived;
-    hdr->used       = kind == GCX_CODED_RESULT ? op->used : 0;
-    hdr->abstained  = op->abstained;
     hdr->round_time = gcx_time_now() - op->t_start;
-    for (w = 0; w < coded->n; ++w) {
-        hdr->arrival[w] = (op->arrived & (1ull << w)) ? op->arrival[w] : NAN;
+    if (kind != GCX_CODED_RESULT && kind != GCX_CODED_LOST) {
+        return;
+    }
+    hdr->nwords = (uint32_t)coded->words;
+    gcx_wset_copy(sets, op->arrived, coded->n);
+    if (kind == GCX_CODED_RESULT) {
+        gcx_wset_copy(sets + coded->words, op->used, coded->n);
+    } else {
+        gcx_wset_clear(sets + coded->words, coded->n);
+    }
+    gcx_wset_copy(sets + 2 * coded->words, op->abstained, coded->n);
+}
+
+/* The root's own result: the arrival times of the workers that arrived
+ * (NAN for the others) into op->arrival. */
+static void gcx_coded_root_arrival_times(gcx_coded_op_t *op)
+{
+    int w;
+
+    for (w = 0; w < op->coded->n; ++w) {
+        if (!gcx_wset_has(op->arrived, w)) {
+            op->arrival[w] = NAN;
+        }
     }
 }
 
+/* Bytes of a header of @p kind sent from a block: the sets follow hdr in
+ * the block's hdr_tail. */
+static size_t gcx_coded_root_hdr_len(const gcx_coded_t *coded, unsigned kind)
+{
+    return sizeof(gcx_coded_hdr_t) +
+           (kind == GCX_CODED_RESULT || kind == GCX_CODED_LOST ?
+                gcx_coded_sets_bytes(coded->n) :
+                0);
+}
+
 /* The round ends without a sum: tell every rank still reachable with a
- * header-only ERROR (@p status) or LOST message. */
+ * header-only ERROR (@p status) or LOST message; the header and its sets
+ * also go to the root's own result (@p hdr_p, @p sets). */
 static void gcx_coded_root_tell(gcx_coded_op_t *op, unsigned kind,
-                                gcx_status_t status, gcx_coded_hdr_t *hdr_p)
+                                gcx_status_t status, gcx_coded_hdr_t *hdr_p,
+                                uint64_t *sets)
 {
     gcx_coded_t      *coded = op->coded;
     gcx_tl_t         *tl    = coded->comm->tl;
@@ -460,25 +536,27 @@ static void gcx_coded_root_tell(gcx_coded_op_t *op, unsigned kind,
     int               r, w;
 
     gcx_coded_root_release_held(op);
-    gcx_coded_root_hdr(op, kind, &hdr);
+    gcx_coded_root_hdr(op, kind, &hdr, sets);
     hdr.status = status;
     *hdr_p     = hdr;
     if (slot != NULL) { /* best effort: the others would time out anyway */
         slot->block->hdr = hdr;
+        if (hdr.nwords > 0) {
+            memcpy(slot->block->hdr_tail, sets,
+                   gcx_coded_sets_bytes(coded->n));
+        }
         slot->nreqs      = coded->comm->size;
         for (r = 0; r < coded->comm->size; ++r) {
             w                    = gcx_coded_worker(coded, r);
             slot->reqs[r].status = GCX_OK;
             if (r == coded->comm->rank || tl->ops->peer_failed(tl, r) ||
                 (kind == GCX_CODED_LOST && w >= 0 &&
-                 (coded->gone & (1ull << w)))) {
+                 gcx_wset_has(coded->gone, w))) {
                 continue; /* a rank counted gone gets no more rounds */
             }
             tl->ops->am_send(tl, r, coded->am_id, &slot->block->hdr,
-                             offsetof(gcx_coded_hdr_t, arrival) +
-                                 (kind == GCX_CODED_LOST ?
-                                      (size_t)coded->n * sizeof(float) : 0),
-                             NULL, 0, &slot->reqs[r]);
+                             gcx_coded_root_hdr_len(coded, kind), NULL, 0,
+                             &slot->reqs[r]);
         }
         slot->next      = coded->inflight;
         coded->inflight = slot;
@@ -489,8 +567,35 @@ static void gcx_coded_root_fail(gcx_coded_op_t *op, gcx_status_t status)
 {
     gcx_coded_hdr_t hdr;
 
-    gcx_coded_root_tell(op, GCX_CODED_ERROR, status, &hdr);
+    gcx_coded_root_tell(op, GCX_CODED_ERROR, status, &hdr, op->scratch);
     op->super.status = status;
+}
+
+/* A worker set as text for a log line, into @p buf: "{1,5,9}", at most the
+ * first 16 members and a count of the rest. */
+static const char *gcx_coded_root_set_str(const gcx_coded_t *coded,
+                                          const uint64_t *set, char *buf,
+                                          size_t len)
+{
+    size_t off = 0;
+    int    w, shown = 0, total = gcx_wset_count(set, coded->n);
+
+    off += (size_t)snprintf(buf + off, len - off, "{");
+    for (w = 0; w < coded->n && shown < 16 && off < len; ++w) {
+        if (gcx_wset_has(set, w)) {
+            off += (size_t)snprintf(buf + off, len - off, "%s%d",
+                                    shown ? "," : "", w);
+            ++shown;
+        }
+    }
+    if (off < len && total > shown) {
+        off += (size_t)snprintf(buf + off, len - off, ",... %d more",
+                                total - shown);
+    }
+    if (off < len) {
+        snprintf(buf + off, len - off, "}");
+    }
+    return buf;
 }
 
 /* lost_rounds: the round completes without a sum on every rank. */
@@ -498,15 +603,23 @@ static void gcx_coded_root_lose(gcx_coded_op_t *op)
 {
     gcx_coded_t    *coded = op->coded;
     gcx_coded_hdr_t hdr;
+    uint64_t       *sets  = malloc(gcx_coded_sets_bytes(coded->n));
+    char            a[160], b[160], g[160];
 
-    gcx_warn("coded gather round %llu: lost: workers arrived 0x%llx, "
-             "abstained 0x%llx, gone 0x%llx cannot decode it; every rank "
-             "goes on without it",
-             (unsigned long long)op->round, (unsigned long long)op->arrived,
-             (unsigned long long)op->abstained,
-             (unsigned long long)coded->gone);
-    gcx_coded_root_tell(op, GCX_CODED_LOST, GCX_OK, &hdr);
-    gcx_coded_fill_result(coded, &hdr, 0, op->result);
+    gcx_warn("coded gather round %llu: lost: workers arrived %s, abstained "
+             "%s, gone %s cannot decode it; every rank goes on without it",
+             (unsigned long long)op->round,
+             gcx_coded_root_set_str(coded, op->arrived, a, sizeof(a)),
+             gcx_coded_root_set_str(coded, op->abstained, b, sizeof(b)),
+             gcx_coded_root_set_str(coded, coded->gone, g, sizeof(g)));
+    if (sets == NULL) {
+        gcx_coded_root_fail(op, GCX_ERR_NOMEM);
+        return;
+    }
+    gcx_coded_root_arrival_times(op);
+    gcx_coded_root_tell(op, GCX_CODED_LOST, GCX_OK, &hdr, sets);
+    gcx_coded_fill_result(coded, &hdr, sets, op->arrival, 0, op->result);
+    free(sets);
     coded->next_open = op->round + 1;
     coded->live      = NULL;
     ++coded->stats.rounds;
@@ -533,73 +646,85 @@ static int gcx_coded_root_lost(gcx_coded_t *coded, int w)
     }
     gcx_warn("coded gather: worker %d (rank %d) is gone: connection lost", w,
              gcx_coded_rank_of(coded, w));
-    coded->gone |= 1ull << w;
+    gcx_wset_add(coded->gone, w);
     return 1;
 }
 
-/* Cannot finish: too few workers left, or out of time. */
+/* Cannot finish: too few workers left, or out of time. Cost O(n) per look
+ * (a peer check per worker, two sets). */
 static int gcx_coded_root_check_failure(gcx_coded_op_t *op)
 {
     gcx_coded_t *coded = op->coded;
-    uint64_t     all   = coded->n == 64 ? ~0ull : (1ull << coded->n) - 1;
-    uint64_t     possible;
-    int          w, decodable = 0;
+    uint64_t    *possible = op->scratch, last;
+    size_t       i, words = coded->words;
+    int          w, decodable = 0, alive_decodable = -1, abstained = 0;
+    char         a[160], b[160], g[160];
 
     for (w = 0; w < coded->n; ++w) {
-        if (!(coded->gone & (1ull << w))) {
+        if (!gcx_wset_has(coded->gone, w)) {
             gcx_coded_root_lost(coded, w);
         }
     }
+    /* workers not gone: the complement of gone within n (into possible,
+     * to ask whether they decode at all) */
+    last = coded->n % 64 ? (UINT64_C(1) << (coded->n % 64)) - 1 : ~UINT64_C(0);
+    for (i = 0; i < words; ++i) {
+        possible[i] = ~coded->gone[i] & (i + 1 == words ? last : ~UINT64_C(0));
+        abstained |= op->abstained[i] != 0;
+    }
+    if (coded->lost_rounds &&
+        gcx_code_decodable(coded->code, possible, &decodable) == GCX_OK) {
+        alive_decodable = decodable;
+    }
     /* abstained and given-up workers will not contribute to this round */
-    possible = op->arrived |
-               (all & ~coded->gone & ~op->abstained & ~op->given_up);
-    if (gcx_code_decodable(coded->code, possible, &decodable) == GCX_OK &&
-        !decodable && coded->lost_rounds &&
-        gcx_code_decodable(coded->code, all & ~coded->gone, &decodable) ==
-            GCX_OK &&
-        decodable) {
-        gcx_coded_root_lose(op); /* only abstentions stand in the way */
-        return 1;
+    for (i = 0; i < words; ++i) {
+        possible[i] = op->arrived[i] |
+                      (possible[i] & ~op->abstained[i] & ~op->given_up[i]);
     }
     if (gcx_code_decodable(coded->code, possible, &decodable) == GCX_OK &&
         !decodable) {
+        if (alive_decodable == 1) {
+            gcx_coded_root_lose(op); /* only abstentions stand in the way */
+            return 1;
+        }
         gcx_error("coded gather round %llu: undecodable: workers arrived "
-                  "0x%llx, abstained 0x%llx, gone 0x%llx; those that may "
-                  "still arrive cannot make it decodable (s = %d)",
+                  "%s, abstained %s, gone %s; those that may still arrive "
+                  "cannot make it decodable (s = %d)",
                   (unsigned long long)op->round,
-                  (unsigned long long)op->arrived,
-                  (unsigned long long)op->abstained,
-                  (unsigned long long)coded->gone, coded->s);
+                  gcx_coded_root_set_str(coded, op->arrived, a, sizeof(a)),
+                  gcx_coded_root_set_str(coded, op->abstained, b, sizeof(b)),
+                  gcx_coded_root_set_str(coded, coded->gone, g, sizeof(g)),
+                  coded->s);
         gcx_coded_root_fail(op, GCX_ERR_UNDECODABLE);
         return 1;
     }
     if (gcx_coded_root_out_of_time(op)) {
-        if (op->abstained != 0 && coded->lost_rounds &&
-            gcx_code_decodable(coded->code, all & ~coded->gone, &decodable) ==
-                GCX_OK &&
-            decodable) {
+        if (abstained && alive_decodable == 1) {
             /* abstentions took the slack that a worker late past
              * GCX_TIMEOUT (stopped, starved, behind a slow link) would
              * have been covered by: the round is lost on every rank, as
              * one that abstentions alone leave undecodable; the late
              * worker is not counted gone (its message is dropped as late
              * when it comes) */
-            gcx_warn("coded gather round %llu: workers 0x%llx did not "
-                     "arrive within GCX_TIMEOUT=%g s and 0x%llx abstained",
+            for (i = 0; i < words; ++i) {
+                possible[i] &= ~op->arrived[i]; /* the late ones */
+            }
+            gcx_warn("coded gather round %llu: workers %s did not arrive "
+                     "within GCX_TIMEOUT=%g s and %s abstained",
                      (unsigned long long)op->round,
-                     (unsigned long long)(all & ~coded->gone & ~op->arrived &
-                                          ~op->abstained),
+                     gcx_coded_root_set_str(coded, possible, a, sizeof(a)),
                      coded->comm->config.timeout,
-                     (unsigned long long)op->abstained);
+                     gcx_coded_root_set_str(coded, op->abstained, b,
+                                            sizeof(b)));
             gcx_coded_root_lose(op);
             return 1;
         }
-        gcx_error("coded gather round %llu: only workers 0x%llx arrived "
-                  "(0x%llx abstained) within GCX_TIMEOUT=%g s; not decodable "
-                  "in time",
+        gcx_error("coded gather round %llu: only workers %s arrived (%s "
+                  "abstained) within GCX_TIMEOUT=%g s; not decodable in "
+                  "time",
                   (unsigned long long)op->round,
-                  (unsigned long long)op->arrived,
-                  (unsigned long long)op->abstained,
+                  gcx_coded_root_set_str(coded, op->arrived, a, sizeof(a)),
+                  gcx_coded_root_set_str(coded, op->abstained, b, sizeof(b)),
                   coded->comm->config.timeout);
         /* out of time, not out of workers: every rank says "timed out"
          * (coded.h), so a run stopped by a slow link or stalled workers
@@ -648,15 +773,21 @@ static int gcx_coded_root_fold(gcx_coded_op_t *op)
     return 1;
 }
 
-/* Not streaming: decode all at once when everything landed. */
+/* Not streaming (CR, MATRIX: n <= GCX_CODE_MAX_SOLVED_WORKERS): decode all
+ * at once when everything landed. */
 static int gcx_coded_root_decode(gcx_coded_op_t *op)
 {
     gcx_coded_t *coded = op->coded;
-    double       a[GCX_CODE_MAX_WORKERS]    = {0};
-    const float *vecs[GCX_CODE_MAX_WORKERS] = {0};
+    double       a[GCX_CODE_MAX_SOLVED_WORKERS]    = {0};
+    const float *vecs[GCX_CODE_MAX_SOLVED_WORKERS] = {0};
     gcx_status_t status;
     int          i;
+    char         buf[160];
 
+    if (coded->n > GCX_CODE_MAX_SOLVED_WORKERS) {
+        gcx_coded_root_fail(op, GCX_ERR_UNSUPPORTED); /* never: see code.c */
+        return 0;
+    }
     for (i = 0; i < op->nentries; ++i) {
         if (!gcx_coded_entry_landed(&op->entries[i])) {
             return 0;
@@ -665,15 +796,16 @@ static int gcx_coded_root_decode(gcx_coded_op_t *op)
     }
     status = gcx_code_decode_vector(coded->code, op->arrived, a);
     if (status != GCX_OK) {
-        gcx_error("coded gather round %llu: decoding 0x%llx failed: %s",
+        gcx_error("coded gather round %llu: decoding %s failed: %s",
                   (unsigned long long)op->round,
-                  (unsigned long long)op->arrived, gcx_strerror(status));
+                  gcx_coded_root_set_str(coded, op->arrived, buf, sizeof(buf)),
+                  gcx_strerror(status));
         gcx_coded_root_fail(op, status);
         return 0;
     }
     for (i = 0; i < coded->n; ++i) {
         if (a[i] != 0.0) {
-            op->used |= 1ull << i;
+            gcx_wset_add(op->used, i);
         }
     }
     gcx_code_encode(coded->n, a, vecs, coded->count, op->recvbuf);
@@ -695,11 +827,11 @@ static int gcx_coded_root_decode(gcx_coded_op_t *op)
 static int gcx_coded_root_laggards(gcx_coded_op_t *op)
 {
     gcx_coded_t      *coded = op->coded;
-    int               held[GCX_CODE_MAX_WORKERS + 1] = {0};
+    int              *held  = op->lag;
     gcx_coded_slot_t *slot;
-    uint64_t          lagging = 0;
-    int               r, w;
+    int               r, w, lagging = 0;
 
+    memset(held, 0, (size_t)coded->n * sizeof(*held));
     for (slot = coded->inflight; slot != NULL; slot = slot->next) {
         for (r = 0; r < slot->nreqs; ++r) {
             w = gcx_coded_worker(coded, r);
@@ -710,27 +842,29 @@ static int gcx_coded_root_laggards(gcx_coded_op_t *op)
     }
     for (w = 0; w < coded->n; ++w) {
         if (held[w] >= coded->comm->config.coded_max_lag &&
-            !(coded->gone & (1ull << w)) && !gcx_coded_root_lost(coded, w)) {
-            lagging |= 1ull << w;
+            !gcx_wset_has(coded->gone, w) && !gcx_coded_root_lost(coded, w)) {
+            ++lagging;
+        } else {
+            held[w] = 0; /* not lagging */
         }
     }
     if (lagging != 0 && !gcx_coded_root_out_of_time(op)) {
         return 1; /* alive as far as the transport knows: wait */
     }
-    for (w = 0; w < coded->n; ++w) {
-        if (lagging & (1ull << w)) {
+    for (w = 0; lagging != 0 && w < coded->n; ++w) {
+        if (held[w] != 0) {
             gcx_warn("coded gather: worker %d (rank %d) took none of the %d "
                      "decoded sums held for it (GCX_CODED_MAX_LAG) within "
                      "GCX_TIMEOUT=%g s; counted gone",
                      w, gcx_coded_rank_of(coded, w), held[w],
                      coded->comm->config.timeout);
+            gcx_wset_add(coded->gone, w);
         }
     }
-    coded->gone |= lagging;
     for (slot = coded->inflight; slot != NULL; slot = slot->next) {
         for (r = 0; r < slot->nreqs; ++r) {
             w = gcx_coded_worker(coded, r);
-            if (w >= 0 && (coded->gone & (1ull << w))) {
+            if (w >= 0 && gcx_wset_has(coded->gone, w)) {
                 gcx_coded_slot_abandon_req(coded, slot, r);
             }
         }
@@ -743,7 +877,8 @@ static void gcx_coded_root_publish(gcx_coded_op_t *op)
     gcx_coded_t      *coded = op->coded;
     gcx_tl_t         *tl    = coded->comm->tl;
     gcx_coded_hdr_t   hdr   = {0};
-    gcx_coded_slot_t *slot;
+    gcx_coded_slot_t *slot  = NULL;
+    uint64_t         *sets;
     gcx_iov_t         iov;
     int               r, w;
 
@@ -754,14 +889,24 @@ static void gcx_coded_root_publish(gcx_coded_op_t *op)
         if (gcx_coded_root_laggards(op)) {
             return;
         }
-    }
-    gcx_coded_root_hdr(op, GCX_CODED_RESULT, &hdr);
-    if (coded->comm->size > 1) {
         slot = gcx_coded_slot_get(coded);
         if (slot == NULL) {
             op->super.status = GCX_ERR_NOMEM;
             return;
         }
+    }
+    /* the sets follow the header in the block UCX sends from (a root
+     * alone has none: a buffer for its own result) */
+    sets = slot != NULL ? slot->block->hdr_tail : NULL;
+    if (sets == NULL) {
+        sets = malloc(gcx_coded_sets_bytes(coded->n));
+        if (sets == NULL) {
+            op->super.status = GCX_ERR_NOMEM;
+            return;
+        }
+    }
+    gcx_coded_root_hdr(op, GCX_CODED_RESULT, &hdr, sets);
+    if (slot != NULL) {
         if (coded->bytes > 0) { /* count 0: recvbuf may be NULL */
             memcpy(slot->block->data, op->recvbuf, coded->bytes);
         }
@@ -774,18 +919,21 @@ static void gcx_coded_root_publish(gcx_coded_op_t *op)
             w                    = gcx_coded_worker(coded, r);
             slot->reqs[r].status = GCX_OK;
             if (r == coded->comm->rank ||
-                (w >= 0 && (coded->gone & (1ull << w)))) {
+                (w >= 0 && gcx_wset_has(coded->gone, w))) {
                 continue;
             }
             tl->ops->am_send(tl, r, coded->am_id, &slot->block->hdr,
-                             offsetof(gcx_coded_hdr_t, arrival) +
-                                 (size_t)coded->n * sizeof(float),
+                             gcx_coded_root_hdr_len(coded, GCX_CODED_RESULT),
                              &iov, 1, &slot->reqs[r]);
         }
         slot->next      = coded->inflight;
         coded->inflight = slot;
     }
-    gcx_coded_fill_result(coded, &hdr, 0, op->result);
+    gcx_coded_root_arrival_times(op);
+    gcx_coded_fill_result(coded, &hdr, sets, op->arrival, 0, op->result);
+    if (slot == NULL) {
+        free(sets);
+    }
     coded->next_open = op->round + 1;
     coded->live      = NULL;
     ++coded->stats.rounds;
@@ -843,6 +991,9 @@ static void gcx_coded_root_post(gcx_task_t *task)
     }
     coded->live = op;
     op->t_start = gcx_time_now();
+    if (gcx_code_stream_need(coded->code, &op->need) != GCX_OK) {
+        op->need = -1; /* CR, MATRIX: the code's predicate */
+    }
     if (op->abstain) {
         gcx_coded_root_abstain(op, coded->my_worker);
         ++coded->stats.abstained;

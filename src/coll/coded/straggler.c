@@ -37,31 +37,27 @@ static double gcx_coded_uniform(uint64_t seed, uint64_t round, uint64_t i)
 }
 
 gcx_status_t gcx_coded_straggler_parse(const char *list, int size, int root,
-                                       int root_not_worker, uint64_t *mask_p)
+                                       int root_not_worker, uint64_t *set)
 {
-    const char *p    = list;
-    uint64_t    mask = 0;
+    const char *p = list;
     char       *end;
     long        rank;
 
+    gcx_wset_clear(set, size);
     while (*p != '\0') {
         errno = 0;
         rank  = strtol(p, &end, 10);
         if (end == p || errno != 0 || rank < 0 || rank >= size ||
             (*end != ',' && *end != '\0')) {
+            gcx_wset_clear(set, size);
             return GCX_ERR_INVALID;
         }
         if (!(root_not_worker && rank == root)) {
-            int w = root_not_worker && rank > root ? (int)rank - 1 : (int)rank;
-
-            if (w >= GCX_CODE_MAX_WORKERS) {
-                return GCX_ERR_INVALID; /* no such worker (size too big) */
-            }
-            mask |= 1ull << w;
+            gcx_wset_add(set, root_not_worker && rank > root ? (int)rank - 1 :
+                                                                (int)rank);
         }
         p = *end == ',' ? end + 1 : end;
     }
-    *mask_p = mask;
     return GCX_OK;
 }
 
@@ -69,7 +65,6 @@ gcx_status_t gcx_coded_straggler_init(gcx_coded_t *coded)
 {
     const struct gcx_config *config = &coded->comm->config;
 
-    coded->straggler_mask     = 0;
     coded->straggler_delay_ms = config->straggler_delay_ms;
     coded->straggler_mean_ms  = config->straggler_mean_ms;
     coded->straggler_count    = config->straggler_count < 0 ?
@@ -81,7 +76,7 @@ gcx_status_t gcx_coded_straggler_init(gcx_coded_t *coded)
     coded->straggler_seed = config->straggler_seed;
     if (gcx_coded_straggler_parse(config->straggler_ranks, coded->comm->size,
                                   coded->root, coded->root_not_worker,
-                                  &coded->straggler_mask) != GCX_OK) {
+                                  coded->straggler_set) != GCX_OK) {
         gcx_error("invalid GCX_STRAGGLER_RANKS='%s'; accepted: "
                   "comma-separated ranks in 0..%d",
                   config->straggler_ranks, coded->comm->size - 1);
@@ -94,20 +89,25 @@ double gcx_coded_straggler_delay(const gcx_coded_t *coded, int worker,
                                  uint64_t round)
 {
     double   delay = 0;
-    int      order[GCX_CODE_MAX_WORKERS];
+    int     *order;
     int      i, j, tmp;
     uint64_t seed  = (uint64_t)coded->straggler_seed;
 
     if (worker < 0) {
         return 0;
     }
-    if (coded->straggler_mask & (1ull << worker)) {
+    if (gcx_wset_has(coded->straggler_set, worker)) {
         delay += coded->straggler_delay_ms;
     }
     if (coded->straggler_mean_ms <= 0 || coded->straggler_count == 0) {
         return delay;
     }
-    /* partial Fisher-Yates: the first straggler_count of a permutation */
+    /* partial Fisher-Yates: the first straggler_count of a permutation
+     * (O(n) per round, random injection only) */
+    order = malloc((size_t)coded->n * sizeof(*order));
+    if (order == NULL) {
+        return delay; /* no random delay this round */
+    }
     for (i = 0; i < coded->n; ++i) {
         order[i] = i;
     }
@@ -125,6 +125,7 @@ double gcx_coded_straggler_delay(const gcx_coded_t *coded, int worker,
                      log(gcx_coded_uniform(seed, round, 1000u + (uint64_t)i));
         }
     }
+    free(order);
     return delay;
 }
 

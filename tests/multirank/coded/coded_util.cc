@@ -15,6 +15,36 @@
 
 namespace coded_test {
 
+Result::Result(int n) : n_(n)
+{
+    EXPECT_EQ(GCX_OK, gcx_coded_result_alloc(&res_, n)) << "n " << n;
+}
+
+uint64_t Result::word(const uint64_t *set) const
+{
+    if (set == nullptr || n_ > 64) {
+        ADD_FAILURE() << "a result's set read as one word, n " << n_;
+        return ~0ull;
+    }
+    return set[0];
+}
+
+Stats::Stats(int n) : n_(n), gone_(GCX_WSET_WORDS(n > 0 ? n : 1), ~0ull)
+{
+    st_.gone = gone_.data(); // all ones: written by every stats call
+}
+
+uint64_t Stats::gone() const
+{
+    EXPECT_EQ(gone_.data(), st_.gone) << "the stats call changed the gone pointer";
+    EXPECT_EQ(static_cast<uint64_t>(gcx_wset_count(gone_.data(), n_)), st_.gone_count);
+    if (n_ > 64) {
+        ADD_FAILURE() << "the gone set read as one word, n " << n_;
+        return ~0ull;
+    }
+    return gone_[0];
+}
+
 // Partition gradient j of a round: small integers, exact in float.
 float grad(int j, uint64_t round, size_t i)
 {
@@ -114,28 +144,28 @@ void run_rounds(gcx_comm_t *comm, gcx_code_kind_t kind, int s, int root, int roo
         if (worker >= 0 && !ready) {
             encode(code, worker, r, run.count, msg);
         }
-        gcx_coded_result_t res;
-        ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr))
+        Result res(n);
+        ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), res.get(), nullptr))
             << "round " << r;
-        ASSERT_EQ(static_cast<uint64_t>(r), res.round);
-        ASSERT_NE(0u, res.used);
-        ASSERT_EQ(res.used, res.used & res.arrived);
+        ASSERT_EQ(static_cast<uint64_t>(r), res->round);
+        ASSERT_NE(0u, res.used());
+        ASSERT_EQ(res.used(), res.used() & res.arrived());
         double err = max_err_from_serial(sum, n, r);
         if (err > tol) {
             ++run.wrong;
             ADD_FAILURE() << "round " << r << ": decoded sum off by " << err << " (used 0x"
-                          << std::hex << res.used << ")";
+                          << std::hex << res.used() << ")";
         }
     }
-    gcx_coded_stats_t st;
-    ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, &st));
-    EXPECT_EQ(static_cast<uint64_t>(run.rounds), st.rounds);
-    run.late = st.late_dropped + st.unneeded + st.skipped;
+    Stats st(n);
+    ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, st.get()));
+    EXPECT_EQ(static_cast<uint64_t>(run.rounds), st->rounds);
+    run.late = st->late_dropped + st->unneeded + st->skipped;
     printf("rank %d: %d rounds, late %llu unneeded %llu early %llu skipped %llu gone 0x%llx, "
            "%d wrong\n",
-           rank, run.rounds, (unsigned long long)st.late_dropped,
-           (unsigned long long)st.unneeded, (unsigned long long)st.early,
-           (unsigned long long)st.skipped, (unsigned long long)st.gone, run.wrong);
+           rank, run.rounds, (unsigned long long)st->late_dropped,
+           (unsigned long long)st->unneeded, (unsigned long long)st->early,
+           (unsigned long long)st->skipped, (unsigned long long)st.gone(), run.wrong);
     if (die_rank >= 0) {
         root_waits_for_survivors(comm, root, {die_rank}, "rounds-done");
     }

@@ -30,6 +30,54 @@ struct FrGather {
     gcx_coded_t *coded = nullptr;
 };
 
+// A round's result with storage for n workers' sets and arrival times
+// (gcx_coded_result_alloc, freed with the object). get() is what the
+// coded calls take; -> reads the scalars and the arrival times. The tests
+// run on a few ranks, so their sets fit one word: arrived(), used() and
+// abstained() return it (bit w: worker w) for the checks written as
+// masks, and fail the test for n > 64.
+class Result {
+public:
+    explicit Result(int n);
+    explicit Result(const gcx_code_t *code) : Result(gcx_code_workers(code)) {}
+    ~Result() { gcx_coded_result_free(&res_); }
+    Result(const Result &)            = delete;
+    Result &operator=(const Result &) = delete;
+
+    gcx_coded_result_t       *get() { return &res_; }
+    const gcx_coded_result_t *operator->() const { return &res_; }
+    int                       n() const { return n_; }
+    uint64_t                  arrived() const { return word(res_.arrived); }
+    uint64_t                  used() const { return word(res_.used); }
+    uint64_t                  abstained() const { return word(res_.abstained); }
+
+private:
+    uint64_t           word(const uint64_t *set) const;
+    int                n_;
+    gcx_coded_result_t res_ = {};
+};
+
+// Counters with storage for the set of gone workers (n workers). get() for
+// gcx_coded_stats() / gcx_coded_allreduce_stats(), -> for the counters;
+// gone() is the gone set as one word (n <= 64) and checks gone_count
+// against it.
+class Stats {
+public:
+    explicit Stats(int n);
+    explicit Stats(const gcx_code_t *code) : Stats(gcx_code_workers(code)) {}
+    Stats(const Stats &)            = delete;
+    Stats &operator=(const Stats &) = delete;
+
+    gcx_coded_stats_t       *get() { return &st_; }
+    const gcx_coded_stats_t *operator->() const { return &st_; }
+    uint64_t                 gone() const;
+
+private:
+    int                   n_;
+    std::vector<uint64_t> gone_;
+    gcx_coded_stats_t     st_ = {};
+};
+
 float    grad(int j, uint64_t round, size_t i);
 size_t   wrong_in_sum_of_4(const std::vector<float> &sum, uint64_t round);
 double   max_err_from_serial(const std::vector<float> &sum, int n, uint64_t round);

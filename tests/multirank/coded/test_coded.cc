@@ -144,24 +144,24 @@ void pgc_fr_stragglers(gcx_coded_algo_t algo)
                 abstain = 0;
             }
         }
-        gcx_coded_result_t res;
-        gcx_status_t       st = abstain ? gcx_coded_abstain(coded, sum.data(), &res, nullptr)
-                                        : gcx_coded_gather(coded, msg.data(), sum.data(), &res,
-                                                           nullptr);
+        Result       res(size);
+        gcx_status_t st = abstain ? gcx_coded_abstain(coded, sum.data(), res.get(), nullptr)
+                                  : gcx_coded_gather(coded, msg.data(), sum.data(), res.get(),
+                                                     nullptr);
         ASSERT_EQ(GCX_OK, st) << "round " << r;
-        ASSERT_EQ(static_cast<uint64_t>(r), res.round);
-        ASSERT_NE(0u, res.used);
+        ASSERT_EQ(static_cast<uint64_t>(r), res->round);
+        ASSERT_NE(0u, res.used());
         if (algo == GCX_CODED_ALGO_STAR) {
             // the root decodes from what arrived there; master-less, used
             // is the union over the chunks, arrived this rank's chunk's
-            ASSERT_EQ(res.used, res.used & res.arrived);
+            ASSERT_EQ(res.used(), res.used() & res.arrived());
         }
-        ASSERT_EQ(0u, res.arrived & res.abstained) << "round " << r;
-        ASSERT_EQ(0u, res.used & res.abstained) << "round " << r;
+        ASSERT_EQ(0u, res.arrived() & res.abstained()) << "round " << r;
+        ASSERT_EQ(0u, res.used() & res.abstained()) << "round " << r;
         if (ready) {
-            EXPECT_EQ(1, res.skipped) << "round " << r << ": ready but not skipped";
+            EXPECT_EQ(1, res->skipped) << "round " << r << ": ready but not skipped";
         }
-        root_saw_abstained += res.abstained != 0;
+        root_saw_abstained += res.abstained() != 0;
         // the FR schedule: partition j at staleness (t - j mod P) mod P
         double err = 0;
         for (size_t i = 0; i < count; ++i) {
@@ -175,7 +175,7 @@ void pgc_fr_stragglers(gcx_coded_algo_t algo)
         }
         if (rank == 0) { // and what the decoder says was summed
             gcx_pgc_info_t info;
-            ASSERT_EQ(GCX_OK, gcx_pgc_decode(pgc, r, res.used, a.data(), terms.data(), &info));
+            ASSERT_EQ(GCX_OK, gcx_pgc_decode(pgc, r, res->used, a.data(), terms.data(), &info));
             EXPECT_EQ(r >= P - 1 ? 1 : 0, info.exact) << "round " << r;
             for (size_t i = 0; i < count; ++i) {
                 double want = 0;
@@ -189,10 +189,11 @@ void pgc_fr_stragglers(gcx_coded_algo_t algo)
         if (err > 0) {
             ++wrong;
             ADD_FAILURE() << "round " << r << ": decoded sum off by " << err << " (used 0x"
-                          << std::hex << res.used << ", abstained 0x" << res.abstained << ")";
+                          << std::hex << res.used() << ", abstained 0x" << res.abstained()
+                          << ")";
         }
     }
-    gcx_coded_stats_t st;
+    gcx_coded_stats_t st = {};
     ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, &st));
     EXPECT_EQ(static_cast<uint64_t>(rounds), st.rounds);
     EXPECT_EQ(GCX_OK, gcx_barrier(comm, nullptr)); // lagging ranks still pull sums
@@ -322,32 +323,32 @@ TEST(CodedAbstain, DecodableWithoutTheAbstainer)
                 ASSERT_EQ(GCX_OK, gcx_coded_ready(coded, &ready));
             }
         }
-        gcx_coded_result_t res;
-        gcx_status_t       st;
+        Result       res(4);
+        gcx_status_t st;
         if (rank == who && who != 0) { // through a request: posted, then the marker
             gcx_request_t *req = nullptr;
-            ASSERT_EQ(GCX_OK, gcx_coded_abstain(coded, sum.data(), &res, &req));
+            ASSERT_EQ(GCX_OK, gcx_coded_abstain(coded, sum.data(), res.get(), &req));
             ASSERT_NE(nullptr, req);
             touch_marker(went);
             st = gcx_wait(req);
             gcx_request_free(req);
         } else if (rank == who) {
-            st = gcx_coded_abstain(coded, sum.data(), &res, nullptr);
+            st = gcx_coded_abstain(coded, sum.data(), res.get(), nullptr);
         } else {
-            st = gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr);
+            st = gcx_coded_gather(coded, msg.data(), sum.data(), res.get(), nullptr);
         }
         ASSERT_EQ(GCX_OK, st) << "round " << r;
-        ASSERT_EQ(static_cast<uint64_t>(r), res.round);
+        ASSERT_EQ(static_cast<uint64_t>(r), res->round);
         if (rank == who) { // held-back group-mate: the round waits for it
-            EXPECT_EQ(0, res.skipped) << "round " << r;
+            EXPECT_EQ(0, res->skipped) << "round " << r;
         }
         uint64_t bit = who >= 0 ? 1ull << who : 0;
-        EXPECT_EQ(bit, res.abstained) << "round " << r;
-        EXPECT_EQ(0u, res.arrived & bit) << "round " << r;
-        EXPECT_EQ(0u, res.used & bit) << "round " << r;
+        EXPECT_EQ(bit, res.abstained()) << "round " << r;
+        EXPECT_EQ(0u, res.arrived() & bit) << "round " << r;
+        EXPECT_EQ(0u, res.used() & bit) << "round " << r;
         if (who >= 0) {
-            EXPECT_NE(0u, res.used & (1ull << (who ^ 1))) << "round " << r << ": the group-mate";
-            EXPECT_TRUE(std::isnan(res.arrival[who]));
+            EXPECT_NE(0u, res.used() & (1ull << (who ^ 1))) << "round " << r << ": the group-mate";
+            EXPECT_TRUE(std::isnan(res->arrival[who]));
         }
         for (size_t i = 0; i < msg.size(); ++i) {
             double want = 0;
@@ -355,11 +356,11 @@ TEST(CodedAbstain, DecodableWithoutTheAbstainer)
                 want += grad(j, r, i);
             }
             ASSERT_EQ(want, sum[i]) << "round " << r << " element " << i << " skipped "
-                                    << res.skipped << " used 0x" << std::hex << res.used
-                                    << " arrived 0x" << res.arrived;
+                                    << res->skipped << " used 0x" << std::hex << res.used()
+                                    << " arrived 0x" << res.arrived();
         }
     }
-    gcx_coded_stats_t st;
+    gcx_coded_stats_t st = {};
     ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, &st));
     EXPECT_EQ(16u, st.rounds);
     EXPECT_EQ(rank == 3 ? 2u : rank == 0 ? 1u : 0u, st.abstained);
@@ -406,8 +407,8 @@ void root_destroys_while_ranks_lag(gcx_comm_t *comm)
             std::this_thread::sleep_for(std::chrono::milliseconds(300));
         }
         encode(fr.code, rank, r, count, msg);
-        gcx_coded_result_t res;
-        gcx_status_t st = gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr);
+        Result       res(4);
+        gcx_status_t st = gcx_coded_gather(coded, msg.data(), sum.data(), res.get(), nullptr);
         if (st != GCX_OK) {
             ++failed;
             ADD_FAILURE() << "rank " << rank << " round " << r << ": " << gcx_strerror(st);
@@ -417,11 +418,11 @@ void root_destroys_while_ranks_lag(gcx_comm_t *comm)
         if (bad > 0) {
             ++wrong;
             ADD_FAILURE() << "rank " << rank << " round " << r << ": GCX_OK with " << bad
-                          << " wrong elements of " << count << " (skipped " << res.skipped
+                          << " wrong elements of " << count << " (skipped " << res->skipped
                           << ")";
         }
     }
-    gcx_coded_stats_t stats;
+    gcx_coded_stats_t stats = {};
     ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, &stats));
     printf("rank %d: %d rounds, skipped %llu early %llu, %d wrong, %d failed\n", rank, rounds,
            (unsigned long long)stats.skipped, (unsigned long long)stats.early, wrong, failed);
@@ -483,8 +484,8 @@ uint64_t run_with_a_paused_rank(gcx_comm_t *comm, int pause_ms, int rounds, int 
             std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
         }
         encode(fr.code, rank, r, count, msg);
-        gcx_coded_result_t res;
-        gcx_status_t st = gcx_coded_gather(fr.coded, msg.data(), sum.data(), &res, nullptr);
+        Result       res(4);
+        gcx_status_t st = gcx_coded_gather(fr.coded, msg.data(), sum.data(), res.get(), nullptr);
         if (st != GCX_OK) {
             *failed_p = r;
             printf("rank %d: round %d failed: %s\n", rank, r, gcx_strerror(st));
@@ -493,9 +494,9 @@ uint64_t run_with_a_paused_rank(gcx_comm_t *comm, int pause_ms, int rounds, int 
         EXPECT_EQ(0u, wrong_in_sum_of_4(sum, r)) << "rank " << rank << " round " << r;
     }
     if (rank == 0) {
-        gcx_coded_stats_t stats;
-        EXPECT_EQ(GCX_OK, gcx_coded_stats(fr.coded, &stats));
-        gone = stats.gone;
+        Stats stats(4);
+        EXPECT_EQ(GCX_OK, gcx_coded_stats(fr.coded, stats.get()));
+        gone = stats.gone();
     }
     // every process stays until rank 3 is done pulling from the root's slots
     EXPECT_EQ(GCX_OK, gcx_barrier(g_world, nullptr));

@@ -56,10 +56,10 @@ void rounds(gcx_code_kind_t kind, int s, size_t count, int nrounds, bool in_plac
     int    wrong = 0, unequal = 0, differ = 0;
     for (int r = 0; r < nrounds; ++r) {
         encode(code, rank, r, count, msg);
-        gcx_coded_result_t res;
-        ASSERT_EQ(GCX_OK, gcx_coded_allreduce(car, msg.data(), sum.data(), &res, nullptr))
+        Result res(n);
+        ASSERT_EQ(GCX_OK, gcx_coded_allreduce(car, msg.data(), sum.data(), res.get(), nullptr))
             << "round " << r;
-        ASSERT_EQ(static_cast<uint64_t>(r), res.round);
+        ASSERT_EQ(static_cast<uint64_t>(r), res->round);
         ASSERT_EQ(GCX_OK, gcx_coded_gather(star, msg.data(), star_sum.data(), nullptr, nullptr));
         double err = max_err_from_serial(sum, n, r), star_err = 0;
         for (size_t i = 0; i < count; ++i) {
@@ -78,7 +78,7 @@ void rounds(gcx_code_kind_t kind, int s, size_t count, int nrounds, bool in_plac
             ADD_FAILURE() << "round " << r << ": ranks hold different bits";
         }
     }
-    gcx_coded_stats_t st;
+    gcx_coded_stats_t st = {};
     ASSERT_EQ(GCX_OK, gcx_coded_allreduce_stats(car, &st));
     EXPECT_EQ(static_cast<uint64_t>(nrounds), st.rounds);
     printf("rank %d: count %zu: %d rounds, late %llu unneeded %llu early %llu skipped %llu "
@@ -185,27 +185,27 @@ void abstaining_group(int group, bool lost_rounds)
         bool abstain = r == 5 && rank / 2 == group;
         encode(code, rank, r, params.count, msg);
         std::fill(sum.begin(), sum.end(), sentinel);
-        gcx_coded_result_t res;
-        status = abstain ? gcx_coded_allreduce_abstain(car, sum.data(), &res, nullptr)
-                         : gcx_coded_allreduce(car, msg.data(), sum.data(), &res, nullptr);
+        Result res(4);
+        status = abstain ? gcx_coded_allreduce_abstain(car, sum.data(), res.get(), nullptr)
+                         : gcx_coded_allreduce(car, msg.data(), sum.data(), res.get(), nullptr);
         if (status != GCX_OK) {
             break;
         }
         if (r == 5) {
-            EXPECT_EQ(1, res.lost) << "round 5 was decoded from 0x" << std::hex << res.used;
-            EXPECT_EQ(0u, res.used);
+            EXPECT_EQ(1, res->lost) << "round 5 was decoded from 0x" << std::hex << res.used();
+            EXPECT_EQ(0u, res.used());
             EXPECT_EQ(params.count, static_cast<size_t>(std::count(sum.begin(), sum.end(),
                                                                    sentinel)))
                 << "a lost round wrote recvbuf";
         } else {
-            EXPECT_EQ(0, res.lost) << "round " << r;
+            EXPECT_EQ(0, res->lost) << "round " << r;
             EXPECT_LE(max_err_from_serial(sum, 4, r), 1e-3 * 11 * 4) << "round " << r;
         }
         if (abstain) {
-            EXPECT_NE(0u, res.abstained & (1ull << rank)) << "its own VOID, as owner";
+            EXPECT_NE(0u, res.abstained() & (1ull << rank)) << "its own VOID, as owner";
         }
     }
-    gcx_coded_stats_t st;
+    gcx_coded_stats_t st = {};
     ASSERT_EQ(GCX_OK, gcx_coded_allreduce_stats(car, &st));
     printf("rank %d: stopped at round %d with '%s'; rounds %llu, lost %llu, abstained %llu\n",
            rank, r, gcx_strerror(status), (unsigned long long)st.rounds,
@@ -259,11 +259,11 @@ TEST(CodedAllreduce, LostRoundsNeedAResult)
     EXPECT_EQ(GCX_ERR_INVALID,
               gcx_coded_allreduce(car, msg.data(), sum.data(), nullptr, nullptr));
     EXPECT_EQ(GCX_ERR_INVALID, gcx_coded_allreduce_abstain(car, sum.data(), nullptr, nullptr));
-    gcx_coded_result_t res;
+    Result res(n);
     encode(code, gcx_comm_rank(comm), 0, params.count, msg);
-    EXPECT_EQ(GCX_OK, gcx_coded_allreduce(car, msg.data(), sum.data(), &res, nullptr));
-    EXPECT_EQ(0u, res.round) << "the refused calls took no round number";
-    EXPECT_EQ(0, res.lost);
+    EXPECT_EQ(GCX_OK, gcx_coded_allreduce(car, msg.data(), sum.data(), res.get(), nullptr));
+    EXPECT_EQ(0u, res->round) << "the refused calls took no round number";
+    EXPECT_EQ(0, res->lost);
     EXPECT_EQ(GCX_OK, gcx_barrier(comm, nullptr)); // the others still take our chunk
     gcx_coded_allreduce_destroy(car);
     gcx_code_destroy(code);
@@ -292,12 +292,12 @@ TEST(CodedAllreduce, FixedStragglerIsNeverWaitedFor)
     uint64_t           used_slow = 0;
     for (int r = 0; r < 20; ++r) {
         encode(code, rank, r, params.count, msg);
-        gcx_coded_result_t res;
-        ASSERT_EQ(GCX_OK, gcx_coded_allreduce(car, msg.data(), sum.data(), &res, nullptr));
+        Result res(n);
+        ASSERT_EQ(GCX_OK, gcx_coded_allreduce(car, msg.data(), sum.data(), res.get(), nullptr));
         ASSERT_LE(max_err_from_serial(sum, n, r), 1e-3 * 11 * n) << "round " << r;
-        used_slow += (res.used >> 1) & 1;
+        used_slow += gcx_wset_has(res->used, 1);
     }
-    gcx_coded_stats_t st;
+    gcx_coded_stats_t st = {};
     ASSERT_EQ(GCX_OK, gcx_coded_allreduce_stats(car, &st));
     // no chunk was ever decoded from the slow rank's message: it was never
     // waited for (every round's owners had a decodable set before it sent)
@@ -354,13 +354,13 @@ void late_entrant(gcx_code_kind_t kind, int s)
             wait_for_the_others(comm, late, "car-late", "finished round 5");
             ASSERT_FALSE(::testing::Test::HasFailure());
         }
-        gcx_coded_result_t res;
-        ASSERT_EQ(GCX_OK, gcx_coded_allreduce(car, msg.data(), sum.data(), &res, nullptr))
+        Result res(n);
+        ASSERT_EQ(GCX_OK, gcx_coded_allreduce(car, msg.data(), sum.data(), res.get(), nullptr))
             << "round " << r;
         EXPECT_LE(max_err_from_serial(sum, n, r), tol) << "round " << r;
         if (r == 5) {
             // every chunk of round 5 was decoded without the late rank
-            EXPECT_EQ(0u, (res.used >> late) & 1) << "used " << res.used;
+            EXPECT_EQ(0, gcx_wset_has(res->used, late)) << "used " << res.used();
             if (rank != late) {
                 touch_marker(car_marker("car-late", rank));
             }
@@ -418,7 +418,7 @@ static void lagging_rank_catches_up(int lag, const char *ahead)
             wait_for_the_others(comm, late, "car-lag", "finished " + std::to_string(lag) + " rounds");
             ASSERT_FALSE(::testing::Test::HasFailure());
         }
-        gcx_coded_result_t res;
+        Result res(n);
         if (rank == late && r < lag) {
             // the others finished round r: its decoded chunks reach this
             // rank (a deadline only so that a failure cannot hang)
@@ -433,23 +433,24 @@ static void lagging_rank_catches_up(int lag, const char *ahead)
             if (r == 0) {
                 // every round of the lag is here, served ahead: what that
                 // holds in internal buffers
-                gcx_coded_stats_t st;
+                gcx_coded_stats_t st = {};
                 ASSERT_EQ(GCX_OK, gcx_coded_allreduce_stats(car, &st));
                 held_bytes = st.buffer_bytes;
             }
-            ASSERT_EQ(GCX_OK, gcx_coded_allreduce_abstain(car, sum.data(), &res, nullptr))
+            ASSERT_EQ(GCX_OK, gcx_coded_allreduce_abstain(car, sum.data(), res.get(), nullptr))
                 << "round " << r;
-            EXPECT_EQ(1, res.skipped) << "round " << r;
+            EXPECT_EQ(1, res->skipped) << "round " << r;
             ++abstained;
         } else {
             encode(code, rank, r, params.count, msg);
-            ASSERT_EQ(GCX_OK, gcx_coded_allreduce(car, msg.data(), sum.data(), &res, nullptr))
+            ASSERT_EQ(GCX_OK, gcx_coded_allreduce(car, msg.data(), sum.data(), res.get(), nullptr))
                 << "round " << r;
         }
-        ASSERT_EQ(static_cast<uint64_t>(r), res.round);
+        ASSERT_EQ(static_cast<uint64_t>(r), res->round);
         EXPECT_LE(max_err_from_serial(sum, n, r), 1e-3 * 11 * n) << "round " << r;
         if (r < lag) {
-            EXPECT_EQ(0u, (res.used >> late) & 1) << "round " << r << " used " << res.used;
+            EXPECT_EQ(0, gcx_wset_has(res->used, late)) << "round " << r << " used "
+                                                          << res.used();
         }
         if (r == lag - 1 && rank != late) {
             touch_marker(car_marker("car-lag", rank));
@@ -549,7 +550,7 @@ TEST(CodedAllreduce, CommitBeforeTheRoundBeganIsStaged)
         if (rank == late && r == 0) {
             wait_for_the_others(comm, late, "car-commit0", "finished round 0");
             ASSERT_FALSE(::testing::Test::HasFailure());
-            gcx_coded_stats_t st;
+            gcx_coded_stats_t st = {};
             ASSERT_EQ(GCX_OK, gcx_coded_allreduce_stats(car, &st));
             const uint64_t early0 = st.early, want = 3u * static_cast<unsigned>(n) - 4u;
             touch_marker(car_marker("car-commit-go", late));
@@ -564,8 +565,8 @@ TEST(CodedAllreduce, CommitBeforeTheRoundBeganIsStaged)
             EXPECT_TRUE(wait_for_marker(car_marker("car-commit-go", late), comm));
         }
         encode(code, rank, r, params.count, msg);
-        gcx_coded_result_t res;
-        ASSERT_EQ(GCX_OK, gcx_coded_allreduce(car, msg.data(), sum.data(), &res, nullptr))
+        Result res(n);
+        ASSERT_EQ(GCX_OK, gcx_coded_allreduce(car, msg.data(), sum.data(), res.get(), nullptr))
             << "round " << r;
         EXPECT_LE(max_err_from_serial(sum, n, r), 1e-3 * 11 * n) << "round " << r;
         if (r == 0 && rank != late) {
@@ -617,8 +618,8 @@ TEST(CodedAllreduce, GatherObjectChoosesItsAlgorithm)
         std::vector<float> msg(c.count), sum(c.count);
         for (int r = 0; r < 3; ++r) {
             encode(code, rank, r, c.count, msg);
-            gcx_coded_result_t res;
-            ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr));
+            Result res(n);
+            ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), res.get(), nullptr));
             ASSERT_LE(max_err_from_serial(sum, n, r), 1e-3 * 11 * n) << "round " << r;
         }
         gcx_coded_destroy(coded);
@@ -713,11 +714,11 @@ void vanish_mid_round(int nvictims)
         ASSERT_LE(max_err_from_serial(sum, n, r), 1e-3 * 11 * n) << "round " << r;
         bits = bits * 1099511628211ull ^ checksum(sum);
     }
-    gcx_coded_stats_t st;
-    ASSERT_EQ(GCX_OK, gcx_coded_allreduce_stats(car, &st));
+    Stats st(n);
+    ASSERT_EQ(GCX_OK, gcx_coded_allreduce_stats(car, st.get()));
     printf("rank %d: 20 rounds, late %llu unneeded %llu early %llu gone 0x%llx\n", rank,
-           (unsigned long long)st.late_dropped, (unsigned long long)st.unneeded,
-           (unsigned long long)st.early, (unsigned long long)st.gone);
+           (unsigned long long)st->late_dropped, (unsigned long long)st->unneeded,
+           (unsigned long long)st->early, (unsigned long long)st.gone());
     // the dead are counted gone, the live not (a victim dies by round 11:
     // a later round needed its chunk from the next owner, so every survivor
     // saw its connection lost)
@@ -725,7 +726,7 @@ void vanish_mid_round(int nvictims)
     for (int v : victims) {
         dead |= 1ull << v;
     }
-    EXPECT_EQ(dead, st.gone);
+    EXPECT_EQ(dead, st.gone());
     // a survivor that shrinks revokes the communicator: every survivor must
     // be done with its rounds first (they meet through marker files, each
     // progressing the communicator so the others' last chunks can move)

@@ -12,6 +12,10 @@
 //   1 for one that entered with its real message once the round was decoded
 //   without it (gcx_coded_ready), not only for one that abstains; the sum is
 //   right in both.
+// - CodedContract.ResultStorageIsTheCallers{Masterless,Star}: the result's
+//   worker sets and arrival times are written into the caller's storage
+//   (n workers' worth, nothing past it), and only where a field is not
+//   NULL; the scalars always.
 // - CodedContract.SurvivorsMeetThenDestroy{Masterless,Star} (suite failure,
 //   --keep-going): a rank vanishes between two rounds; the survivors go on,
 //   then follow the header's recipe -- gcx_comm_shrink_ranks() without
@@ -68,6 +72,28 @@ gcx_code_t *fr_or_cr(int n, int *s_p)
     return make_code(s > 0 ? GCX_CODE_FR : GCX_CODE_CR, n, *s_p);
 }
 
+// A coded object of @p count floats on @p comm with the code fr_or_cr()
+// picks for its ranks (*code_p, *s_p), star or master-less; NULL (a test
+// failure recorded) when it cannot be made.
+gcx_coded_t *contract_coded(gcx_comm_t *comm, size_t count, bool masterless,
+                            gcx_code_t **code_p, int *s_p)
+{
+    gcx_code_t *code = fr_or_cr(gcx_comm_size(comm), s_p);
+    *code_p          = code;
+    EXPECT_NE(nullptr, code);
+    if (code == nullptr) {
+        return nullptr;
+    }
+    gcx_coded_params_t params = {};
+    params.code               = code;
+    params.count              = count;
+    params.algo               = masterless ? GCX_CODED_ALGO_MASTERLESS : GCX_CODED_ALGO_STAR;
+    gcx_coded_t *coded        = nullptr;
+    EXPECT_EQ(GCX_OK, gcx_coded_create(comm, &params, &coded));
+    EXPECT_EQ(masterless ? 1 : 0, coded != nullptr ? gcx_coded_masterless(coded) : -1);
+    return coded;
+}
+
 // ---- 1. the worker index --------------------------------------------------
 
 // A communicator split from the world with the ranks reversed (rank r of it
@@ -122,14 +148,14 @@ TEST(CodedContract, WorkerIndexIsTheRank)
             const char        *what = k == 0 ? "gcx_coded_allreduce" :
                                       k == 1 ? "master-less gcx_coded_gather" :
                                                "star gcx_coded_gather";
-            gcx_coded_result_t res;
+            Result res(P);
             std::fill(sum.begin(), sum.end(), -1.0f);
-            ASSERT_EQ(GCX_OK, k == 0 ? gcx_coded_allreduce(car, msg.data(), sum.data(), &res,
-                                                           nullptr) :
+            ASSERT_EQ(GCX_OK, k == 0 ? gcx_coded_allreduce(car, msg.data(), sum.data(),
+                                                           res.get(), nullptr) :
                                        gcx_coded_gather(objs[k - 1], msg.data(), sum.data(),
-                                                        &res, nullptr))
+                                                        res.get(), nullptr))
                 << what << ", round " << t;
-            EXPECT_EQ(all, res.used) << what << ": s = 0 decodes from every worker";
+            EXPECT_EQ(all, res.used()) << what << ": s = 0 decodes from every worker";
             size_t wrong = 0;
             for (size_t i = 0; i < params.count; ++i) {
                 const float want = static_cast<float>(std::ldexp(double(i + 1), -t));
@@ -172,23 +198,18 @@ void skipped_case(bool masterless)
     ASSERT_NE(nullptr, comm);
     const int   rank = gcx_comm_rank(comm), late = P - 1;
     const char *name = masterless ? "skip-ml" : "skip-star";
-    int         s;
-    gcx_code_t *code = fr_or_cr(P, &s);
-    ASSERT_NE(nullptr, code);
-    gcx_coded_params_t params = {};
-    params.code               = code;
-    params.count              = 6007;
-    params.algo               = masterless ? GCX_CODED_ALGO_MASTERLESS : GCX_CODED_ALGO_STAR;
-    gcx_coded_t *coded        = nullptr;
-    ASSERT_EQ(GCX_OK, gcx_coded_create(comm, &params, &coded));
-    ASSERT_EQ(masterless ? 1 : 0, gcx_coded_masterless(coded));
-    std::vector<float> msg(params.count), sum(params.count);
+    int                s;
+    gcx_code_t        *code;
+    const size_t       count = 6007;
+    gcx_coded_t       *coded = contract_coded(comm, count, masterless, &code, &s);
+    ASSERT_NE(nullptr, coded);
+    std::vector<float> msg(count), sum(count);
     const double       tol = 1e-3 * 11 * P;
     std::string        go  = std::string(name) + "-go", done = std::string(name) + "-done";
     for (int r = 0; r < 7; ++r) {
-        encode(code, rank, r, params.count, msg);
-        gcx_coded_stats_t  before, after;
-        gcx_coded_result_t res;
+        encode(code, rank, r, count, msg);
+        gcx_coded_stats_t before = {}, after = {};
+        Result            res(P);
         ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, &before));
         if (r == 2 && rank != late) {
             EXPECT_TRUE(wait_for_marker(marker(go.c_str(), late), comm));
@@ -205,7 +226,7 @@ void skipped_case(bool masterless)
             ASSERT_TRUE(ready) << "round 4's sum never all here";
         }
         gcx_request_t *req = nullptr;
-        ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, &req));
+        ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), res.get(), &req));
         if (r == 2 && rank == late) {
             touch_marker(marker(go.c_str(), late)); // posted: its sends are out
         }
@@ -213,7 +234,7 @@ void skipped_case(bool masterless)
         gcx_request_free(req);
         ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, &after));
         EXPECT_LE(max_err_from_serial(sum, P, r), tol) << "round " << r;
-        EXPECT_EQ(static_cast<uint64_t>(r), res.round);
+        EXPECT_EQ(static_cast<uint64_t>(r), res->round);
         if (r == 4 && rank != late) {
             touch_marker(marker(done.c_str(), rank));
         }
@@ -221,13 +242,14 @@ void skipped_case(bool masterless)
             continue;
         }
         if (r == 2) {
-            EXPECT_EQ(0, res.skipped) << "entered before its round was decoded";
+            EXPECT_EQ(0, res->skipped) << "entered before its round was decoded";
             EXPECT_EQ(before.skipped, after.skipped);
         }
         if (r == 4) {
-            EXPECT_EQ(1, res.skipped) << "entered once its round was decoded";
-            EXPECT_EQ(0u, (res.used >> late) & 1) << "used 0x" << std::hex << res.used;
-            EXPECT_EQ(0u, (res.arrived >> late) & 1) << "arrived 0x" << std::hex << res.arrived;
+            EXPECT_EQ(1, res->skipped) << "entered once its round was decoded";
+            EXPECT_EQ(0, gcx_wset_has(res->used, late)) << "used 0x" << std::hex << res.used();
+            EXPECT_EQ(0, gcx_wset_has(res->arrived, late))
+                << "arrived 0x" << std::hex << res.arrived();
             EXPECT_EQ(before.skipped + 1, after.skipped);
             EXPECT_EQ(before.abstained, after.abstained) << "it did not abstain";
         }
@@ -247,6 +269,114 @@ TEST(CodedContract, SkippedMasterless)
 TEST(CodedContract, SkippedStar)
 {
     skipped_case(false);
+}
+
+// ---- 1c. the result's storage is the caller's ------------------------------
+
+// Four rounds through gcx_coded_create (star, root 0; or master-less), each
+// with a result pointing at a different part of caller storage: none (every
+// field NULL), used only, used and arrival, all four. The scalars are
+// written every round (sentinels before); a NULL field stays NULL and the
+// others keep pointing where they did; exactly GCX_WSET_WORDS(P) words of
+// a set and P floats are written (a guard after each stays), with no bit
+// at or past P; used is never empty, nobody abstained, and on the star
+// used is within arrived. Arrival times: NAN or finite; master-less all
+// NAN; on the star's root finite for every arrived worker. Every sum is
+// checked against the serial sum.
+void result_storage(bool masterless)
+{
+    const int P = world_size();
+    if (P < 3) {
+        GTEST_SKIP() << "needs 3 ranks";
+    }
+    gcx_comm_t *comm = make_comm({});
+    ASSERT_NE(nullptr, comm);
+    const int   rank = gcx_comm_rank(comm);
+    int                s;
+    gcx_code_t        *code;
+    const size_t       count = 1001;
+    gcx_coded_t       *coded = contract_coded(comm, count, masterless, &code, &s);
+    ASSERT_NE(nullptr, coded);
+    const size_t       words = GCX_WSET_WORDS(P);
+    const uint64_t     guard = 0xa5a5a5a5a5a5a5a5ull;
+    const float        unset = -12345.0f;
+    std::vector<float> msg(count), sum(count);
+    for (int r = 0; r < 4; ++r) {
+        encode(code, rank, r, count, msg);
+        std::vector<uint64_t> arrived(words + 1, guard), used(words + 1, guard),
+            abstained(words + 1, guard);
+        std::vector<float>    arrival(P + 1, unset);
+        gcx_coded_result_t    res = {};
+        res.used      = r >= 1 ? used.data() : nullptr;
+        res.arrival   = r >= 2 ? arrival.data() : nullptr;
+        res.arrived   = r >= 3 ? arrived.data() : nullptr;
+        res.abstained = r >= 3 ? abstained.data() : nullptr;
+        res.round      = 777;
+        res.round_time = -1.0;
+        res.skipped    = 7;
+        res.lost       = 7;
+        ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr))
+            << "round " << r;
+        EXPECT_LE(max_err_from_serial(sum, P, r), 1e-3 * 11 * P) << "round " << r;
+        EXPECT_EQ(static_cast<uint64_t>(r), res.round);
+        EXPECT_TRUE(res.skipped == 0 || res.skipped == 1) << res.skipped;
+        EXPECT_EQ(0, res.lost);
+        EXPECT_NE(-1.0, res.round_time) << "round_time not written";
+        EXPECT_EQ(r >= 1 ? used.data() : nullptr, res.used) << "round " << r;
+        EXPECT_EQ(r >= 2 ? arrival.data() : nullptr, res.arrival) << "round " << r;
+        EXPECT_EQ(r >= 3 ? arrived.data() : nullptr, res.arrived) << "round " << r;
+        EXPECT_EQ(r >= 3 ? abstained.data() : nullptr, res.abstained) << "round " << r;
+        for (auto *set : {&arrived, &used, &abstained}) {
+            EXPECT_EQ(guard, set->back()) << "round " << r << ": written past the set";
+        }
+        EXPECT_EQ(unset, arrival.back()) << "round " << r << ": written past P floats";
+        if (r < 1) {
+            EXPECT_EQ(guard, used[0]) << "a NULL used was written somewhere";
+            continue;
+        }
+        EXPECT_GT(gcx_wset_count(used.data(), P), 0) << "round " << r;
+        if (P % 64 != 0) {
+            EXPECT_EQ(0u, used[words - 1] >> (P % 64)) << "bits past P";
+        }
+        if (r >= 2) {
+            for (int w = 0; w < P; ++w) {
+                float t = arrival[w];
+                EXPECT_NE(unset, t) << "round " << r << " worker " << w << " not written";
+                EXPECT_TRUE(std::isnan(t) || std::isfinite(t));
+                if (masterless) {
+                    EXPECT_TRUE(std::isnan(t)) << "round " << r << " worker " << w;
+                }
+            }
+        }
+        if (r >= 3) {
+            EXPECT_EQ(0, gcx_wset_count(abstained.data(), P)) << "nobody abstained";
+            if (P % 64 != 0) {
+                EXPECT_EQ(0u, arrived[words - 1] >> (P % 64)) << "bits past P";
+            }
+            for (int w = 0; w < P && !masterless; ++w) {
+                if (gcx_wset_has(used.data(), w)) {
+                    EXPECT_TRUE(gcx_wset_has(arrived.data(), w)) << "used, not arrived: " << w;
+                }
+                if (rank == 0 && gcx_wset_has(arrived.data(), w)) {
+                    EXPECT_TRUE(std::isfinite(arrival[w])) << "root: worker " << w;
+                }
+            }
+        }
+    }
+    EXPECT_EQ(GCX_OK, gcx_barrier(comm, nullptr)); // the others still take our chunks
+    gcx_coded_destroy(coded);
+    gcx_code_destroy(code);
+    gcx_comm_destroy(comm);
+}
+
+TEST(CodedContract, ResultStorageIsTheCallersMasterless)
+{
+    result_storage(true);
+}
+
+TEST(CodedContract, ResultStorageIsTheCallersStar)
+{
+    result_storage(false);
 }
 
 // ---- 2. meeting after a death ----------------------------------------------
@@ -298,23 +428,23 @@ void survivors_meet(bool masterless)
             }
         }
         encode(code, rank, r, params.count, msg);
-        gcx_coded_result_t res;
-        ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr))
+        Result res(P);
+        ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), res.get(), nullptr))
             << "round " << r;
         ASSERT_LE(max_err_from_serial(sum, P, r), 1e-3 * 11 * P) << "round " << r;
         if (r >= die_before) {
-            EXPECT_EQ(0u, (res.used >> victim) & 1) << "round " << r;
+            EXPECT_EQ(0, gcx_wset_has(res->used, victim)) << "round " << r;
         }
         bits = bits * 1099511628211ull ^ checksum(sum);
     }
-    gcx_coded_stats_t st;
-    ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, &st));
+    Stats st(P);
+    ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, st.get()));
     if (masterless) {
         // its chunks of rounds 5.. needed a new owner, so every survivor saw
         // the connection lost (the star's root may not have yet: a worker
         // it does not wait for is counted gone when the transport says so,
         // or after GCX_CODED_MAX_LAG rounds)
-        EXPECT_EQ(1ull << victim, st.gone);
+        EXPECT_EQ(1ull << victim, st.gone());
     }
     if (rank != last) {
         touch_marker(marker(name, rank));
@@ -450,7 +580,7 @@ void lagging_rank(gcx_comm_t *comm, int k)
     std::vector<float> msg(params.count), sum(params.count);
     uint64_t           at_lag = 0, bits = 0;
     for (int r = 0; r < warm + k + after; ++r) {
-        gcx_coded_result_t res;
+        Result res(P);
         if (rank != late && r == warm) {
             EXPECT_TRUE(wait_for_marker(marker(warm_m.c_str(), late), comm));
         }
@@ -471,15 +601,15 @@ void lagging_rank(gcx_comm_t *comm, int k)
             }
             ASSERT_TRUE(ready) << "round " << r << " never all here";
             if (r == warm) {
-                gcx_coded_stats_t st;
+                gcx_coded_stats_t st = {};
                 ASSERT_EQ(GCX_OK, gcx_coded_allreduce_stats(car, &st));
                 at_lag = st.buffer_bytes;
             }
-            ASSERT_EQ(GCX_OK, gcx_coded_allreduce_abstain(car, sum.data(), &res, nullptr));
-            EXPECT_EQ(1, res.skipped) << "round " << r;
+            ASSERT_EQ(GCX_OK, gcx_coded_allreduce_abstain(car, sum.data(), res.get(), nullptr));
+            EXPECT_EQ(1, res->skipped) << "round " << r;
         } else {
             encode(code, rank, r, params.count, msg);
-            ASSERT_EQ(GCX_OK, gcx_coded_allreduce(car, msg.data(), sum.data(), &res, nullptr))
+            ASSERT_EQ(GCX_OK, gcx_coded_allreduce(car, msg.data(), sum.data(), res.get(), nullptr))
                 << "round " << r;
         }
         EXPECT_LE(max_err_from_serial(sum, P, r), 1e-3 * 11 * P) << "round " << r;
@@ -495,7 +625,7 @@ void lagging_rank(gcx_comm_t *comm, int k)
         bits = bits * 1099511628211ull ^ checksum(sum);
     }
     EXPECT_TRUE(same_on_every_rank(comm, bits)) << "ranks hold different bits";
-    gcx_coded_stats_t st;
+    gcx_coded_stats_t st = {};
     ASSERT_EQ(GCX_OK, gcx_coded_allreduce_stats(car, &st));
     printf("rank %d: P %d s %d chunk %llu: buffer_bytes %llu at %d rounds behind (%.1f chunks), "
            "%llu at the end (%.1f chunks); bound %llu (k = %d), %llu (k = A)\n",

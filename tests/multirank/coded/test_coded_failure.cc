@@ -61,18 +61,18 @@ TEST(CodedFailure, RootDies)
     int                r;
     for (r = 0; r < 200 && status == GCX_OK; ++r) {
         encode(code, gcx_coded_worker(coded, rank), r, count, msg);
-        gcx_coded_result_t res;
+        Result res(code);
         if (rank == 0 && r == 20) {
             // enter round 20 and die inside it: the workers' contributions
             // have been sent, their results will never come
             gcx_request_t *req = nullptr;
-            ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, &req));
+            ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), res.get(), &req));
             usleep(200 * 1000);
             printf("rank 0 (the root): exiting inside round %d\n", r);
             fflush(stdout);
             _exit(0);
         }
-        status = gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr);
+        status = gcx_coded_gather(coded, msg.data(), sum.data(), res.get(), nullptr);
     }
     printf("rank %d: round %d: %s\n", rank, r - 1, gcx_strerror(status));
     EXPECT_EQ(GCX_ERR_PEER, status);
@@ -207,10 +207,10 @@ void taken_worker(gcx_code_kind_t kind, Taken how)
     double             tol = kind == GCX_CODE_FR ? 0.0 : 1e-3 * 11 * 4;
     for (int r = 0; r < 20; ++r) {
         encode(code, gcx_coded_worker(coded, rank), r, count, msg);
-        gcx_coded_result_t res = {};
+        Result res(code);
         if (r == die_round && rank == 3) {
             gcx_request_t *req = nullptr;
-            ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, &req));
+            ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), res.get(), &req));
             touch_marker(posted); // the header is on its way
             if (how == Taken::Stalls) {
                 // no progress until the root decoded round 5 without us
@@ -234,16 +234,16 @@ void taken_worker(gcx_code_kind_t kind, Taken how)
             std::this_thread::sleep_for(std::chrono::milliseconds(600));
             gcx_request_t *req = nullptr;
             if (mate_abstains) {
-                ASSERT_EQ(GCX_OK, gcx_coded_abstain(coded, sum.data(), &res, &req));
+                ASSERT_EQ(GCX_OK, gcx_coded_abstain(coded, sum.data(), res.get(), &req));
             } else {
-                ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, &req));
+                ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), res.get(), &req));
             }
             touch_marker(sent2);
             ASSERT_EQ(GCX_OK, gcx_wait(req)) << "round " << r;
             gcx_request_free(req);
         } else if (r == die_round && rank == 0 && how == Taken::Stalls) {
             ASSERT_TRUE(wait_for_marker(posted, comm)) << "rank 3 never posted";
-            ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr))
+            ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), res.get(), nullptr))
                 << "round " << r;
             touch_marker(root_done);
             // round 6 on only once rank 3 has its sum: results to a rank that
@@ -253,28 +253,28 @@ void taken_worker(gcx_code_kind_t kind, Taken how)
             unlink(posted.c_str());
             unlink(sent2.c_str());
         } else {
-            ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr))
+            ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), res.get(), nullptr))
                 << "rank " << rank << " round " << r;
         }
         if (mate_abstains && r == die_round) {
-            EXPECT_EQ(1, res.lost) << "rank " << rank << ": round " << r << " must be lost";
+            EXPECT_EQ(1, res->lost) << "rank " << rank << ": round " << r << " must be lost";
             continue;
         }
-        EXPECT_EQ(0, res.lost) << "rank " << rank << " round " << r;
+        EXPECT_EQ(0, res->lost) << "rank " << rank << " round " << r;
         EXPECT_LE(max_err_from_serial(sum, 4, r), tol)
-            << "rank " << rank << " round " << r << " used 0x" << std::hex << res.used;
+            << "rank " << rank << " round " << r << " used 0x" << std::hex << res.used();
         if (r == die_round) {
-            EXPECT_FALSE(res.used & (1u << 3))
+            EXPECT_FALSE(gcx_wset_has(res->used, 3))
                 << "rank " << rank << ": round " << r << " used worker 3's payload";
         }
     }
-    gcx_coded_stats_t st;
-    ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, &st));
-    printf("rank %d: 20 rounds, lost %llu gone 0x%llx\n", rank, (unsigned long long)st.transfers_lost,
-           (unsigned long long)st.gone);
+    Stats st(code);
+    ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, st.get()));
+    printf("rank %d: 20 rounds, lost %llu gone 0x%llx\n", rank,
+           (unsigned long long)st->transfers_lost, (unsigned long long)st.gone());
     if (rank == 0) {
-        EXPECT_EQ(1u, st.transfers_lost) << "the root never took rank 3's contribution";
-        EXPECT_EQ(how == Taken::Stalls ? 0u : 1u << 3, st.gone);
+        EXPECT_EQ(1u, st->transfers_lost) << "the root never took rank 3's contribution";
+        EXPECT_EQ(how == Taken::Stalls ? 0u : 1u << 3, st.gone());
     }
     root_waits_for_survivors(comm, 0, how == Taken::Stalls ? std::vector<int>{} : std::vector<int>{3},
                              "taken-done");
@@ -339,32 +339,32 @@ TEST(CodedFailure, LostRoundGoesOn)
         }
         encode(code, rank, r, count, msg);
         std::fill(sum.begin(), sum.end(), -12345.0f);
-        gcx_coded_result_t res = {};
+        Result res(code);
         if (r == 5 && rank == 2) {
             // abstain only once rank 3 is gone for the root too
             ASSERT_TRUE(wait_for_marker(gone, comm));
             std::this_thread::sleep_for(std::chrono::milliseconds(300));
-            ASSERT_EQ(GCX_OK, gcx_coded_abstain(coded, sum.data(), &res, nullptr));
+            ASSERT_EQ(GCX_OK, gcx_coded_abstain(coded, sum.data(), res.get(), nullptr));
         } else {
-            ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr))
+            ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), res.get(), nullptr))
                 << "rank " << rank << " round " << r;
         }
         if (r == 5) {
-            EXPECT_EQ(1, res.lost) << "rank " << rank;
-            EXPECT_EQ(5u, res.round);
+            EXPECT_EQ(1, res->lost) << "rank " << rank;
+            EXPECT_EQ(5u, res->round);
             EXPECT_EQ(-12345.0f, sum[0]) << "a lost round must not write recvbuf";
             EXPECT_EQ(-12345.0f, sum[count - 1]);
         } else {
-            EXPECT_EQ(0, res.lost) << "rank " << rank << " round " << r;
+            EXPECT_EQ(0, res->lost) << "rank " << rank << " round " << r;
             EXPECT_EQ(0u, wrong_in_sum_of_4(sum, r)) << "rank " << rank << " round " << r;
         }
     }
-    gcx_coded_stats_t st;
-    ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, &st));
-    EXPECT_EQ(1u, st.rounds_lost);
-    EXPECT_EQ(12u, st.rounds);
+    Stats st(code);
+    ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, st.get()));
+    EXPECT_EQ(1u, st->rounds_lost);
+    EXPECT_EQ(12u, st->rounds);
     if (rank == 0) {
-        EXPECT_EQ(1u << 3, st.gone);
+        EXPECT_EQ(1u << 3, st.gone());
         unlink(gone.c_str());
     }
     root_waits_for_survivors(comm, 0, {3}, "lost-done");
@@ -399,38 +399,38 @@ TEST(CodedFailure, LateWorkerAndAbstentionLoseTheRound)
     for (int r = 0; r < 12; ++r) {
         encode(code, rank, r, count, msg);
         std::fill(sum.begin(), sum.end(), -12345.0f);
-        gcx_coded_result_t res = {};
+        Result res(code);
         if (r == 5 && rank == 2) {
             ASSERT_TRUE(wait_for_marker(done1, comm)); // "stopped" till then
         }
         if (r == 5 && rank == 3) {
-            ASSERT_EQ(GCX_OK, gcx_coded_abstain(coded, sum.data(), &res, nullptr));
+            ASSERT_EQ(GCX_OK, gcx_coded_abstain(coded, sum.data(), res.get(), nullptr));
         } else {
-            ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), &res, nullptr))
+            ASSERT_EQ(GCX_OK, gcx_coded_gather(coded, msg.data(), sum.data(), res.get(), nullptr))
                 << "rank " << rank << " round " << r;
         }
         if (r == 5 && rank == 1) {
             touch_marker(done1);
         }
         if (r == 5) {
-            EXPECT_EQ(1, res.lost) << "rank " << rank;
-            EXPECT_EQ(5u, res.round);
+            EXPECT_EQ(1, res->lost) << "rank " << rank;
+            EXPECT_EQ(5u, res->round);
             EXPECT_EQ(-12345.0f, sum[0]) << "a lost round must not write recvbuf";
             EXPECT_EQ(-12345.0f, sum[count - 1]);
             if (rank == 2) {
-                EXPECT_EQ(1, res.skipped) << "rank 2 came after the verdict";
+                EXPECT_EQ(1, res->skipped) << "rank 2 came after the verdict";
             }
         } else {
-            EXPECT_EQ(0, res.lost) << "rank " << rank << " round " << r;
+            EXPECT_EQ(0, res->lost) << "rank " << rank << " round " << r;
             EXPECT_EQ(0u, wrong_in_sum_of_4(sum, r)) << "rank " << rank << " round " << r;
         }
     }
-    gcx_coded_stats_t st;
-    ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, &st));
-    EXPECT_EQ(1u, st.rounds_lost);
-    EXPECT_EQ(12u, st.rounds);
+    Stats st(code);
+    ASSERT_EQ(GCX_OK, gcx_coded_stats(coded, st.get()));
+    EXPECT_EQ(1u, st->rounds_lost);
+    EXPECT_EQ(12u, st->rounds);
     if (rank == 0) {
-        EXPECT_EQ(0u, st.gone) << "a late worker is not gone";
+        EXPECT_EQ(0u, st.gone()) << "a late worker is not gone";
     }
     root_waits_for_survivors(comm, 0, {}, "late-done");
     if (rank == 0) {

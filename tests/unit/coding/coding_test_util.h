@@ -61,12 +61,55 @@ inline CodePtr make_code(gcx_code_kind_t kind, int n, int s,
     return make_code(params(kind, n, s, dec));
 }
 
+/* Every worker's assignment of an FR code is its group's s + 1 partitions,
+ * coefficient 1 (from the definition: worker i is in group i / (s + 1)). */
+inline void expect_fr_assignment(const gcx_code_t *c, int n, int s)
+{
+    std::vector<int> parts(s + 1, -7);
+    std::vector<double> coeffs(s + 1, -7.0);
+    for (int i = 0; i < n; i++) {
+        int cnt = -1;
+        ASSERT_EQ(gcx_code_assignment(c, i, parts.data(), coeffs.data(), &cnt),
+                  GCX_OK);
+        ASSERT_EQ(cnt, s + 1);
+        for (int k = 0; k < cnt; k++) {
+            EXPECT_EQ(parts[k], i / (s + 1) * (s + 1) + k) << "worker " << i;
+            EXPECT_EQ(coeffs[k], 1.0) << "worker " << i;
+        }
+    }
+}
+
 inline std::vector<double> matrix_of(const gcx_code_t *c)
 {
     int n = gcx_code_workers(c);
     std::vector<double> b((size_t)n * n);
     EXPECT_EQ(gcx_code_matrix(c, b.data()), GCX_OK);
     return b;
+}
+
+/*
+ * A worker set over n <= 64 workers held in one word, where the API takes
+ * a worker set (const uint64_t *, gcx/wset.h): ws(0b101) passes workers 0
+ * and 2. The word is a temporary that lives to the end of the full
+ * expression, i.e. through the call.
+ */
+struct OneWordSet {
+    uint64_t word;
+    operator const uint64_t *() const
+    {
+        return &word;
+    }
+};
+
+inline OneWordSet ws(uint64_t mask)
+{
+    return OneWordSet{mask};
+}
+
+/* A worker set over any n (GCX_WSET_WORDS(n) words, all empty). */
+inline std::vector<uint64_t> empty_set(int n)
+{
+    return std::vector<uint64_t>(GCX_WSET_WORDS(n), 0);
 }
 
 inline uint64_t all_mask(int n)

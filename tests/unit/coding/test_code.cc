@@ -48,10 +48,13 @@ TEST(CodingCreate, RejectsBadParameters)
     p.cache_size = -1;
     EXPECT_EQ(try_create(p), GCX_ERR_INVALID);
 
-    /* The bitmask limit. */
+    /* The limits: codes decoded by a solve (CR, MATRIX) up to 64 workers
+     * (GCX_CODE_MAX_SOLVED_WORKERS), the others up to 65536
+     * (GCX_CODE_MAX_WORKERS); CodingLarge.* tests them further. */
     EXPECT_EQ(try_create(params(GCX_CODE_CR, 64, 3)), GCX_OK);
     EXPECT_EQ(try_create(params(GCX_CODE_CR, 65, 3)), GCX_ERR_UNSUPPORTED);
-    EXPECT_EQ(try_create(params(GCX_CODE_FR, 66, 1)), GCX_ERR_UNSUPPORTED);
+    EXPECT_EQ(try_create(params(GCX_CODE_FR, 66, 1)), GCX_OK);
+    EXPECT_EQ(try_create(params(GCX_CODE_FR, 65538, 1)), GCX_ERR_UNSUPPORTED);
 
     /* Caller matrices. */
     std::vector<double> m(9, 0.0);
@@ -101,20 +104,7 @@ TEST(CodingCreate, FractionalRepetitionAssignment)
             auto c = make_code(GCX_CODE_FR, n, s);
             ASSERT_TRUE(c);
             ASSERT_EQ(gcx_code_load(c.get()), s + 1);
-            std::vector<int> parts(s + 1);
-            std::vector<double> coeffs(s + 1);
-            for (int i = 0; i < n; i++) {
-                int cnt = -1;
-                ASSERT_EQ(gcx_code_assignment(c.get(), i, parts.data(),
-                                              coeffs.data(), &cnt),
-                          GCX_OK);
-                ASSERT_EQ(cnt, s + 1);
-                int base = i / (s + 1) * (s + 1);
-                for (int k = 0; k < cnt; k++) {
-                    EXPECT_EQ(parts[k], base + k);
-                    EXPECT_EQ(coeffs[k], 1.0);
-                }
-            }
+            expect_fr_assignment(c.get(), n, s);
         }
     }
 }
@@ -266,7 +256,7 @@ TEST(CodingCreate, AmplificationLimitParameter)
         p.max_amplification = limit;
         auto c = make_code(p);
         ASSERT_TRUE(c);
-        EXPECT_EQ(gcx_code_decode_vector(c.get(), 0b11, a.data()),
+        EXPECT_EQ(gcx_code_decode_vector(c.get(), ws(0b11), a.data()),
                   limit == 100.0 ? GCX_ERR_UNDECODABLE : GCX_OK)
             << limit;
     }

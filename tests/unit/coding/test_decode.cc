@@ -36,9 +36,9 @@ void check_decodes(gcx_code_t *code, const std::vector<double> &b,
     std::vector<double> a(n, 42.0);
     int dec = -1;
 
-    ASSERT_EQ(gcx_code_decodable(code, arrived, &dec), GCX_OK);
+    ASSERT_EQ(gcx_code_decodable(code, ws(arrived), &dec), GCX_OK);
     ASSERT_EQ(dec, 1) << "arrived 0x" << std::hex << arrived;
-    ASSERT_EQ(gcx_code_decode_vector(code, arrived, a.data()), GCX_OK);
+    ASSERT_EQ(gcx_code_decode_vector(code, ws(arrived), a.data()), GCX_OK);
     for (int i = 0; i < n; i++) {
         if (!(arrived >> i & 1)) {
             EXPECT_EQ(a[i], 0.0) << "coefficient of a straggler";
@@ -187,11 +187,12 @@ TEST(CodingDecode, TooFewWorkers)
                     int dec = -1;
                     std::vector<double> a(n, 42.0);
                     bool truth = truly_decodable(bc, n, f);
-                    ASSERT_EQ(gcx_code_decodable(cr.get(), f, &dec), GCX_OK);
+                    ASSERT_EQ(gcx_code_decodable(cr.get(), ws(f), &dec),
+                              GCX_OK);
                     EXPECT_EQ(dec, truth ? 1 : 0) << "CR n " << n << " s " << s
                                                   << " F 0x" << std::hex << f;
                     gcx_status_t st =
-                        gcx_code_decode_vector(cr.get(), f, a.data());
+                        gcx_code_decode_vector(cr.get(), ws(f), a.data());
                     if (truth) {
                         decodable++;
                         ASSERT_EQ(st, GCX_OK);
@@ -215,10 +216,11 @@ TEST(CodingDecode, TooFewWorkers)
                 for_each_subset(n, k, [&](uint64_t f) {
                     int dec = -1;
                     std::vector<double> a(n, 42.0);
-                    ASSERT_EQ(gcx_code_decodable(fr.get(), f, &dec), GCX_OK);
+                    ASSERT_EQ(gcx_code_decodable(fr.get(), ws(f), &dec),
+                              GCX_OK);
                     EXPECT_EQ(dec, fr_covers(n, s, f) ? 1 : 0);
                     gcx_status_t st =
-                        gcx_code_decode_vector(fr.get(), f, a.data());
+                        gcx_code_decode_vector(fr.get(), ws(f), a.data());
                     if (!dec) {
                         EXPECT_EQ(st, GCX_ERR_UNDECODABLE);
                         return;
@@ -246,11 +248,12 @@ TEST(CodingDecode, UncodedNeedsEveryone)
     auto c = make_code(GCX_CODE_UNCODED, 6, 0);
     ASSERT_TRUE(c);
     std::vector<double> a(6);
-    EXPECT_EQ(gcx_code_decode_vector(c.get(), all_mask(6), a.data()), GCX_OK);
+    EXPECT_EQ(gcx_code_decode_vector(c.get(), ws(all_mask(6)), a.data()),
+              GCX_OK);
     for (double x : a) {
         EXPECT_EQ(x, 1.0);
     }
-    EXPECT_EQ(gcx_code_decode_vector(c.get(), all_mask(6) & ~4u, a.data()),
+    EXPECT_EQ(gcx_code_decode_vector(c.get(), ws(all_mask(6) & ~4u), a.data()),
               GCX_ERR_UNDECODABLE);
 }
 
@@ -274,7 +277,7 @@ TEST(CodingDecode, WorkedExampleCallerMatrix)
     };
     for (auto &cs : cases) {
         std::vector<double> a(3);
-        ASSERT_EQ(gcx_code_decode_vector(c.get(), cs.f, a.data()), GCX_OK);
+        ASSERT_EQ(gcx_code_decode_vector(c.get(), ws(cs.f), a.data()), GCX_OK);
         for (int i = 0; i < 3; i++) {
             EXPECT_NEAR(a[i], cs.a[i], 1e-13) << "F 0x" << cs.f << " i " << i;
         }
@@ -283,7 +286,7 @@ TEST(CodingDecode, WorkedExampleCallerMatrix)
     check_decodes(c.get(), m, 0b111, rng);
     for (uint64_t f : {0b000, 0b001, 0b010, 0b100}) {
         int dec = -1;
-        ASSERT_EQ(gcx_code_decodable(c.get(), f, &dec), GCX_OK);
+        ASSERT_EQ(gcx_code_decodable(c.get(), ws(f), &dec), GCX_OK);
         EXPECT_EQ(dec, 0);
     }
 }
@@ -302,9 +305,9 @@ TEST(CodingDecode, CallerMatrixThatCannotDecode)
     for_each_subset(4, 3, [&](uint64_t f) {
         std::vector<double> a(4, 7.0);
         int dec = -1;
-        EXPECT_EQ(gcx_code_decode_vector(c.get(), f, a.data()),
+        EXPECT_EQ(gcx_code_decode_vector(c.get(), ws(f), a.data()),
                   GCX_ERR_UNDECODABLE);
-        EXPECT_EQ(gcx_code_decodable(c.get(), f, &dec), GCX_OK);
+        EXPECT_EQ(gcx_code_decodable(c.get(), ws(f), &dec), GCX_OK);
         EXPECT_EQ(dec, 0);
         EXPECT_EQ(a[0], 7.0);
     });
@@ -317,12 +320,12 @@ TEST(CodingDecode, CallerMatrixThatCannotDecode)
     ASSERT_TRUE(c);
     std::vector<double> a(3);
     for (uint64_t f : {0b011, 0b101, 0b110}) {
-        EXPECT_EQ(gcx_code_decode_vector(c.get(), f, a.data()),
+        EXPECT_EQ(gcx_code_decode_vector(c.get(), ws(f), a.data()),
                   GCX_ERR_UNDECODABLE)
             << f;
     }
     /* B is invertible: all three decode, a = B^-T 1 = (1/3, 1/3, 2/3). */
-    ASSERT_EQ(gcx_code_decode_vector(c.get(), 0b111, a.data()), GCX_OK);
+    ASSERT_EQ(gcx_code_decode_vector(c.get(), ws(0b111), a.data()), GCX_OK);
     EXPECT_NEAR(a[0], 1.0 / 3, 1e-12);
     EXPECT_NEAR(a[1], 1.0 / 3, 1e-12);
     EXPECT_NEAR(a[2], 2.0 / 3, 1e-12);
@@ -339,7 +342,7 @@ TEST(CodingDecode, IllConditionedIsUndecodable)
         auto c = make_code(p);
         ASSERT_TRUE(c);
         std::vector<double> a(2);
-        gcx_status_t st = gcx_code_decode_vector(c.get(), 0b11, a.data());
+        gcx_status_t st = gcx_code_decode_vector(c.get(), ws(0b11), a.data());
         if (2.0 / eps <= GCX_CODE_MAX_AMPLIFICATION) {
             ASSERT_EQ(st, GCX_OK) << eps;
             EXPECT_NEAR(a[1], 1.0 / eps, 1e-6 / eps);
@@ -355,11 +358,18 @@ TEST(CodingDecode, InvalidArguments)
     ASSERT_TRUE(c);
     std::vector<double> a(5);
     int dec;
-    EXPECT_EQ(gcx_code_decode_vector(c.get(), 0x20, a.data()), GCX_ERR_INVALID);
-    EXPECT_EQ(gcx_code_decodable(c.get(), 0x3f, &dec), GCX_ERR_INVALID);
-    EXPECT_EQ(gcx_code_decode_vector(c.get(), 0xf, nullptr), GCX_ERR_INVALID);
-    EXPECT_EQ(gcx_code_decodable(c.get(), 0xf, nullptr), GCX_ERR_INVALID);
-    EXPECT_EQ(gcx_code_decode_vector(nullptr, 0xf, a.data()), GCX_ERR_INVALID);
+    EXPECT_EQ(gcx_code_decode_vector(c.get(), ws(0x20), a.data()),
+              GCX_ERR_INVALID);
+    EXPECT_EQ(gcx_code_decodable(c.get(), ws(0x3f), &dec), GCX_ERR_INVALID);
+    EXPECT_EQ(gcx_code_decode_vector(c.get(), ws(0xf), nullptr),
+              GCX_ERR_INVALID);
+    EXPECT_EQ(gcx_code_decodable(c.get(), ws(0xf), nullptr), GCX_ERR_INVALID);
+    EXPECT_EQ(gcx_code_decode_vector(nullptr, ws(0xf), a.data()),
+              GCX_ERR_INVALID);
+    /* a NULL set */
+    EXPECT_EQ(gcx_code_decode_vector(c.get(), nullptr, a.data()),
+              GCX_ERR_INVALID);
+    EXPECT_EQ(gcx_code_decodable(c.get(), nullptr, &dec), GCX_ERR_INVALID);
 }
 
 TEST(CodingDecode, WeightedDecoding)
@@ -380,7 +390,7 @@ TEST(CodingDecode, WeightedDecoding)
                 long npat = 0;
                 for_each_subset(n, n - s, [&](uint64_t f) {
                     std::vector<double> a(n);
-                    ASSERT_EQ(gcx_code_decode_vector(c.get(), f, a.data()),
+                    ASSERT_EQ(gcx_code_decode_vector(c.get(), ws(f), a.data()),
                               GCX_OK);
                     for (int i = 0; i < n; i++) {
                         EXPECT_EQ(a[i], (f >> i & 1) ? w : 0.0);
@@ -397,12 +407,12 @@ TEST(CodingDecode, WeightedDecoding)
                 std::vector<double> a(n);
                 int dec = -1;
                 uint64_t few = all_mask(n - s - 1);
-                EXPECT_EQ(gcx_code_decodable(c.get(), few, &dec), GCX_OK);
+                EXPECT_EQ(gcx_code_decodable(c.get(), ws(few), &dec), GCX_OK);
                 EXPECT_EQ(dec, 0);
-                EXPECT_EQ(gcx_code_decode_vector(c.get(), few, a.data()),
+                EXPECT_EQ(gcx_code_decode_vector(c.get(), ws(few), a.data()),
                           GCX_ERR_UNDECODABLE);
                 ASSERT_EQ(
-                    gcx_code_decode_vector(c.get(), all_mask(n), a.data()),
+                    gcx_code_decode_vector(c.get(), ws(all_mask(n)), a.data()),
                     GCX_OK);
                 for (int i = 0; i < n; i++) {
                     EXPECT_EQ(a[i], i < n - s ? w : 0.0);
@@ -421,21 +431,22 @@ TEST(CodingDecode, CacheReturnsIdenticalVectors)
     std::vector<std::vector<double>> first;
     for (uint64_t f : sets) {
         std::vector<double> a(10);
-        ASSERT_EQ(gcx_code_decode_vector(c.get(), f, a.data()), GCX_OK);
+        ASSERT_EQ(gcx_code_decode_vector(c.get(), ws(f), a.data()), GCX_OK);
         first.push_back(a);
     }
     for (size_t k = 0; k < sets.size(); k++) {
         std::vector<double> a(10);
         int dec = 0;
-        ASSERT_EQ(gcx_code_decodable(c.get(), sets[k], &dec), GCX_OK);
+        ASSERT_EQ(gcx_code_decodable(c.get(), ws(sets[k]), &dec), GCX_OK);
         EXPECT_EQ(dec, 1);
-        ASSERT_EQ(gcx_code_decode_vector(c.get(), sets[k], a.data()), GCX_OK);
+        ASSERT_EQ(gcx_code_decode_vector(c.get(), ws(sets[k]), a.data()),
+                  GCX_OK);
         EXPECT_EQ(std::memcmp(a.data(), first[k].data(), 80), 0);
     }
     /* Failures are cached too and stay failures. */
     for (int rep = 0; rep < 3; rep++) {
         int dec = -1;
-        ASSERT_EQ(gcx_code_decodable(c.get(), 0b111111, &dec), GCX_OK);
+        ASSERT_EQ(gcx_code_decodable(c.get(), ws(0b111111), &dec), GCX_OK);
         EXPECT_EQ(dec, 0);
     }
 }
@@ -458,8 +469,8 @@ TEST(CodingDecode, SmallCacheStaysCorrectWhenEmptied)
             f &= ~(f & (~f + 1)); /* drop one: undecodable */
         }
         std::vector<double> a1(10, 1.5), a2(10, 1.5);
-        gcx_status_t s1 = gcx_code_decode_vector(small.get(), f, a1.data());
-        gcx_status_t s2 = gcx_code_decode_vector(big.get(), f, a2.data());
+        gcx_status_t s1 = gcx_code_decode_vector(small.get(), ws(f), a1.data());
+        gcx_status_t s2 = gcx_code_decode_vector(big.get(), ws(f), a2.data());
         ASSERT_EQ(s1, s2);
         EXPECT_EQ(std::memcmp(a1.data(), a2.data(), 80), 0);
     }
@@ -479,7 +490,8 @@ TEST(CodingDecode, SixtyFourWorkers)
                 uint64_t f = random_subset(64, 64 - s, rng);
                 check_decodes(c.get(), b, f, rng);
                 std::vector<double> a(64);
-                ASSERT_EQ(gcx_code_decode_vector(c.get(), f, a.data()), GCX_OK);
+                ASSERT_EQ(gcx_code_decode_vector(c.get(), ws(f), a.data()),
+                          GCX_OK);
                 for (int j = 0; j < 64; j++) {
                     double mag = 0;
                     for (int i = 0; i < 64; i++) {
@@ -498,5 +510,6 @@ TEST(CodingDecode, SixtyFourWorkers)
     auto c = make_code(GCX_CODE_CR, 64, 2);
     ASSERT_TRUE(c);
     std::vector<double> a(64);
-    EXPECT_EQ(gcx_code_decode_vector(c.get(), ~UINT64_C(0), a.data()), GCX_OK);
+    EXPECT_EQ(gcx_code_decode_vector(c.get(), ws(~UINT64_C(0)), a.data()),
+              GCX_OK);
 }

@@ -116,7 +116,8 @@ void simulate(gcx_code_kind_t kind, gcx_code_decoding_t dec, int n, int s,
             std::vector<double> a(n);
             gcx_pgc_info_t info;
             ASSERT_EQ(
-                gcx_pgc_decode(pgc.get(), t, f, a.data(), terms.data(), &info),
+                gcx_pgc_decode(pgc.get(), t, ws(f), a.data(), terms.data(),
+                               &info),
                 GCX_OK);
             std::vector<const float *> mp(n);
             for (int i = 0; i < n; i++) {
@@ -272,7 +273,7 @@ TEST(CodingPipelined, HeaderWorkedExample)
     double a[3];
     gcx_pgc_term_t terms[6];
     gcx_pgc_info_t info;
-    ASSERT_EQ(gcx_pgc_decode(p.get(), 4, 0b101, a, terms, &info), GCX_OK);
+    ASSERT_EQ(gcx_pgc_decode(p.get(), 4, ws(0b101), a, terms, &info), GCX_OK);
     EXPECT_EQ(a[0], 0.75);
     EXPECT_EQ(a[1], 0.0);
     EXPECT_EQ(a[2], 0.75);
@@ -297,7 +298,7 @@ TEST(CodingPipelined, HeaderWorkedExample)
     auto pe = make_pgc(ce.get());
     ASSERT_TRUE(pe);
     gcx_pgc_term_t te[6];
-    ASSERT_EQ(gcx_pgc_decode(pe.get(), 4, 0b110, a, te, &info), GCX_OK);
+    ASSERT_EQ(gcx_pgc_decode(pe.get(), 4, ws(0b110), a, te, &info), GCX_OK);
     double w2 = 0;
     int n2 = 0;
     for (int q = 0; q < info.nterms; q++) {
@@ -319,7 +320,7 @@ TEST(CodingPipelined, HeaderWorkedExample)
     for (uint64_t f : {0b0101, 0b1010, 0b0110, 0b1001}) {
         double af[4];
         gcx_pgc_term_t tf[8];
-        ASSERT_EQ(gcx_pgc_decode(pf.get(), 5, f, af, tf, &info), GCX_OK);
+        ASSERT_EQ(gcx_pgc_decode(pf.get(), 5, ws(f), af, tf, &info), GCX_OK);
         ASSERT_EQ(info.nterms, 4);
         EXPECT_EQ(info.exact, 1);
         for (int j = 0; j < 4; j++) {
@@ -410,12 +411,13 @@ TEST(CodingPipelined, Errors)
     EXPECT_EQ(gcx_pgc_compute(pg.get(), 5, 0, &l, &j), GCX_ERR_INVALID);
     EXPECT_EQ(gcx_pgc_compute(pg.get(), 0, -1, &l, &j), GCX_ERR_INVALID);
     EXPECT_EQ(gcx_pgc_slots(pg.get(), -1, sl), GCX_ERR_INVALID);
-    EXPECT_EQ(gcx_pgc_decode(pg.get(), 3, 0b00011, a, nullptr, &info),
+    EXPECT_EQ(gcx_pgc_decode(pg.get(), 3, ws(0b00011), a, nullptr, &info),
               GCX_ERR_UNDECODABLE);
     EXPECT_EQ(info.nterms, 77) << "output written on failure";
-    EXPECT_EQ(gcx_pgc_decode(pg.get(), 3, 0b11110, a, nullptr, nullptr),
+    EXPECT_EQ(gcx_pgc_decode(pg.get(), 3, ws(0b11110), a, nullptr, nullptr),
               GCX_ERR_INVALID);
-    EXPECT_EQ(gcx_pgc_decode(pg.get(), 3, 0b11110, a, nullptr, &info), GCX_OK);
+    EXPECT_EQ(gcx_pgc_decode(pg.get(), 3, ws(0b11110), a, nullptr, &info),
+              GCX_OK);
     EXPECT_EQ(info.missing, 0);
     gcx_pgc_destroy(nullptr);
     gcx_code_destroy(nullptr);

@@ -32,8 +32,9 @@ Round run_round(gcx_code_t *code, const std::vector<int> &order,
     for (size_t k = 0; k < order.size(); k++) {
         int w = order[k], known = -1, dec = -1;
         double coeff = -1;
-        EXPECT_EQ(gcx_code_arrival_coeff(code, r.arrived, w, &known, &coeff),
-                  GCX_OK);
+        EXPECT_EQ(
+            gcx_code_arrival_coeff(code, ws(r.arrived), w, &known, &coeff),
+            GCX_OK);
         EXPECT_EQ(known, 1);
         EXPECT_EQ(
             gcx_code_accumulate(coeff, msgs[w].data(), kLen, r.acc.data()),
@@ -43,7 +44,7 @@ Round run_round(gcx_code_t *code, const std::vector<int> &order,
             r.used |= UINT64_C(1) << w;
         }
         r.arrived |= UINT64_C(1) << w;
-        EXPECT_EQ(gcx_code_decodable(code, r.arrived, &dec), GCX_OK);
+        EXPECT_EQ(gcx_code_decodable(code, ws(r.arrived), &dec), GCX_OK);
         if (dec && r.complete_at < 0) {
             r.complete_at = (int)k + 1;
             break; /* the gather completes here */
@@ -127,7 +128,7 @@ TEST(CodingStream, FractionalRepetitionFoldsFirstReplyPerGroup)
                 }
                 /* decode_vector(U) reproduces the applied coefficients. */
                 std::vector<double> a(n);
-                ASSERT_EQ(gcx_code_decode_vector(c.get(), r.used, a.data()),
+                ASSERT_EQ(gcx_code_decode_vector(c.get(), ws(r.used), a.data()),
                           GCX_OK);
                 EXPECT_EQ(a, r.applied);
                 for (size_t k = 0; k < kLen; k++) {
@@ -159,7 +160,7 @@ TEST(CodingStream, WeightedFoldsFirstNMinusS)
                 ASSERT_EQ(r.complete_at, n - s);
                 EXPECT_EQ(popcount(r.used), n - s);
                 std::vector<double> a(n);
-                ASSERT_EQ(gcx_code_decode_vector(c.get(), r.used, a.data()),
+                ASSERT_EQ(gcx_code_decode_vector(c.get(), ws(r.used), a.data()),
                           GCX_OK);
                 EXPECT_EQ(a, r.applied);
                 for (int i = 0; i < n; i++) {
@@ -168,7 +169,7 @@ TEST(CodingStream, WeightedFoldsFirstNMinusS)
                 /* A late arrival is dropped (coefficient 0). */
                 int late = order[n - 1], known = 0;
                 double coeff = -1;
-                ASSERT_EQ(gcx_code_arrival_coeff(c.get(), r.arrived, late,
+                ASSERT_EQ(gcx_code_arrival_coeff(c.get(), ws(r.arrived), late,
                                                  &known, &coeff),
                           GCX_OK);
                 EXPECT_EQ(known, 1);
@@ -196,13 +197,13 @@ TEST(CodingStream, ExactCyclicRepetitionWaitsForTheSet)
                 for (int k = 0; k < n; k++) {
                     int known = -1, dec = -1;
                     double coeff = -1;
-                    ASSERT_EQ(gcx_code_arrival_coeff(c.get(), arrived, order[k],
-                                                     &known, &coeff),
+                    ASSERT_EQ(gcx_code_arrival_coeff(c.get(), ws(arrived),
+                                                     order[k], &known, &coeff),
                               GCX_OK);
                     EXPECT_EQ(known, 0);
                     EXPECT_EQ(coeff, 0.0);
                     arrived |= UINT64_C(1) << order[k];
-                    ASSERT_EQ(gcx_code_decodable(c.get(), arrived, &dec),
+                    ASSERT_EQ(gcx_code_decodable(c.get(), ws(arrived), &dec),
                               GCX_OK);
                     /* Any n - s decode; fewer only when 1 is in the span
                      * (the structured CR of gcx sometimes allows it). */
@@ -221,17 +222,17 @@ TEST(CodingStream, UncodedAndInvalidArrivals)
     ASSERT_TRUE(c);
     int known;
     double coeff;
-    ASSERT_EQ(gcx_code_arrival_coeff(c.get(), 0b0101, 1, &known, &coeff),
+    ASSERT_EQ(gcx_code_arrival_coeff(c.get(), ws(0b0101), 1, &known, &coeff),
               GCX_OK);
     EXPECT_EQ(known, 1);
     EXPECT_EQ(coeff, 1.0);
-    EXPECT_EQ(gcx_code_arrival_coeff(c.get(), 0b0101, 2, &known, &coeff),
+    EXPECT_EQ(gcx_code_arrival_coeff(c.get(), ws(0b0101), 2, &known, &coeff),
               GCX_ERR_INVALID)
         << "worker already arrived";
-    EXPECT_EQ(gcx_code_arrival_coeff(c.get(), 0, 4, &known, &coeff),
+    EXPECT_EQ(gcx_code_arrival_coeff(c.get(), ws(0), 4, &known, &coeff),
               GCX_ERR_INVALID);
-    EXPECT_EQ(gcx_code_arrival_coeff(c.get(), 0x10, 1, &known, &coeff),
+    EXPECT_EQ(gcx_code_arrival_coeff(c.get(), ws(0x10), 1, &known, &coeff),
               GCX_ERR_INVALID);
-    EXPECT_EQ(gcx_code_arrival_coeff(c.get(), 0, 1, nullptr, &coeff),
+    EXPECT_EQ(gcx_code_arrival_coeff(c.get(), ws(0), 1, nullptr, &coeff),
               GCX_ERR_INVALID);
 }
