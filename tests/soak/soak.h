@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SOAK_MAX_RANKS 64
+#define SOAK_MAX_RANKS 1024
 #define SOAK_MAX_FAM   8   /* live families, the world included */
 #define SOAK_MAX_BATCH 4
 #define SOAK_GUARD     64  /* bytes checked on each side of an output */
@@ -184,7 +184,10 @@ typedef struct {
     int              inj;    /* INJ_*, or INJ_NONE */
     int              want_inj; /* this step may be injected */
     int              liar;   /* 1: this rank passes the wrong argument */
-    uint64_t         liars;  /* mask over comm ranks */
+    uint64_t         liars;  /* n <= 64: the liars, bit r for comm rank r */
+    uint64_t         liar_seed; /* n > 64: who lies is drawn per rank from
+                                   it (soak_liar_of) */
+    int              liar_one;  /* n > 64: -1, or the only liar */
     int              inj_var; /* variant of the injection */
     gcx_status_t     status; /* the collective's status, once waited */
     gcx_status_t     rst[2 * SOAK_MAX_MSGS]; /* each request's */
@@ -263,6 +266,8 @@ uint64_t soak_mix(uint64_t a, uint64_t b);
 /* decides (alike on every rank) whether o is injected, which ranks lie and
  * sleep; called once o's family is known */
 void soak_inject_setup(soak_op_t *o);
+/* 1 when comm rank @p r of the step lies (passes the wrong argument). */
+int  soak_liar_of(const soak_op_t *o, int r);
 /* picks the injection of o from those its kind and draws allow */
 void soak_inject_pick(soak_op_t *o);
 /* the argument this rank passes */

@@ -615,7 +615,7 @@ void soak_check(soak_op_t *o)
             /* the message the left neighbour sent with another size fails
              * here with GCX_ERR_MISMATCH, the others arrive; this rank's
              * own wrong send may end either way */
-            int lied = (int)((o->liars >> left) & 1), m0 = o->inj_var % o->nmsg;
+            int lied = soak_liar_of(o, left), m0 = o->inj_var % o->nmsg;
             for (int q = 0; q < o->nreq; ++q) {
                 int is_recv = q < o->nmsg, m = is_recv ? q : q - o->nmsg;
                 gcx_status_t want = is_recv && lied && m == m0 ?

@@ -227,7 +227,8 @@ void soak_inject_setup(soak_op_t *o)
     o->force_algo = -1;
     o->want_inj   = S.opt.inject > 0 && !S.in_kill && !o->follow &&
                   (int)soak_rng_below(&x, 100) < S.opt.inject;
-    if (o->comm != NULL && o->n >= 2) {
+    if (o->comm != NULL && o->n >= 2 && o->n < 64) {
+        /* a mask, as the sequences of small worlds always drew it */
         uint64_t mask = 0;
         if (o->n > 2 && soak_rng_below(&x, 4) == 0) {
             /* several liars, at least one honest rank */
@@ -238,7 +239,13 @@ void soak_inject_setup(soak_op_t *o)
             mask = 1ull << soak_rng_below(&x, (size_t)o->n);
         }
         o->liars = mask;
-        o->liar  = (int)((mask >> o->me) & 1);
+        o->liar  = soak_liar_of(o, o->me);
+    } else if (o->comm != NULL && o->n >= 64) {
+        /* past a 64-bit mask: one liar, or a per-rank draw with rank
+         * liar_one's successor honest and liar_one lying */
+        o->liar_one  = (int)soak_rng_below(&x, (size_t)o->n);
+        o->liar_seed = soak_rng_below(&x, 4) == 0 ? soak_rng_next(&x) | 1 : 0;
+        o->liar      = soak_liar_of(o, o->me);
     }
     if (o->comm != NULL && S.opt.delays > 0 &&
         (int)soak_rng_below(&d, 100) < S.opt.delays) {
@@ -254,6 +261,20 @@ void soak_inject_setup(soak_op_t *o)
     if (o->comm != NULL && o->me == 0) {
         ++S.st.colls; /* once per communicator that runs it */
     }
+}
+
+int soak_liar_of(const soak_op_t *o, int r)
+{
+    if (o->n < 64) {
+        return (int)((o->liars >> r) & 1);
+    }
+    if (r == o->liar_one) {
+        return 1;
+    }
+    if (o->liar_seed == 0 || r == (o->liar_one + 1) % o->n) {
+        return 0; /* one liar; or the honest one of several */
+    }
+    return (int)(soak_mix(o->liar_seed, (uint64_t)r) & 1);
 }
 
 static int soak_reduction_kind(int kind)
@@ -804,10 +825,11 @@ static float soak_grad(uint64_t seq, int r, int j, size_t i)
     return (float)soak_val(seq * 4 + (uint64_t)r, (uint32_t)j, i);
 }
 
-/* Workers of a coded op past which the soak draws only uncoded codes (CR
- * builds up to GCX_CODE_MAX_SOLVED_WORKERS; the gradient arrays of a
- * round below are sized by it). */
-#define SOAK_CODED_MAX_WORKERS 64
+/* Most partitions a worker of a coded op computes (FR's s + 1 is drawn
+ * among the divisors up to it): the gradient arrays of a round below and
+ * the send buffer's room are sized by it. Past GCX_CODE_MAX_SOLVED_WORKERS
+ * workers a CR draw becomes FR (CR decodes by a dense solve up to it). */
+#define SOAK_CODED_MAX_LOAD 64
 
 /* 1 when every worker of @p sub (a set over n workers) is in @p set. */
 static int soak_wset_subset(const uint64_t *sub, const uint64_t *set, int n)
@@ -868,12 +890,12 @@ gcx_status_t soak_coded_run(soak_op_t *o, size_t max_bytes, int die_inside)
     o->cd_rnw = n >= 2 && soak_rng_below(&o->rng, 4) == 0;
     workers = n - o->cd_rnw;
     kind    = (int)soak_rng_below(&o->rng, 3);
-    if (workers > SOAK_CODED_MAX_WORKERS) {
-        kind = GCX_CODE_UNCODED;
+    if (workers > GCX_CODE_MAX_SOLVED_WORKERS && kind == GCX_CODE_CR) {
+        kind = GCX_CODE_FR;
     }
     if (kind == GCX_CODE_FR) { /* s + 1 divides the workers */
-        int divs[SOAK_CODED_MAX_WORKERS], nd = 0;
-        for (int d = 1; d <= workers; ++d) {
+        int divs[SOAK_CODED_MAX_LOAD], nd = 0;
+        for (int d = 1; d <= workers && d <= SOAK_CODED_MAX_LOAD; ++d) {
             if (workers % d == 0) {
                 divs[nd++] = d;
             }
@@ -982,13 +1004,13 @@ gcx_status_t soak_coded_run(soak_op_t *o, size_t max_bytes, int die_inside)
     for (int r = 0; r < o->cd_rounds; ++r) {
         gcx_request_t     *req = NULL;
         int                load = gcx_code_load(code), cnt = 0;
-        int                parts[SOAK_CODED_MAX_WORKERS];
-        double             coeffs[SOAK_CODED_MAX_WORKERS];
-        const float       *vecs[SOAK_CODED_MAX_WORKERS];
+        int                parts[SOAK_CODED_MAX_LOAD];
+        double             coeffs[SOAK_CODED_MAX_LOAD];
+        const float       *vecs[SOAK_CODED_MAX_LOAD];
         char               hex1[40], hex2[40];
 
         if (worker >= 0) {
-            if (load > SOAK_CODED_MAX_WORKERS ||
+            if (load > SOAK_CODED_MAX_LOAD ||
                 gcx_code_assignment(code, worker, parts, coeffs, &cnt) != GCX_OK ||
                 cnt > load) {
                 soak_wrong(o, "gcx_code_assignment failed");
