@@ -69,6 +69,15 @@ static inline int gcx_wset_equal(const uint64_t *a, const uint64_t *b, int n)
     return memcmp(a, b, GCX_WSET_WORDS(n) * sizeof(uint64_t)) == 0;
 }
 
+/** 1 when no bit at or past @p n is set in the set's last word (a set
+ *  over n workers must have none), else 0. */
+static inline int gcx_wset_valid(const uint64_t *set, int n)
+{
+    unsigned tail = (unsigned)n % 64u;
+
+    return tail == 0 || (set[GCX_WSET_WORDS(n) - 1] >> tail) == 0;
+}
+
 /** Number of workers in the set over @p n workers. */
 static inline int gcx_wset_count(const uint64_t *set, int n)
 {

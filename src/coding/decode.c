@@ -51,13 +51,10 @@ static int decode_any_in(const gcx_code_t *code, const uint64_t *set, int lo,
     return decode_next(code, set, lo) < hi;
 }
 
-/* 1 when no bit at or past n is set. */
+/* A set given, with no bit at or past n. */
 static int decode_set_valid(const gcx_code_t *code, const uint64_t *set)
 {
-    unsigned tail = (unsigned)code->n % 64;
-
-    return set != NULL &&
-           (tail == 0 || (set[GCX_WSET_WORDS(code->n) - 1] >> tail) == 0);
+    return set != NULL && gcx_wset_valid(set, code->n);
 }
 
 /*
