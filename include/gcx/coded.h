@@ -75,8 +75,8 @@ typedef enum gcx_coded_algo {
      * The cheaper of star and master-less by an alpha-beta model
      * (GCX_NET_LATENCY_US, GCX_NET_BANDWIDTH_GBPS; 20 us and 10 Gbit/s when
      * unset) for the ranks and the vector size; star where master-less
-     * cannot serve the parameters (root_not_worker, more than 64
-     * workers). The model
+     * cannot serve the parameters (root_not_worker, fewer than 3 ranks,
+     * a chunk's s + 1 owners more than 64). The model
      * weighs no stragglers: master-less covers a rank still computing only
      * while its process progresses (a progress thread: see
      * gcx_coded_allreduce_t), the star whatever the rank does.
@@ -268,11 +268,12 @@ typedef struct gcx_coded_stats {
  * @return GCX_OK; GCX_ERR_INVALID (bad root, n not matching the number of
  *         workers, bad GCX_STRAGGLER_RANKS); GCX_ERR_MISMATCH (ranks
  *         disagree on code, count or root); GCX_ERR_UNSUPPORTED (no free
- *         active-message id; more than 16384 workers for the star, whose
- *         RESULT header carries three worker sets and must stay within
- *         UCX's active-message header limit, about 8 KB; more than 64 for
- *         master-less, see gcx_coded_allreduce_create(); an error logged
- *         says which); GCX_ERR_NOMEM; the communicator's error.
+ *         active-message id; more than 16384 workers, whose sets the
+ *         star's RESULT header (three) and the master-less DECODED header
+ *         (one) carry within UCX's active-message header limit, about
+ *         8 KB; for master-less a chunk's s + 1 owners more than 64, see
+ *         gcx_coded_allreduce_create(); an error logged says which);
+ *         GCX_ERR_NOMEM; the communicator's error.
  */
 GCX_API
 gcx_status_t gcx_coded_create(gcx_comm_t *comm,
@@ -461,10 +462,12 @@ typedef struct gcx_coded_allreduce gcx_coded_allreduce_t;
  * @return GCX_OK; GCX_ERR_INVALID (bad parameters, code size not the
  *         communicator's, bad GCX_STRAGGLER_RANKS); GCX_ERR_MISMATCH (ranks
  *         disagree on code or count); GCX_ERR_UNSUPPORTED (no free
- *         active-message id, or more than 64 workers: the master-less
- *         round carries worker sets of at most 64 in its messages, with
- *         an error logged that says so); GCX_ERR_NOMEM; the communicator's
- *         error.
+ *         active-message id; more than 16384 workers, whose set would not
+ *         fit a message header; or a chunk's s + 1 owners more than 64;
+ *         each with an error logged that says so); GCX_ERR_NOMEM; the
+ *         communicator's error. Memory per round in progress: O(n) for
+ *         the chunks' state plus O((s + 1) n) for the chunks this rank
+ *         may own (about 56 KB at n = 1024, s = 1).
  */
 GCX_API
 gcx_status_t gcx_coded_allreduce_create(gcx_comm_t *comm,

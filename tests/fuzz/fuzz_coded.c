@@ -14,11 +14,13 @@
  * the header's sets. Cost per input: a few copies of at most 200 bytes.
  *
  * The same bytes go through the master-less coded allreduce's parser
- * (src/coll/coded/): bytes 1..32 as its header, the two after as
- * the payload length, byte 0 also picking the owners per chunk and the
- * vector length; an accepted header must name ranks of the communicator,
- * a known kind, and for DECODED and COMMIT an owner of the chunk (the
- * handler indexes per-chunk and per-owner state with them).
+ * (src/coll/coded/): bytes 1..2 as the payload length, the rest as its
+ * header (with a DECODED's used set after the fixed 32 bytes), byte 0
+ * also picking the owners per chunk and the vector length; an accepted
+ * header must have its kind's length, name ranks of the communicator, a
+ * known kind, for DECODED and COMMIT an owner of the chunk (the handler
+ * indexes per-chunk and per-owner state with them), and for DECODED a
+ * used set within the message with no worker at or past n.
  *
  * The result is written into storage for exactly n workers
  * (gcx_coded_result_alloc()), so writing past a worker set or the arrival
@@ -34,14 +36,14 @@
  * its top bit is root_not_worker. */
 #define FUZZ_CODED_MAX_N 128
 
-/* 1 when one of the three sets of n workers at @p bytes (unaligned) has
- * a bit at or past n. */
-static int fuzz_past_n(const uint8_t *bytes, size_t words, int n)
+/* 1 when one of the @p nsets sets of n workers at @p bytes (unaligned)
+ * has a bit at or past n. */
+static int fuzz_past_n(const uint8_t *bytes, size_t words, int n, size_t nsets)
 {
     uint64_t last;
     size_t   k;
 
-    for (k = 1; n % 64 != 0 && k <= 3; ++k) {
+    for (k = 1; n % 64 != 0 && k <= nsets; ++k) {
         memcpy(&last, bytes + (k * words - 1) * sizeof(uint64_t), sizeof(last));
         if (last >> (n % 64) != 0) {
             return 1;
@@ -66,25 +68,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1) {
         return 0;
     }
-    if (size - 1 >= sizeof(gcx_car_hdr_t)) {
-        gcx_car_hdr_t ch;
-        int           csize = 1 + data[0] % FUZZ_CODED_MAX_N;
-        int           line  = 1 + (data[0] >> 6) % csize, pos;
-        size_t        payload = 0;
+    if (size >= 3) {
+        const unsigned char *used = NULL;
+        gcx_car_hdr_t        ch;
+        int                  csize = 1 + data[0] % FUZZ_CODED_MAX_N;
+        int                  line  = 1 + (data[0] >> 6) % csize, pos;
+        size_t               payload = (size_t)data[1] | (size_t)data[2] << 8;
+        size_t               cwords  = GCX_WSET_WORDS(csize);
 
-        if (size - 1 >= sizeof(ch) + 2) {
-            payload = (size_t)data[1 + sizeof(ch)] |
-                      (size_t)data[2 + sizeof(ch)] << 8;
-        }
-        if (gcx_car_hdr_parse(data + 1, sizeof(ch), payload, csize, line,
-                              (size_t)data[0] * 37u, &ch) == GCX_OK) {
+        if (gcx_car_hdr_parse(data + 3, size - 3, payload, csize, line,
+                              (size_t)data[0] * 37u, &ch, &used) == GCX_OK) {
             pos = ((int)ch.sender - (int)ch.chunk + csize) % csize;
-            if (ch.sender >= (unsigned)csize || ch.chunk >= (unsigned)csize ||
+            if (size - 3 != gcx_car_hdr_len(ch.kind, csize) ||
+                ch.sender >= (unsigned)csize || ch.chunk >= (unsigned)csize ||
                 ch.kind < GCX_CAR_CHUNK || ch.kind > GCX_CAR_LOST ||
                 ((ch.kind == GCX_CAR_DECODED || ch.kind == GCX_CAR_COMMIT ||
                   ch.kind == GCX_CAR_LOST) && pos >= line) ||
                 ((ch.kind == GCX_CAR_VOID || ch.kind == GCX_CAR_LOST) &&
-                 payload != 0)) {
+                 payload != 0) ||
+                (ch.kind == GCX_CAR_DECODED) !=
+                    (used == data + 3 + sizeof(ch)) ||
+                (used != NULL && fuzz_past_n(used, cwords, csize, 1))) {
                 abort();
             }
         }
@@ -105,7 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (len == sizeof(raw) + (with_sets ? 3 * words * 8 : 0) &&
                 raw.nwords == (with_sets ? words : 0) &&
                 !(with_sets && fuzz_past_n(data + 1 + sizeof(raw), words,
-                                           coded.n))) {
+                                           coded.n, 3))) {
                 abort(); /* a header of its kind's length must parse */
             }
         }
@@ -135,7 +139,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     }
     memcpy(sets, sets_p, 3 * words * sizeof(uint64_t));
-    if (fuzz_past_n(sets_p, words, coded.n)) {
+    if (fuzz_past_n(sets_p, words, coded.n, 3)) {
         abort(); /* a set naming a worker past n was accepted */
     }
     for (w = 0; w < coded.n; ++w) {

@@ -45,7 +45,8 @@ static const gcx_config_value_t gcx_coded_algo_names[] = {
  *   masterless 4α + 3(P-1)o + 2(P-1)/P mβ  two vectors per link; chunk,
  *                                          decoded chunk, ACK, COMMIT
  * (the decode and the straggler wait are alike). Master-less needs every
- * rank a worker and at most GCX_CODED_MASTERLESS_MAX_WORKERS of them. Not weighed: a rank stopped past GCX_TIMEOUT (SIGSTOP, a
+ * rank a worker and a chunk's owners (s + 1) within GCX_CAR_LINE_MAX.
+ * Not weighed: a rank stopped past GCX_TIMEOUT (SIGSTOP, a
  * starved process) is left out by the star, unless it is the root, but
  * ends a master-less round on every rank (it owns a chunk; perf/chaos,
  * --algo masterless). A pure function of agreed inputs.
@@ -68,7 +69,9 @@ static int gcx_coded_pick_masterless(const gcx_comm_t *comm,
         return 1;
     }
     if (algo != GCX_CODED_ALGO_AUTO || params->root_not_worker ||
-        comm->size < 3 || comm->size > GCX_CODED_MASTERLESS_MAX_WORKERS) {
+        comm->size < 3 ||
+        (gcx_code_stragglers(params->code) + 1 > GCX_CAR_LINE_MAX &&
+         comm->size > GCX_CAR_LINE_MAX)) {
         return 0;
     }
     star       = 2 * alpha + (P - 1) * (o + m * beta);

@@ -18,14 +18,15 @@
 #include <gcx/coding.h>
 #include <stdint.h>
 
-/* Most workers of a star object: the RESULT header carries three worker
- * sets (40 + 3 n / 8 bytes: 6,184 at this n), and UCX bounds an active
- * message's header near 8 KB (ucp_worker_attr_t.max_am_header: 8,100 to
- * 8,139 bytes over tcp, posix, sysv and cma here). */
+/* Most workers of a coded object, star or master-less: the star's RESULT
+ * header carries three worker sets (40 + 3 n / 8 bytes: 6,184 at this n),
+ * the master-less DECODED header one (32 + n / 8 bytes), and UCX bounds an
+ * active message's header near 8 KB (ucp_worker_attr_t.max_am_header:
+ * 8,100 to 8,139 bytes over tcp, posix, sysv and cma here). */
 #define GCX_CODED_MAX_WORKERS 16384
-/* Most workers of a master-less object: its messages and chunks carry
- * worker sets of one word (GCX_CAR_MAX); auto picks the star past it. */
-#define GCX_CODED_MASTERLESS_MAX_WORKERS 64
+/* Most owners per chunk (s + 1) of a master-less object: their line
+ * positions are bits of one word (acked, committed, ACKs) */
+#define GCX_CAR_LINE_MAX 64
 #define GCX_CODED_COLL_ID (GCX_COLL_INTERNAL + 8) /* for the creation check */
 #define GCX_CODED_AM_FIRST 1                      /* first AM id tried */
 /* seconds a non-root rank waits past GCX_TIMEOUT for the root's verdict */
@@ -111,10 +112,10 @@ typedef struct gcx_coded_slot {
     gcx_coded_hdr_t        hdr;       /* stashed header (kind: CONTRIB,
                                          VOID, or the root's RESULT) */
     uint64_t              *sets;      /* a stashed RESULT's or LOST's sets
-                                         (3 GCX_WSET_WORDS(n) words),
-                                         allocated on first use */
-    uint64_t               used;      /* master-less: a DECODED chunk's
-                                         used set (n <= GCX_CAR_MAX) */
+                                         (3 GCX_WSET_WORDS(n) words); the
+                                         master-less: a DECODED chunk's
+                                         used set (one); allocated on
+                                         first use */
     int                    nreqs;     /* result fan-out: one per rank */
     gcx_tl_req_t          *reqs;      /* size entries */
     /* a received eager payload kept where the transport put it (am_hold,

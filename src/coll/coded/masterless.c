@@ -125,6 +125,69 @@ int gcx_car_window(const struct gcx_config *config, size_t count)
     return rounds > GCX_CAR_AHEAD_MAX ? GCX_CAR_AHEAD_MAX : (int)rounds;
 }
 
+/*
+ * A round's state, sized by n, in one allocation: the acting owners and
+ * the receiver part of every chunk (its copies by line position), the
+ * used set, and the owner part of the line chunks this rank may act for
+ * (c = rank - pos, pos < line): per round 4n + (32 + 8 line) n bytes plus
+ * line (4 n/8 + 8 n) bytes -- about 56 KB at n = 1024, s = 1. Every chunk
+ * starts unsent (sent_to -1).
+ */
+gcx_status_t gcx_car_state_new(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
+{
+    size_t         n = (size_t)car->base.n, line = (size_t)car->line;
+    size_t         words = car->base.words, k;
+    gcx_car_own_t *own;
+    uint64_t      *sets;
+    char          *mem;
+    int            c, pos, me = car->base.comm->rank;
+
+    /* pointers and words first, then the ints: every part stays aligned */
+    mem = calloc(1, n * sizeof(gcx_car_chunk_t) +
+                        line * sizeof(gcx_car_own_t) +
+                        (n * line + line * n) * sizeof(void *) +
+                        (1 + 4 * line) * words * sizeof(uint64_t) +
+                        n * sizeof(int));
+    if (mem == NULL) {
+        gcx_error("coded allreduce round %llu: out of memory for the "
+                  "round's state (%zu chunks)",
+                  (unsigned long long)op->round, n);
+        return GCX_ERR_NOMEM;
+    }
+    op->state = mem;
+    op->ch    = (gcx_car_chunk_t *)(void *)mem;
+    own       = (gcx_car_own_t *)(void *)(op->ch + n);
+    for (c = 0; c < (int)n; ++c) {
+        op->ch[c].sent_to = -1;
+        op->ch[c].copy    = (gcx_coded_slot_t **)(void *)(own + line) +
+                            (size_t)c * line;
+    }
+    sets = (uint64_t *)(void *)((gcx_coded_slot_t **)(void *)(own + line) +
+                                n * line + line * n);
+    op->used_union = sets;
+    sets          += words;
+    for (k = 0; k < line; ++k) {
+        own[k].in        = (gcx_coded_slot_t **)(void *)(own + line) +
+                           n * line + k * n;
+        own[k].arrived   = sets;
+        own[k].taken     = sets + words;
+        own[k].used      = sets + 2 * words;
+        own[k].abstained = sets + 3 * words;
+        sets            += 4 * words;
+        pos              = (int)k;
+        op->ch[gcx_coll_mod(me - pos, (int)n)].own = &own[k];
+    }
+    op->acting = (int *)(void *)sets;
+    return GCX_OK;
+}
+
+static void gcx_car_state_free(gcx_car_op_t *op)
+{
+    free(op->state);
+    op->state = NULL;
+    op->ch    = NULL;
+}
+
 void gcx_car_progress(gcx_task_t *task)
 {
     gcx_car_op_t          *op  = (gcx_car_op_t *)task;
@@ -194,8 +257,9 @@ void gcx_car_post(gcx_task_t *task)
     ahead = car->rounds;
     if (ahead != NULL && ahead->round == op->round && !ahead->entered) {
         /* served ahead of this call: take its state over */
-        memcpy(op->acting, ahead->acting, sizeof(op->acting));
-        memcpy(op->ch, ahead->ch, sizeof(op->ch));
+        op->state      = ahead->state;
+        op->ch         = ahead->ch;
+        op->acting     = ahead->acting;
         op->used_union = ahead->used_union;
         if (ahead->super.status != GCX_INPROGRESS) {
             op->super.status = ahead->super.status;
@@ -203,6 +267,9 @@ void gcx_car_post(gcx_task_t *task)
         op->next    = ahead->next;
         car->rounds = op;
         free(ahead);
+    } else if (gcx_car_state_new(car, op) != GCX_OK) {
+        op->super.status = GCX_ERR_NOMEM;
+        return;
     } else {
         gcx_car_link(car, op);
     }
@@ -230,6 +297,7 @@ static void gcx_car_finalize(gcx_task_t *task)
             car->next_open = op->round + 1; /* its late messages drop */
         }
     }
+    gcx_car_state_free(op);
     free(op);
 }
 
@@ -240,6 +308,15 @@ static const gcx_task_ops_t gcx_car_ops = {
     .finalize = gcx_car_finalize,
     .describe = gcx_car_describe,
 };
+
+static void gcx_car_scratch_free(gcx_coded_allreduce_t *car)
+{
+    free(car->kept);
+    free(car->scratch);
+    free(car->coeffs);
+    free(car->vecs);
+    free(car->acting);
+}
 
 static gcx_status_t gcx_car_create_locked(gcx_comm_t *comm,
                                           const gcx_coded_params_t *params,
@@ -266,12 +343,21 @@ static gcx_status_t gcx_car_create_locked(gcx_comm_t *comm,
                   gcx_code_workers(params->code), comm->size);
         return GCX_ERR_INVALID;
     }
-    if (comm->size > GCX_CAR_MAX) {
-        gcx_error("gcx_coded_allreduce_create: %d workers: the master-less "
-                  "coded allreduce carries worker sets of at most %d workers "
-                  "in its messages and round state (GCX_CAR_MAX; the codes "
-                  "themselves go further, gcx/coding.h)",
-                  comm->size, GCX_CAR_MAX);
+    if (comm->size > GCX_CODED_MAX_WORKERS) {
+        gcx_error("gcx_coded_allreduce_create: %d workers: a DECODED "
+                  "message's header carries a set of them, and the "
+                  "transport bounds a header near 8 KB: at most %d "
+                  "(GCX_CODED_MAX_WORKERS)",
+                  comm->size, GCX_CODED_MAX_WORKERS);
+        return GCX_ERR_UNSUPPORTED;
+    }
+    if (gcx_code_stragglers(params->code) + 1 > GCX_CAR_LINE_MAX &&
+        comm->size > GCX_CAR_LINE_MAX) {
+        gcx_error("gcx_coded_allreduce_create: a code for %d stragglers: "
+                  "the master-less coded allreduce keeps a chunk's owners "
+                  "(s + 1) as bits of one word, at most %d (use the star, "
+                  "GCX_CODED_ALGO=star)",
+                  gcx_code_stragglers(params->code), GCX_CAR_LINE_MAX);
         return GCX_ERR_UNSUPPORTED;
     }
     car = calloc(1, sizeof(*car));
@@ -294,8 +380,14 @@ static gcx_status_t gcx_car_create_locked(gcx_comm_t *comm,
     car->in_place        = comm->config.coded_in_place;
     car->base.lost_rounds = params->lost_rounds ? 1 : 0; /* checked */
     car->base.window     = gcx_car_window(&comm->config, params->count);
-    car->kept = calloc(gcx_car_kept_len(car) + 1, sizeof(*car->kept));
-    if (car->kept == NULL) {
+    car->base.hdr_tail   = GCX_WSET_WORDS(comm->size) * sizeof(uint64_t);
+    car->kept    = calloc(gcx_car_kept_len(car) + 1, sizeof(*car->kept));
+    car->scratch = calloc(GCX_WSET_WORDS(comm->size), sizeof(uint64_t));
+    car->coeffs  = calloc((size_t)comm->size, sizeof(double));
+    car->vecs    = calloc((size_t)comm->size, sizeof(*car->vecs));
+    car->acting  = calloc((size_t)comm->size, sizeof(int));
+    if (car->kept == NULL || car->scratch == NULL || car->coeffs == NULL ||
+        car->vecs == NULL || car->acting == NULL) {
         status = GCX_ERR_NOMEM;
         goto err_free;
     }
@@ -330,7 +422,7 @@ err_unregister:
     tl->ops->am_handler(tl, car->base.am_id, NULL, NULL);
 err_free:
     gcx_coded_sets_free(&car->base);
-    free(car->kept);
+    gcx_car_scratch_free(car);
     free(car);
     return status;
 }
@@ -384,7 +476,7 @@ void gcx_coded_allreduce_destroy(gcx_coded_allreduce_t *car)
     }
     gcx_coded_slots_release(&car->base);
     gcx_coded_sets_free(&car->base);
-    free(car->kept);
+    gcx_car_scratch_free(car);
     free(car);
     gcx_context_unlock();
 }

@@ -42,16 +42,12 @@
  * gcx_coded_stats_t.buffer_bytes); a header-only fan-out is one slot whose
  * block holds the header alone (gcx_car_send_ctl).
  */
-/* A fresh round state: no chunk sent yet; linked into car->rounds in
- * round order. */
+/* A round with a fresh state (gcx_car_state_new: no chunk sent yet),
+ * linked into car->rounds in round order. */
 void gcx_car_link(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
 {
     gcx_car_op_t **pp;
-    int            c;
 
-    for (c = 0; c < car->base.n; ++c) {
-        op->ch[c].sent_to = -1;
-    }
     for (pp = &car->rounds; *pp != NULL && (*pp)->round < op->round;
          pp = &(*pp)->next) {
     }
@@ -70,6 +66,10 @@ static gcx_car_op_t *gcx_car_ahead_make(gcx_coded_allreduce_t *car,
     op->super.status = GCX_INPROGRESS;
     op->car          = car;
     op->round        = round;
+    if (gcx_car_state_new(car, op) != GCX_OK) {
+        free(op);
+        return NULL;
+    }
     gcx_car_link(car, op);
     return op;
 }
@@ -105,10 +105,8 @@ int gcx_car_ahead(void *arg)
          * sent from here, or a rank still in the last round the others
          * ran would wait for one until GCX_TIMEOUT (nothing else runs
          * gcx_car_serve_kept once this rank has stopped calling) */
-        int acting[GCX_CAR_MAX];
-
-        gcx_car_acting(car, acting);
-        (void)gcx_car_serve_kept(car, acting, car->next_open);
+        gcx_car_acting(car, car->acting);
+        (void)gcx_car_serve_kept(car, car->acting, car->next_open);
     }
     return made;
 }
@@ -132,5 +130,6 @@ void gcx_car_ahead_drop(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
 {
     gcx_car_unlink(car, op);
     gcx_car_release(car, op);
+    free(op->state);
     free(op);
 }

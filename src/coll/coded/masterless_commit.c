@@ -40,7 +40,7 @@ void gcx_car_on_decoded(gcx_coded_allreduce_t *car,
          * answers ACK and the new owner can go on */
         if (gcx_car_pos(car, c, car->base.comm->rank) > pos) {
             (void)gcx_car_send_ctl(car, GCX_CAR_ACK, hdr->round, c,
-                                   1ull << hdr->sender);
+                                   hdr->sender, 0);
         }
         return;
     }
@@ -49,7 +49,7 @@ void gcx_car_on_decoded(gcx_coded_allreduce_t *car,
             /* as for a finished round: this rank has the same bits */
             if (gcx_car_pos(car, c, car->base.comm->rank) > pos) {
                 (void)gcx_car_send_ctl(car, GCX_CAR_ACK, hdr->round, c,
-                                       1ull << hdr->sender);
+                                       hdr->sender, 0);
             }
             return;
         }
@@ -79,7 +79,9 @@ void gcx_car_on_ctl(gcx_coded_allreduce_t *car, const gcx_car_hdr_t *hdr,
         return; /* of a finished round: nothing waits for it */
     }
     if (hdr->kind == GCX_CAR_ACK) {
-        op->ch[c].acks_got |= 1ull << hdr->sender;
+        if (op->ch[c].own != NULL) { /* an ACK goes to earlier owners */
+            op->ch[c].own->acks_got |= 1ull << pos;
+        }
     } else {
         op->ch[c].committed |= 1ull << pos;
     }
@@ -88,11 +90,11 @@ void gcx_car_on_ctl(gcx_coded_allreduce_t *car, const gcx_car_hdr_t *hdr,
 /* The owner's publish slot of chunk c to the in-flight list (back in the
  * pool when its sends end). */
 static void gcx_car_pub_release(gcx_coded_allreduce_t *car,
-                                gcx_car_chunk_t *ch)
+                                gcx_car_own_t *own)
 {
-    ch->pub->next      = car->base.inflight;
-    car->base.inflight = ch->pub;
-    ch->pub            = NULL;
+    own->pub->next     = car->base.inflight;
+    car->base.inflight = own->pub;
+    own->pub           = NULL;
 }
 
 /* Chunk c, final: once the rank has entered the round, its bits go to
@@ -109,9 +111,11 @@ void gcx_car_settle(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
         return; /* lost_rounds: recvbuf only once no chunk is lost */
     }
     gcx_car_block(car, c, &off, &len);
-    if (ch->ostate == GCX_CAR_DONE && ch->pub != NULL) {
-        gcx_car_copy(gcx_car_at(op->recvbuf, off), ch->pub->block->data, len);
-        gcx_car_pub_release(car, ch);
+    if (ch->own != NULL && ch->own->ostate == GCX_CAR_DONE &&
+        ch->own->pub != NULL) {
+        gcx_car_copy(gcx_car_at(op->recvbuf, off), ch->own->pub->block->data,
+                     len);
+        gcx_car_pub_release(car, ch->own);
     } else if (ch->from > 0) {
         gcx_car_copy(gcx_car_at(op->recvbuf, off),
                      gcx_coded_slot_data(ch->copy[ch->from - 1]), len);
@@ -136,7 +140,7 @@ void gcx_car_receive(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
             !(ch->acked & (1ull << pos))) {
             ch->acked |= 1ull << pos;
             (void)gcx_car_send_ctl(car, GCX_CAR_ACK, op->round, c,
-                             1ull << gcx_car_owner(car, c, pos));
+                                   gcx_car_owner(car, c, pos), 0);
         }
     }
     apos = gcx_car_pos(car, c, op->acting[c]);
@@ -153,7 +157,7 @@ void gcx_car_receive(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
     if (!(ch->committed & (1ull << apos))) {
         return;
     }
-    op->used_union |= copy->used;
+    gcx_car_union(car, op->used_union, gcx_car_copy_used(copy));
     ch->final = 1;
     ch->lost  = copy->hdr.kind == GCX_CAR_LOST;
     ch->keep  = mypos > apos ? apos + 1 : 0;
@@ -167,10 +171,11 @@ void gcx_car_release(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
 {
     gcx_coded_slot_t **pp = &car->base.stash, *slot;
     gcx_car_chunk_t   *ch;
+    gcx_car_own_t     *own;
     gcx_car_kept_t    *kept;
     int                c, i;
 
-    for (c = 0; c < car->base.n; ++c) {
+    for (c = 0; op->ch != NULL && c < car->base.n; ++c) {
         ch = &op->ch[c];
         if (ch->keep && op->super.status == GCX_OK) {
             i    = ch->keep - 1; /* its owner may have been lost since */
@@ -182,22 +187,28 @@ void gcx_car_release(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
             kept->served = 0;
             ch->copy[i]  = NULL;
         }
-        for (i = 0; i < GCX_CAR_MAX; ++i) {
-            if (ch->in[i] != NULL) {
-                gcx_car_drop(car, ch->in[i]);
-                ch->in[i] = NULL;
-            }
+        for (i = 0; i < car->line; ++i) {
             if (ch->copy[i] != NULL) {
                 gcx_car_drop(car, ch->copy[i]);
                 ch->copy[i] = NULL;
             }
         }
-        if (ch->pub != NULL) { /* a failed round, half published */
-            for (i = 0; i < ch->pub->nreqs; ++i) {
-                gcx_coded_slot_abandon_req(&car->base, ch->pub, i);
+        own = ch->own;
+        if (own == NULL) {
+            continue;
+        }
+        for (i = 0; i < car->base.n; ++i) {
+            if (own->in[i] != NULL) {
+                gcx_car_drop(car, own->in[i]);
+                own->in[i] = NULL;
             }
-            gcx_coded_slot_put(&car->base, ch->pub);
-            ch->pub = NULL;
+        }
+        if (own->pub != NULL) { /* a failed round, half published */
+            for (i = 0; i < own->pub->nreqs; ++i) {
+                gcx_coded_slot_abandon_req(&car->base, own->pub, i);
+            }
+            gcx_coded_slot_put(&car->base, own->pub);
+            own->pub = NULL;
         }
     }
     /* staged messages of this round nobody took (chunks for an owner that
@@ -227,8 +238,8 @@ void gcx_car_done(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
     for (c = 0; c < car->base.n; ++c) {
         if (!lost) {
             gcx_car_settle(car, op, c);
-        } else if (op->ch[c].pub != NULL) {
-            gcx_car_pub_release(car, &op->ch[c]);
+        } else if (op->ch[c].own != NULL && op->ch[c].own->pub != NULL) {
+            gcx_car_pub_release(car, op->ch[c].own);
         }
     }
 
@@ -237,18 +248,20 @@ void gcx_car_done(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
      * acts for): every chunk was final first */
     skipped = op->nsent == 0 && op->nvoid == 0;
     for (c = 0; c < car->base.n; ++c) {
-        if (op->ch[c].taken & (1ull << me)) {
+        if (op->ch[c].own != NULL && gcx_wset_has(op->ch[c].own->taken, me)) {
             skipped = 0;
         }
     }
 
+    if (lost) {
+        gcx_wset_clear(op->used_union, car->base.n); /* no sum: none used */
+    }
     if (res != NULL) {
-        uint64_t                used = lost ? 0 : op->used_union;
         gcx_coded_result_sets_t sets = {
             .round      = op->round,
-            .arrived    = &op->ch[me].arrived,
-            .used       = &used,
-            .abstained  = &op->ch[me].abstained,
+            .arrived    = op->ch[me].own->arrived,
+            .used       = op->used_union,
+            .abstained  = op->ch[me].own->abstained,
             .arrival    = NULL, /* no root times arrivals */
             .round_time = gcx_time_now() - op->t_start,
             .skipped    = skipped,

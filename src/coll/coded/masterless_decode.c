@@ -10,66 +10,81 @@
 #include "masterless_int.h"
 #include "base/log.h"
 
-/* Owner: the taken chunks that have landed (this rank's own: always). */
-uint64_t gcx_car_landed_bits(const gcx_coded_allreduce_t *car,
-                             const gcx_car_chunk_t       *ch)
+/* Owner: the taken chunks that have landed (this rank's own: always),
+ * into @p landed (a worker set). O(n/64 + taken). */
+void gcx_car_landed_bits(const gcx_coded_allreduce_t *car,
+                         const gcx_car_own_t *own, uint64_t *landed)
 {
-    uint64_t landed = 0;
+    size_t   k, words = car->base.words;
+    uint64_t bits;
     int      w, me = car->base.comm->rank;
 
-    for (w = 0; w < car->base.n; ++w) {
-        if ((ch->taken & (1ull << w)) &&
-            (w == me || ch->in[w]->reqs[0].status == GCX_OK)) {
-            landed |= 1ull << w;
+    for (k = 0; k < words; ++k) {
+        landed[k] = 0;
+        for (bits = own->taken[k]; bits != 0; bits &= bits - 1) {
+            w = (int)(k * 64) + __builtin_ctzll(bits);
+            if (w == me || own->in[w]->reqs[0].status == GCX_OK) {
+                landed[k] |= bits & -bits;
+            }
         }
     }
-    return landed;
 }
 
-/* gcx_car_landed_bits, after letting go of a taken chunk whose transfer
- * failed (its sender died mid-payload): a straggler that never comes. */
-static uint64_t gcx_car_landed(gcx_coded_allreduce_t *car, gcx_car_chunk_t *ch)
+/* gcx_car_landed_bits into car->scratch, after letting go of a taken
+ * chunk whose transfer failed (its sender died mid-payload): a straggler
+ * that never comes. */
+static uint64_t *gcx_car_landed(gcx_coded_allreduce_t *car,
+                                gcx_car_own_t *own)
 {
-    int w, me = car->base.comm->rank;
+    gcx_tl_req_t *req;
+    size_t        k;
+    uint64_t      bits;
+    int           w, me = car->base.comm->rank;
 
-    for (w = 0; w < car->base.n; ++w) {
-        if (w != me && (ch->taken & (1ull << w)) &&
-            ch->in[w]->reqs[0].status != GCX_OK &&
-            ch->in[w]->reqs[0].status != GCX_INPROGRESS) {
-            ch->taken &= ~(1ull << w);
-            gcx_car_drop(car, ch->in[w]);
-            ch->in[w] = NULL;
-            car->base.gone[0] |= 1ull << w;
+    for (k = 0; k < car->base.words; ++k) {
+        for (bits = own->taken[k]; bits != 0; bits &= bits - 1) {
+            w   = (int)(k * 64) + __builtin_ctzll(bits);
+            req = w != me ? &own->in[w]->reqs[0] : NULL;
+            if (req != NULL && req->status != GCX_OK &&
+                req->status != GCX_INPROGRESS) {
+                gcx_wset_del(own->taken, w);
+                gcx_car_drop(car, own->in[w]);
+                own->in[w] = NULL;
+                gcx_wset_add(car->base.gone, w);
+            }
         }
     }
-    return gcx_car_landed_bits(car, ch);
+    gcx_car_landed_bits(car, own, car->scratch);
+    return car->scratch;
 }
 
 /* Owner: is another worker's chunk still needed? Until the chunks that
  * landed are decodable, every arrival is taken: one taken earlier may
  * still fail with its sender, and a dropped one cannot be had again. */
-static int gcx_car_wanted(gcx_coded_allreduce_t *car, gcx_car_chunk_t *ch)
+static int gcx_car_wanted(gcx_coded_allreduce_t *car, gcx_car_own_t *own)
 {
-    int      decodable = 0;
-    uint64_t landed    = gcx_car_landed(car, ch);
+    int decodable = 0;
 
-    gcx_code_decodable(car->base.code, &landed, &decodable);
-    return ch->ostate == GCX_CAR_COLLECT && !decodable;
+    if (own->ostate != GCX_CAR_COLLECT) {
+        return 0;
+    }
+    gcx_code_decodable(car->base.code, gcx_car_landed(car, own), &decodable);
+    return !decodable;
 }
 
 /* Owner of chunk c: worker w's chunk, in msg (live) or in a staged slot. */
-void gcx_car_take(gcx_coded_allreduce_t *car, gcx_car_chunk_t *ch,
+void gcx_car_take(gcx_coded_allreduce_t *car, gcx_car_own_t *own,
                   int w, const gcx_car_hdr_t *hdr,
                   const gcx_tl_am_msg_t *msg, gcx_coded_slot_t *slot)
 {
-    if (ch->arrived & (1ull << w)) {
+    if (gcx_wset_has(own->arrived, w)) {
         if (slot != NULL) {
             gcx_car_drop(car, slot);
         }
         return; /* sent again after a change of owner: have it */
     }
-    ch->arrived |= 1ull << w;
-    if (!gcx_car_wanted(car, ch)) {
+    gcx_wset_add(own->arrived, w);
+    if (!gcx_car_wanted(car, own)) {
         ++car->base.stats.unneeded;
         if (slot != NULL) {
             gcx_car_drop(car, slot);
@@ -82,8 +97,8 @@ void gcx_car_take(gcx_coded_allreduce_t *car, gcx_car_chunk_t *ch,
             return;
         }
     }
-    ch->in[w]  = slot;
-    ch->taken |= 1ull << w;
+    own->in[w] = slot;
+    gcx_wset_add(own->taken, w);
 }
 
 void gcx_car_on_chunk(gcx_coded_allreduce_t *car,
@@ -106,11 +121,11 @@ void gcx_car_on_chunk(gcx_coded_allreduce_t *car,
     }
     if (op != NULL && op->super.status == GCX_INPROGRESS &&
         op->acting[c] == me) {
-        if (op->ch[c].ostate != GCX_CAR_COLLECT) {
+        if (op->ch[c].own->ostate != GCX_CAR_COLLECT) {
             ++car->base.stats.late_dropped; /* decoded already */
             return;
         }
-        gcx_car_take(car, &op->ch[c], hdr->sender, hdr, msg, NULL);
+        gcx_car_take(car, op->ch[c].own, hdr->sender, hdr, msg, NULL);
         return;
     }
     /* a round not entered yet, or a chunk this rank may act for later */
@@ -131,7 +146,7 @@ void gcx_car_on_void(gcx_coded_allreduce_t *car,
     }
     if (op != NULL && op->super.status == GCX_INPROGRESS &&
         op->acting[c] == me) {
-        op->ch[c].abstained |= 1ull << hdr->sender;
+        gcx_wset_add(op->ch[c].own->abstained, hdr->sender);
         return;
     }
     gcx_car_stage(car, hdr, msg); /* as a chunk would be */
@@ -157,9 +172,9 @@ void gcx_car_contribute(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
         ch->sent_to = op->acting[c];
         if (op->abstain) { /* a VOID to the owner; noted here if it is me */
             if (op->acting[c] == me) {
-                ch->abstained |= 1ull << me;
+                gcx_wset_add(ch->own->abstained, me);
             } else if (gcx_car_send_ctl(car, GCX_CAR_VOID, op->round, c,
-                                        1ull << op->acting[c]) != GCX_OK) {
+                                        op->acting[c], 0) != GCX_OK) {
                 op->super.status = GCX_ERR_NOMEM;
                 return;
             }
@@ -167,10 +182,10 @@ void gcx_car_contribute(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
             continue;
         }
         if (op->acting[c] == me) {
-            if (ch->ostate == GCX_CAR_COLLECT &&
-                !(ch->arrived & (1ull << me))) {
-                ch->arrived |= 1ull << me; /* read from sendbuf */
-                ch->taken   |= 1ull << me;
+            if (ch->own->ostate == GCX_CAR_COLLECT &&
+                !gcx_wset_has(ch->own->arrived, me)) {
+                gcx_wset_add(ch->own->arrived, me); /* read from sendbuf */
+                gcx_wset_add(ch->own->taken, me);
             }
             continue;
         }
@@ -182,22 +197,22 @@ void gcx_car_contribute(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
         gcx_car_block(car, c, &off, &len);
         gcx_car_copy(slot->block->data, gcx_car_at(op->sendbuf, off), len);
         gcx_car_hdr_init(car, op->round, GCX_CAR_CHUNK, c, &hdr);
-        gcx_car_send(car, slot, 0, op->acting[c], &hdr, len);
+        gcx_car_send(car, slot, 0, op->acting[c], &hdr, NULL, len);
         ++op->nsent;
     }
 }
 
 /* Owner: send the decoded chunk c of @p round (in @p slot, decoded from
  * the workers of @p used; @p lost: the outcome "round lost", header only)
- * to @p peers' bit set, in shift order from this
- * rank (as gcx_car_contribute sends its chunks): all
+ * to the ranks @p to and @p below name (gcx_car_fan_to), in shift order
+ * from this rank (as gcx_car_contribute sends its chunks): all
  * owners starting at rank 0 put every fan-out's first bytes on one download
  * (16 emulated ranks at 200 Mbit/s: 7,700-10,300 TCP retransmits per 22
  * rounds in rank order, 420-1,100 in shift order; the round time the same
  * within the runs' spread). */
 void gcx_car_publish_to(gcx_coded_allreduce_t *car, uint64_t round,
-                        int c, uint64_t used, int lost,
-                        gcx_coded_slot_t *slot, uint64_t peers)
+                        int c, const uint64_t *used, int lost,
+                        gcx_coded_slot_t *slot, int to, int below)
 {
     gcx_car_hdr_t hdr;
     size_t        off, len;
@@ -206,12 +221,11 @@ void gcx_car_publish_to(gcx_coded_allreduce_t *car, uint64_t round,
     gcx_car_block(car, c, &off, &len);
     gcx_car_hdr_init(car, round, lost ? GCX_CAR_LOST : GCX_CAR_DECODED, c,
                      &hdr);
-    hdr.used = lost ? 0 : used;
-    len      = lost ? 0 : len;
+    len = lost ? 0 : len;
     for (k = 1; k <= car->base.comm->size; ++k) {
         r = (car->base.comm->rank + k) % car->base.comm->size;
-        if (peers & (1ull << r)) {
-            gcx_car_send(car, slot, r, r, &hdr, len);
+        if (gcx_car_fan_to(car, c, to, below, r)) {
+            gcx_car_send(car, slot, r, r, &hdr, lost ? NULL : used, len);
         }
     }
 }
@@ -222,15 +236,16 @@ void gcx_car_publish_to(gcx_coded_allreduce_t *car, uint64_t round,
 static int gcx_car_owner_bits(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
                               int c, float *out)
 {
-    const float     *vecs[GCX_CAR_MAX];
-    double           a[GCX_CAR_MAX];
-    gcx_car_chunk_t *ch = &op->ch[c];
+    const float     **vecs = car->vecs;
+    double           *a    = car->coeffs;
+    gcx_car_chunk_t  *ch   = &op->ch[c];
+    gcx_car_own_t    *own  = ch->own;
     gcx_coded_slot_t *copy;
-    gcx_status_t     status;
-    size_t           off, len;
-    uint64_t         landed;
-    int              pos, w, mypos, decodable = 0;
-    int              me = car->base.comm->rank;
+    gcx_status_t      status;
+    size_t            off, len;
+    uint64_t         *landed;
+    int               pos, w, mypos, decodable = 0;
+    int               me = car->base.comm->rank;
 
     gcx_car_block(car, c, &off, &len);
     mypos = gcx_car_pos(car, c, me);
@@ -244,8 +259,9 @@ static int gcx_car_owner_bits(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
         }
         if (copy->reqs[0].status == GCX_OK) {
             ch->lost = copy->hdr.kind == GCX_CAR_LOST;
-            ch->used = copy->used;
+            gcx_wset_clear(own->used, car->base.n);
             if (!ch->lost) {
+                gcx_wset_copy(own->used, copy->sets, car->base.n);
                 gcx_car_copy(out, gcx_coded_slot_data(copy), len);
             }
             return 1;
@@ -253,27 +269,27 @@ static int gcx_car_owner_bits(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
     }
     /* decode from the chunks that landed, once they are decodable; the
      * ones still on their way are not waited for */
-    landed = gcx_car_landed(car, ch);
-    gcx_code_decodable(car->base.code, &landed, &decodable);
+    landed = gcx_car_landed(car, own);
+    gcx_code_decodable(car->base.code, landed, &decodable);
     if (!decodable) {
         return 0;
     }
-    status = gcx_code_decode_vector(car->base.code, &landed, a);
+    status = gcx_code_decode_vector(car->base.code, landed, a);
     if (status != GCX_OK) {
         gcx_error("coded allreduce round %llu: chunk %d cannot be decoded "
-                  "from workers %#llx: %s",
+                  "from the %d workers that landed: %s",
                   (unsigned long long)op->round, c,
-                  (unsigned long long)landed, gcx_strerror(status));
+                  gcx_wset_count(landed, car->base.n), gcx_strerror(status));
         op->super.status = status;
         return 0;
     }
-    ch->used = 0;
+    gcx_wset_clear(own->used, car->base.n);
     for (w = 0; w < car->base.n; ++w) {
         vecs[w] = NULL;
         if (a[w] != 0) {
-            ch->used |= 1ull << w;
+            gcx_wset_add(own->used, w);
             vecs[w] = w == me ? gcx_car_at(op->sendbuf, off) :
-                              gcx_coded_slot_data(ch->in[w]);
+                              gcx_coded_slot_data(own->in[w]);
         }
     }
     /* canonical: the same taken set gives the same bits on any rank */
@@ -287,21 +303,21 @@ static int gcx_car_owner_bits(gcx_coded_allreduce_t *car, gcx_car_op_t *op,
 static int gcx_car_decodable_still(gcx_coded_allreduce_t *car,
                                    gcx_car_op_t *op, int c, int abstentions)
 {
-    gcx_tl_t        *tl = car->base.comm->tl;
-    gcx_car_chunk_t *ch = &op->ch[c];
-    uint64_t         alive = 0, bit;
-    int              w, decodable = 0, me = car->base.comm->rank;
+    gcx_tl_t      *tl    = car->base.comm->tl;
+    gcx_car_own_t *own   = op->ch[c].own;
+    uint64_t      *alive = car->scratch;
+    int            w, decodable = 0, me = car->base.comm->rank;
 
+    gcx_wset_clear(alive, car->base.n);
     for (w = 0; w < car->base.n; ++w) {
-        bit = 1ull << w;
-        if ((ch->taken & bit) ||
-            (!(ch->arrived & bit) &&
-             (!abstentions || !(ch->abstained & bit)) &&
+        if (gcx_wset_has(own->taken, w) ||
+            (!gcx_wset_has(own->arrived, w) &&
+             (!abstentions || !gcx_wset_has(own->abstained, w)) &&
              (w == me || !tl->ops->peer_failed(tl, w)))) {
-            alive |= bit; /* taken, or may still come */
+            gcx_wset_add(alive, w); /* taken, or may still come */
         }
     }
-    gcx_code_decodable(car->base.code, &alive, &decodable);
+    gcx_code_decodable(car->base.code, alive, &decodable);
     return decodable;
 }
 
@@ -309,19 +325,21 @@ static int gcx_car_decodable_still(gcx_coded_allreduce_t *car,
  * later owners of the line all have it, COMMIT to every rank. */
 void gcx_car_own(gcx_coded_allreduce_t *car, gcx_car_op_t *op, int c)
 {
-    gcx_tl_t         *tl = car->base.comm->tl;
-    gcx_car_chunk_t  *ch = &op->ch[c];
+    gcx_tl_t         *tl  = car->base.comm->tl;
+    gcx_car_chunk_t  *ch  = &op->ch[c];
+    gcx_car_own_t    *own = ch->own;
     gcx_coded_slot_t *slot;
     size_t            off, len;
-    int               pos, r, me = car->base.comm->rank;
+    int               pos, mypos, me = car->base.comm->rank;
 
     gcx_car_block(car, c, &off, &len);
-    if (ch->ostate == GCX_CAR_COLLECT) {
+    mypos = gcx_car_pos(car, c, me);
+    if (own->ostate == GCX_CAR_COLLECT) {
         /* the publish slot, taken once for the round (off the in-flight
          * list until both fan-outs are posted and the rank has its bits:
          * gcx_car_settle; gcx_car_release frees it if the round fails
          * first) */
-        if (ch->pub == NULL) {
+        if (own->pub == NULL) {
             slot = gcx_coded_slot_get(&car->base);
             if (slot == NULL) {
                 op->super.status = GCX_ERR_NOMEM;
@@ -329,12 +347,12 @@ void gcx_car_own(gcx_coded_allreduce_t *car, gcx_car_op_t *op, int c)
             }
             slot->round = op->round;
             slot->nreqs = car->base.comm->size;
-            for (r = 0; r < slot->nreqs; ++r) {
-                slot->reqs[r].status = GCX_OK;
+            for (pos = 0; pos < slot->nreqs; ++pos) {
+                slot->reqs[pos].status = GCX_OK;
             }
-            ch->pub = slot;
+            own->pub = slot;
         }
-        slot = ch->pub;
+        slot = own->pub;
         if (!gcx_car_owner_bits(car, op, c, slot->block->data)) {
             if (op->super.status != GCX_INPROGRESS ||
                 gcx_car_decodable_still(car, op, c, 1)) {
@@ -343,47 +361,47 @@ void gcx_car_own(gcx_coded_allreduce_t *car, gcx_car_op_t *op, int c)
             if (!car->base.lost_rounds ||
                 !gcx_car_decodable_still(car, op, c, 0)) {
                 gcx_error("coded allreduce round %llu: chunk %d can no "
-                          "longer be decoded (workers lost 0x%llx, "
-                          "abstained 0x%llx)",
+                          "longer be decoded (%d workers lost, %d "
+                          "abstained)",
                           (unsigned long long)op->round, c,
-                          (unsigned long long)car->base.gone[0],
-                          (unsigned long long)ch->abstained);
+                          gcx_wset_count(car->base.gone, car->base.n),
+                          gcx_wset_count(own->abstained, car->base.n));
                 op->super.status = GCX_ERR_UNDECODABLE;
                 return;
             }
             /* only abstentions stand in the way: the outcome of the
              * chunk, agreed as bits would be, is "round lost" */
             ch->lost = 1;
-            ch->used = 0;
+            gcx_wset_clear(own->used, car->base.n);
         }
-        ch->acks_wanted = 0;
-        for (pos = gcx_car_pos(car, c, me) + 1; pos < car->line; ++pos) {
-            r = gcx_car_owner(car, c, pos);
-            if (!tl->ops->peer_failed(tl, r)) {
-                ch->acks_wanted |= 1ull << r;
+        own->acks_wanted = 0;
+        for (pos = mypos + 1; pos < car->line; ++pos) {
+            if (!tl->ops->peer_failed(tl, gcx_car_owner(car, c, pos))) {
+                own->acks_wanted |= 1ull << pos;
             }
         }
-        gcx_car_publish_to(car, op->round, c, ch->used, ch->lost, slot,
-                           gcx_car_others(car));
-        ch->ostate = GCX_CAR_ACKS;
+        gcx_car_publish_to(car, op->round, c, own->used, ch->lost, slot,
+                           GCX_CAR_OTHERS, 0);
+        own->ostate = GCX_CAR_ACKS;
     }
-    if (ch->ostate == GCX_CAR_ACKS) {
-        for (r = 0; r < car->base.comm->size; ++r) {
-            if ((ch->acks_wanted & (1ull << r)) && tl->ops->peer_failed(tl, r)) {
-                ch->acks_wanted &= ~(1ull << r);
+    if (own->ostate == GCX_CAR_ACKS) {
+        for (pos = mypos + 1; pos < car->line; ++pos) {
+            if ((own->acks_wanted & (1ull << pos)) &&
+                tl->ops->peer_failed(tl, gcx_car_owner(car, c, pos))) {
+                own->acks_wanted &= ~(1ull << pos);
             }
         }
-        if ((ch->acks_got & ch->acks_wanted) != ch->acks_wanted) {
+        if ((own->acks_got & own->acks_wanted) != own->acks_wanted) {
             return;
         }
         if (gcx_car_send_ctl(car, GCX_CAR_COMMIT, op->round, c,
-                             gcx_car_others(car)) != GCX_OK) {
+                             GCX_CAR_OTHERS, 0) != GCX_OK) {
             op->super.status = GCX_ERR_NOMEM;
             return;
         }
-        op->used_union |= ch->used;
-        ch->ostate      = GCX_CAR_DONE;
-        ch->final       = 1;
+        gcx_car_union(car, op->used_union, own->used);
+        own->ostate = GCX_CAR_DONE;
+        ch->final   = 1;
         gcx_car_settle(car, op, c);
     }
 }

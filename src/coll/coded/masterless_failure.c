@@ -9,6 +9,8 @@
 #include "masterless_int.h"
 #include "base/log.h"
 
+#include <stdio.h>
+
 /* Owner of chunk c now, into acting[c]: the first owner of its line whose
  * connection is not lost (this rank's view); -1 when every one is lost.
  * Ranks whose connection is lost are counted gone (stats.gone: what a
@@ -16,25 +18,21 @@
  * them). */
 void gcx_car_acting(gcx_coded_allreduce_t *car, int *acting)
 {
-    gcx_tl_t *tl     = car->base.comm->tl;
-    uint64_t  failed = 0;
+    gcx_tl_t *tl = car->base.comm->tl;
     int       c, pos, r, me = car->base.comm->rank;
 
     for (r = 0; r < car->base.n; ++r) {
-        if (r != me && tl->ops->peer_failed(tl, r)) {
-            failed |= 1ull << r;
-            if (!(car->base.gone[0] & (1ull << r))) {
-                gcx_warn("coded allreduce: rank %d is gone: connection lost",
-                         r);
-            }
+        if (r != me && tl->ops->peer_failed(tl, r) &&
+            !gcx_wset_has(car->base.gone, r)) {
+            gcx_warn("coded allreduce: rank %d is gone: connection lost", r);
+            gcx_wset_add(car->base.gone, r);
         }
     }
-    car->base.gone[0] |= failed;
     for (c = 0; c < car->base.n; ++c) {
         acting[c] = -1;
         for (pos = 0; pos < car->line; ++pos) {
             r = gcx_car_owner(car, c, pos);
-            if (!(failed & (1ull << r))) {
+            if (r == me || !tl->ops->peer_failed(tl, r)) {
                 acting[c] = r;
                 break;
             }
@@ -60,8 +58,7 @@ static gcx_status_t gcx_car_resend_kept(gcx_coded_allreduce_t *car, int c,
 {
     gcx_coded_slot_t *slot;
     size_t            off, len;
-    uint64_t          peers = gcx_car_others(car);
-    int               pos, mypos = gcx_car_pos(car, c, car->base.comm->rank);
+    int               mypos = gcx_car_pos(car, c, car->base.comm->rank);
 
     slot = gcx_car_out_slot(car, kept->round, 1);
     if (slot == NULL) {
@@ -71,12 +68,11 @@ static gcx_status_t gcx_car_resend_kept(gcx_coded_allreduce_t *car, int c,
     if (kept->hdr.kind != GCX_CAR_LOST) {
         gcx_car_copy(slot->block->data, gcx_coded_slot_data(kept), len);
     }
-    for (pos = 0; pos < mypos; ++pos) {
-        peers &= ~(1ull << gcx_car_owner(car, c, pos));
-    }
-    gcx_car_publish_to(car, kept->round, c, kept->used,
-                       kept->hdr.kind == GCX_CAR_LOST, slot, peers);
-    return gcx_car_send_ctl(car, GCX_CAR_COMMIT, kept->round, c, peers);
+    gcx_car_publish_to(car, kept->round, c, gcx_car_copy_used(kept),
+                       kept->hdr.kind == GCX_CAR_LOST, slot, GCX_CAR_OTHERS,
+                       mypos);
+    return gcx_car_send_ctl(car, GCX_CAR_COMMIT, kept->round, c,
+                            GCX_CAR_OTHERS, mypos);
 }
 
 /* The kept copies of the chunks this rank acts for now (@p acting: their
@@ -111,45 +107,76 @@ gcx_status_t gcx_car_serve_kept(gcx_coded_allreduce_t *car,
     return GCX_OK;
 }
 
+/* A worker set for a log line: 0x and its words, the highest first (the
+ * word 0 of a one-word set is its mask as before); a set too long for
+ * @p buf ends in "..." after its count. */
+static const char *gcx_car_set_text(const gcx_coded_allreduce_t *car,
+                                    const uint64_t *set, char *buf,
+                                    size_t size)
+{
+    size_t k = car->base.words, used;
+    int    len;
+
+    len = snprintf(buf, size, "0x");
+    used = len > 0 ? (size_t)len : 0;
+    while (k-- > 0 && used < size) {
+        len = snprintf(buf + used, size - used,
+                       k + 1 == car->base.words ? "%llx" : "%016llx",
+                       (unsigned long long)set[k]);
+        used += len > 0 ? (size_t)len : 0;
+    }
+    if (used >= size) {
+        (void)snprintf(buf, size, "%d workers (...)",
+                       gcx_wset_count(set, car->base.n));
+    }
+    return buf;
+}
+
 /* After GCX_TIMEOUT: what the round waits for here -- a line for the round,
  * one per chunk not final (at most n), one for the rounds served ahead and
- * the staged messages. Bits are ranks, except a receiver's copies and
- * COMMITs (line positions of the chunk's owners). */
+ * the staged messages. Sets are of ranks, except an owner's ACKs and a
+ * receiver's copies and COMMITs (line positions of the chunk's owners). */
 void gcx_car_describe(const gcx_task_t *task)
 {
     static const char *const states[] = {"collecting", "waiting for ACKs",
                                          "done"};
     const gcx_car_op_t          *op  = (const gcx_car_op_t *)task;
-    const gcx_coded_allreduce_t *car = op->car;
+    gcx_coded_allreduce_t       *car = op->car;
     const gcx_car_chunk_t       *ch;
     const gcx_car_op_t          *r;
     const gcx_coded_slot_t      *slot;
+    const gcx_car_own_t         *own;
     unsigned long long           landed, flying;
+    char                         t1[160], t2[160], t3[160];
     int                          c, w, ahead = 0, staged = 0, me;
 
-    if (car == NULL) {
-        return; /* the object was destroyed under it */
+    if (car == NULL || op->ch == NULL) {
+        return; /* the object was destroyed under it, or no state */
     }
     me = car->base.comm->rank;
     gcx_error("coded allreduce round %llu: %s, %d chunk(s) and %d VOID(s) "
-              "sent; ranks gone 0x%llx",
+              "sent; ranks gone %s",
               (unsigned long long)op->round,
               op->sending ? "sending" : "not sending yet (straggler delay)",
-              op->nsent, op->nvoid, (unsigned long long)car->base.gone[0]);
+              op->nsent, op->nvoid,
+              gcx_car_set_text(car, car->base.gone, t1, sizeof(t1)));
     for (c = 0; c < car->base.n; ++c) {
         ch = &op->ch[c];
         if (ch->final) {
             continue;
         }
         if (op->acting[c] == me) {
-            landed = gcx_car_landed_bits(car, ch);
-            gcx_error("  chunk %d: owned here, %s: arrived 0x%llx, landed "
-                      "0x%llx, abstained 0x%llx, ACKs wanted 0x%llx got "
-                      "0x%llx",
-                      c, states[ch->ostate], (unsigned long long)ch->arrived,
-                      landed, (unsigned long long)ch->abstained,
-                      (unsigned long long)ch->acks_wanted,
-                      (unsigned long long)ch->acks_got);
+            own = ch->own;
+            gcx_car_landed_bits(car, own, car->scratch);
+            gcx_error("  chunk %d: owned here, %s: arrived %s, landed %s, "
+                      "abstained %s, ACKs (later owners' line positions) "
+                      "wanted 0x%llx got 0x%llx",
+                      c, states[own->ostate],
+                      gcx_car_set_text(car, own->arrived, t1, sizeof(t1)),
+                      gcx_car_set_text(car, car->scratch, t2, sizeof(t2)),
+                      gcx_car_set_text(car, own->abstained, t3, sizeof(t3)),
+                      (unsigned long long)own->acks_wanted,
+                      (unsigned long long)own->acks_got);
             continue;
         }
         landed = flying = 0;

@@ -26,7 +26,10 @@ enum {
                             as a DECODED chunk is) */
 };
 
-/* Wire header (starts with the communicator id: gcx_tl_am_prefix_t). */
+/* Wire header (starts with the communicator id: gcx_tl_am_prefix_t). A
+ * DECODED header is followed by the set of workers the chunk was decoded
+ * from: nwords = GCX_WSET_WORDS(size) words (unaligned on the wire); the
+ * other kinds carry none (nwords 0). */
 typedef struct gcx_car_hdr {
     uint32_t comm_id;
     uint32_t instance;
@@ -34,26 +37,37 @@ typedef struct gcx_car_hdr {
     uint16_t sender;
     uint16_t kind;
     uint32_t chunk;
-    uint64_t used; /* DECODED: the workers the chunk was decoded from */
+    uint32_t nwords;   /* DECODED: words of the used set that follows */
+    uint32_t reserved;
 } gcx_car_hdr_t;
+
+/* Header bytes of a message of @p kind for @p size ranks. */
+static inline size_t gcx_car_hdr_len(int kind, int size)
+{
+    return sizeof(gcx_car_hdr_t) +
+           (kind == GCX_CAR_DECODED ? GCX_WSET_WORDS(size) * 8 : 0);
+}
 
 /**
  * A received header of @p len bytes with @p payload bytes into @p hdr,
  * for a communicator of @p size ranks, lines of @p line owners and vectors
- * of @p count floats: the sender and chunk are ranks, the kind is known,
- * the payload is the chunk's size (CHUNK, DECODED) or 0 (ACK, COMMIT,
- * VOID, LOST), and DECODED, LOST, COMMIT come from an owner of the chunk,
- * ACK from a later one.
+ * of @p count floats: the length is its kind's (gcx_car_hdr_len), the
+ * sender and chunk are ranks, the kind is known, the payload is the
+ * chunk's size (CHUNK, DECODED) or 0 (ACK, COMMIT, VOID, LOST), DECODED,
+ * LOST, COMMIT come from an owner of the chunk, ACK from a later one, and
+ * a DECODED's used set names no worker at or past @p size; *used_p (when
+ * not NULL) is then that set's first byte in @p bytes (unaligned), NULL
+ * for the other kinds.
  * Pure. @return GCX_ERR_INVALID otherwise.
  */
 gcx_status_t gcx_car_hdr_parse(const void *bytes, size_t len, size_t payload,
                                int size, int line, size_t count,
-                               gcx_car_hdr_t *hdr);
+                               gcx_car_hdr_t *hdr,
+                               const unsigned char **used_p);
 
 /* ---- the object and its rounds (shared by masterless*.c) ------------------ */
 
 #define GCX_CAR_COLL_ID (GCX_COLL_INTERNAL + 9) /* for the creation check */
-#define GCX_CAR_MAX     GCX_CODED_MASTERLESS_MAX_WORKERS /* sets: one word */
 #define GCX_CAR_AHEAD_MAX 256 /* largest window (GCX_CODED_AHEAD) */
 #define GCX_CAR_AHEAD_MIN 8   /* smallest window GCX_CODED_AHEAD=0 picks */
 
@@ -84,6 +98,13 @@ struct gcx_coded_allreduce {
      * per position pos = 1 .. line - 1 in that line, indexed by round %
      * window (gcx_car_kept_row) */
     gcx_car_kept_t *kept;
+    /* scratch of the owner's checks and decode (one user at a time, under
+     * the context lock): a worker set, n coefficients, n vectors, and the
+     * acting owners of gcx_car_ahead */
+    uint64_t     *scratch;
+    double       *coeffs;
+    const float **vecs;
+    int          *acting;
     uint64_t      next_round; /* number of the next call */
     uint64_t      next_open;  /* lowest round not finished here */
     /* what the AM handler saw, for gcx_car_describe after GCX_TIMEOUT:
@@ -96,23 +117,31 @@ struct gcx_coded_allreduce {
 
 enum { GCX_CAR_COLLECT, GCX_CAR_ACKS, GCX_CAR_DONE };
 
-/* One chunk of a round, as worker, owner and receiver. */
-typedef struct gcx_car_chunk {
-    /* worker: the owner this rank's chunk went to (-1: not yet) */
-    int               sent_to;
-    /* owner (this rank acts for the chunk) */
+/* The owner part of a chunk in this rank's line (it acts for the chunk
+ * when the earlier owners are lost): worker sets of n, a slot per worker.
+ * A rank holds line of them per round, not n: O(line n) bits and pointers
+ * per round, the chunks it does not own cost O(line) each (below). */
+typedef struct gcx_car_own {
     int               ostate;
-    uint64_t          arrived, taken, used;
-    uint64_t          abstained;             /* workers that sent VOID */
-    uint64_t          acks_wanted, acks_got; /* backup ranks */
-    gcx_coded_slot_t *in[GCX_CAR_MAX];       /* taken chunks, by worker */
+    uint64_t         *arrived, *taken, *used;
+    uint64_t         *abstained;             /* workers that sent VOID */
+    uint64_t          acks_wanted, acks_got; /* later owners: positions */
+    gcx_coded_slot_t **in;                   /* taken chunks, by worker */
     gcx_coded_slot_t *pub;                   /* the decoded chunk sent;
                                                 held after the round's
                                                 publish until the rank has
                                                 entered (gcx_car_settle) */
-    /* receiver: copies by line position of their sender; the final one is
-     * copied into recvbuf */
-    gcx_coded_slot_t *copy[GCX_CAR_MAX];
+} gcx_car_own_t;
+
+/* One chunk of a round, as worker, owner and receiver. */
+typedef struct gcx_car_chunk {
+    /* worker: the owner this rank's chunk went to (-1: not yet) */
+    int               sent_to;
+    /* owner: non-NULL for the line chunks this rank may act for */
+    gcx_car_own_t    *own;
+    /* receiver: copies by line position of their sender (line entries);
+     * the final one is copied into recvbuf */
+    gcx_coded_slot_t **copy;
     uint64_t          acked;        /* line positions acknowledged */
     uint64_t          committed;    /* line positions whose COMMIT came */
     int               final;
@@ -144,9 +173,12 @@ struct gcx_car_op {
     int                    nsent;    /* chunk messages sent */
     int                    nvoid;    /* abstentions said (VOIDs sent, or
                                         recorded for a chunk it owns) */
-    uint64_t               used_union;
-    int                    acting[GCX_CAR_MAX]; /* owner of each chunk */
-    gcx_car_chunk_t        ch[GCX_CAR_MAX];
+    /* the round's state, one allocation sized by n (gcx_car_state_new;
+     * a call taking over a round served ahead takes it over) */
+    void                  *state;
+    uint64_t              *used_union;  /* a worker set */
+    int                   *acting;      /* [n]: owner of each chunk */
+    gcx_car_chunk_t       *ch;          /* [n] */
 };
 
 /* ---- small helpers ---------------------------------------------------------- */
@@ -157,6 +189,23 @@ static inline void gcx_car_copy(float *dst, const float *src, size_t n)
     if (n > 0) {
         memcpy(dst, src, n * sizeof(float));
     }
+}
+
+/* dst |= src over the object's n workers (src NULL: nothing) */
+static inline void gcx_car_union(const gcx_coded_allreduce_t *car,
+                                 uint64_t *dst, const uint64_t *src)
+{
+    size_t k;
+
+    for (k = 0; src != NULL && k < car->base.words; ++k) {
+        dst[k] |= src[k];
+    }
+}
+
+/* The used set a received DECODED copy carries (NULL: a LOST one, none) */
+static inline const uint64_t *gcx_car_copy_used(const gcx_coded_slot_t *slot)
+{
+    return slot->hdr.kind == GCX_CAR_DECODED ? slot->sets : NULL;
 }
 
 /* base + off, NULL for a NULL base (count 0: the buffers may be NULL) */
@@ -211,6 +260,7 @@ static inline gcx_car_kept_t *gcx_car_kept(gcx_coded_allreduce_t *car, int c,
 
 /* masterless.c */
 int gcx_car_window(const struct gcx_config *config, size_t count);
+gcx_status_t gcx_car_state_new(gcx_coded_allreduce_t *car, gcx_car_op_t *op);
 void gcx_car_progress(gcx_task_t *task);
 void gcx_car_post(gcx_task_t *task);
 
@@ -219,12 +269,17 @@ void gcx_car_hdr_init(gcx_coded_allreduce_t *car, uint64_t round,
                       int kind, int c, gcx_car_hdr_t *hdr);
 void gcx_car_send(gcx_coded_allreduce_t *car, gcx_coded_slot_t *slot,
                   int i, int peer, const gcx_car_hdr_t *hdr,
-                  size_t len);
+                  const uint64_t *used, size_t len);
 gcx_coded_slot_t *gcx_car_out_slot(gcx_coded_allreduce_t *car,
                                    uint64_t round, int data);
+/* Receivers of a fan-out: to >= 0 names one rank; GCX_CAR_OTHERS every
+ * other rank whose connection is not lost, but the owners of the chunk's
+ * line before position `below` (0: none left out). */
+#define GCX_CAR_OTHERS (-1)
+int gcx_car_fan_to(const gcx_coded_allreduce_t *car, int c, int to,
+                   int below, int r);
 gcx_status_t gcx_car_send_ctl(gcx_coded_allreduce_t *car, int kind,
-                              uint64_t round, int c, uint64_t peers);
-uint64_t gcx_car_others(gcx_coded_allreduce_t *car);
+                              uint64_t round, int c, int to, int below);
 gcx_car_op_t *gcx_car_find(gcx_coded_allreduce_t *car, uint64_t round);
 void gcx_car_drop(gcx_coded_allreduce_t *car, gcx_coded_slot_t *slot);
 gcx_coded_slot_t *gcx_car_pull(gcx_coded_allreduce_t *car,
@@ -236,9 +291,9 @@ void gcx_car_am_handler(void *arg, const gcx_tl_am_msg_t *msg);
 void gcx_car_unstash(gcx_coded_allreduce_t *car, gcx_car_op_t *op);
 
 /* masterless_decode.c */
-uint64_t gcx_car_landed_bits(const gcx_coded_allreduce_t *car,
-                             const gcx_car_chunk_t       *ch);
-void gcx_car_take(gcx_coded_allreduce_t *car, gcx_car_chunk_t *ch,
+void gcx_car_landed_bits(const gcx_coded_allreduce_t *car,
+                         const gcx_car_own_t *own, uint64_t *landed);
+void gcx_car_take(gcx_coded_allreduce_t *car, gcx_car_own_t *own,
                   int w, const gcx_car_hdr_t *hdr,
                   const gcx_tl_am_msg_t *msg, gcx_coded_slot_t *slot);
 void gcx_car_on_chunk(gcx_coded_allreduce_t *car,
@@ -249,8 +304,8 @@ void gcx_car_on_void(gcx_coded_allreduce_t *car,
                      const gcx_tl_am_msg_t *msg);
 void gcx_car_contribute(gcx_coded_allreduce_t *car, gcx_car_op_t *op);
 void gcx_car_publish_to(gcx_coded_allreduce_t *car, uint64_t round,
-                        int c, uint64_t used, int lost,
-                        gcx_coded_slot_t *slot, uint64_t peers);
+                        int c, const uint64_t *used, int lost,
+                        gcx_coded_slot_t *slot, int to, int below);
 void gcx_car_own(gcx_coded_allreduce_t *car, gcx_car_op_t *op, int c);
 
 /* masterless_commit.c */

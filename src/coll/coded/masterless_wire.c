@@ -11,7 +11,12 @@
 #include "base/log.h"
 #include "base/time.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+/* a header and its set fit the block's header storage (hdr + hdr_tail) */
+_Static_assert(sizeof(gcx_car_hdr_t) <= sizeof(gcx_coded_hdr_t),
+               "the master-less header fits where a block keeps the star's");
 
 void gcx_car_hdr_init(gcx_coded_allreduce_t *car, uint64_t round,
                       int kind, int c, gcx_car_hdr_t *hdr)
@@ -25,8 +30,10 @@ void gcx_car_hdr_init(gcx_coded_allreduce_t *car, uint64_t round,
     hdr->chunk    = (uint32_t)c;
 }
 
-/* Request i of a slot: the block's header storage (big enough) holds the
- * header while the send reads it; len floats of payload (0: header only).
+/* Request i of a slot: the block's header storage (big enough: hdr_tail)
+ * holds the header while the send reads it, with @p used after it (a
+ * DECODED's set; NULL for the other kinds); len floats of payload (0:
+ * header only).
  * A failed send (peer gone) shows where its answer is waited for. Payloads
  * go eager (am_send_eager): each rank posts 2(P-1) of them at once, and
  * with rendezvous every one of those handshakes waited behind the data
@@ -35,20 +42,28 @@ void gcx_car_hdr_init(gcx_coded_allreduce_t *car, uint64_t round,
  * crosses the link before it is dropped. */
 void gcx_car_send(gcx_coded_allreduce_t *car, gcx_coded_slot_t *slot,
                   int i, int peer, const gcx_car_hdr_t *hdr,
-                  size_t len)
+                  const uint64_t *used, size_t len)
 {
-    gcx_tl_t *tl = car->base.comm->tl;
-    gcx_iov_t iov;
+    gcx_tl_t      *tl   = car->base.comm->tl;
+    unsigned char *head = (unsigned char *)&slot->block->hdr;
+    gcx_car_hdr_t *out  = (gcx_car_hdr_t *)(void *)head;
+    size_t         hlen = sizeof(*hdr);
+    gcx_iov_t      iov;
 
-    memcpy(&slot->block->hdr, hdr, sizeof(*hdr));
+    memcpy(out, hdr, sizeof(*hdr));
+    if (used != NULL) {
+        out->nwords = (uint32_t)car->base.words;
+        memcpy(head + hlen, used, car->base.words * sizeof(uint64_t));
+        hlen += car->base.words * sizeof(uint64_t);
+    }
     iov.buffer = slot->block->data;
     iov.length = len * sizeof(float);
     if (len > 0) {
-        tl->ops->am_send_eager(tl, peer, car->base.am_id, &slot->block->hdr,
-                               sizeof(*hdr), &iov, 1, &slot->reqs[i]);
+        tl->ops->am_send_eager(tl, peer, car->base.am_id, head, hlen, &iov, 1,
+                               &slot->reqs[i]);
     } else {
-        tl->ops->am_send(tl, peer, car->base.am_id, &slot->block->hdr,
-                         sizeof(*hdr), NULL, 0, &slot->reqs[i]);
+        tl->ops->am_send(tl, peer, car->base.am_id, head, hlen, NULL, 0,
+                         &slot->reqs[i]);
     }
 }
 
@@ -76,11 +91,27 @@ gcx_coded_slot_t *gcx_car_out_slot(gcx_coded_allreduce_t *car,
     return slot;
 }
 
+/* Is rank r among the receivers that @p to and @p below name for a
+ * fan-out about chunk c (GCX_CAR_OTHERS)? */
+int gcx_car_fan_to(const gcx_coded_allreduce_t *car, int c, int to,
+                   int below, int r)
+{
+    gcx_tl_t *tl = car->base.comm->tl;
+    int       pos;
+
+    if (to >= 0) {
+        return r == to;
+    }
+    pos = gcx_car_pos(car, c, r);
+    return r != car->base.comm->rank && !tl->ops->peer_failed(tl, r) &&
+           !(pos >= 0 && pos < below);
+}
+
 /* A header-only ACK, COMMIT (the decoded bits sent before are final) or
- * VOID about chunk c of @p round to the ranks of @p peers (a bit set): one
- * slot, the same header for all. */
+ * VOID about chunk c of @p round to the ranks @p to and @p below name
+ * (gcx_car_fan_to): one slot, the same header for all. */
 gcx_status_t gcx_car_send_ctl(gcx_coded_allreduce_t *car, int kind,
-                              uint64_t round, int c, uint64_t peers)
+                              uint64_t round, int c, int to, int below)
 {
     gcx_coded_slot_t *slot = gcx_car_out_slot(car, round, 0);
     gcx_car_hdr_t     hdr;
@@ -90,27 +121,16 @@ gcx_status_t gcx_car_send_ctl(gcx_coded_allreduce_t *car, int kind,
         return GCX_ERR_NOMEM;
     }
     gcx_car_hdr_init(car, round, kind, c, &hdr);
+    if (to >= 0) {
+        gcx_car_send(car, slot, to, to, &hdr, NULL, 0);
+        return GCX_OK;
+    }
     for (r = 0; r < car->base.comm->size; ++r) {
-        if (peers & (1ull << r)) {
-            gcx_car_send(car, slot, r, r, &hdr, 0);
+        if (gcx_car_fan_to(car, c, to, below, r)) {
+            gcx_car_send(car, slot, r, r, &hdr, NULL, 0);
         }
     }
     return GCX_OK;
-}
-
-/* The other ranks whose connection is not lost, as a bit set. */
-uint64_t gcx_car_others(gcx_coded_allreduce_t *car)
-{
-    gcx_tl_t *tl    = car->base.comm->tl;
-    uint64_t  peers = 0;
-    int       r;
-
-    for (r = 0; r < car->base.comm->size; ++r) {
-        if (r != car->base.comm->rank && !tl->ops->peer_failed(tl, r)) {
-            peers |= 1ull << r;
-        }
-    }
-    return peers;
 }
 
 /* The state of @p round here (entered or served ahead), or NULL. */
@@ -169,12 +189,23 @@ gcx_coded_slot_t *gcx_car_pull(gcx_coded_allreduce_t *car,
         gcx_error("coded allreduce: out of memory taking a message");
         return NULL;
     }
+    if (hdr->kind == GCX_CAR_DECODED && slot->sets == NULL) {
+        slot->sets = malloc(car->base.words * sizeof(uint64_t));
+        if (slot->sets == NULL) {
+            gcx_coded_slot_put(&car->base, slot);
+            gcx_error("coded allreduce: out of memory taking a message");
+            return NULL;
+        }
+    }
+    if (hdr->kind == GCX_CAR_DECODED) { /* the set after the header */
+        memcpy(slot->sets, (const unsigned char *)msg->header + sizeof(*hdr),
+               car->base.words * sizeof(uint64_t));
+    }
     memset(&slot->hdr, 0, sizeof(slot->hdr));
     slot->round          = hdr->round;
     slot->hdr.round      = hdr->round;
     slot->hdr.sender     = hdr->sender;
     slot->hdr.kind       = hdr->kind;
-    slot->used           = hdr->used;
     slot->worker         = (int)hdr->chunk;
     slot->t_arrival      = gcx_time_now();
     slot->nreqs          = 1;
@@ -219,17 +250,31 @@ void gcx_car_stage(gcx_coded_allreduce_t *car, const gcx_car_hdr_t *hdr,
 
 gcx_status_t gcx_car_hdr_parse(const void *bytes, size_t len, size_t payload,
                                int size, int line, size_t count,
-                               gcx_car_hdr_t *hdr)
+                               gcx_car_hdr_t *hdr,
+                               const unsigned char **used_p)
 {
-    size_t off, clen;
-    int    pos;
+    const unsigned char *used = (const unsigned char *)bytes + sizeof(*hdr);
+    size_t               off, clen, words = GCX_WSET_WORDS(size);
+    uint64_t             last;
+    int                  pos;
 
-    if (len != sizeof(*hdr) || size < 1 || line < 1) {
+    if (used_p != NULL) {
+        *used_p = NULL;
+    }
+    if (len < sizeof(*hdr) || size < 1 || line < 1) {
         return GCX_ERR_INVALID;
     }
     memcpy(hdr, bytes, sizeof(*hdr)); /* may be unaligned */
-    if (hdr->sender >= (unsigned)size || hdr->chunk >= (unsigned)size) {
+    if (len != gcx_car_hdr_len(hdr->kind, size) ||
+        hdr->nwords != (hdr->kind == GCX_CAR_DECODED ? words : 0) ||
+        hdr->sender >= (unsigned)size || hdr->chunk >= (unsigned)size) {
         return GCX_ERR_INVALID;
+    }
+    if (hdr->kind == GCX_CAR_DECODED && size % 64 != 0) {
+        memcpy(&last, used + (words - 1) * sizeof(uint64_t), sizeof(last));
+        if (last >> (size % 64) != 0) {
+            return GCX_ERR_INVALID; /* a worker at or past n */
+        }
     }
     gcx_coll_block(count, size, (int)hdr->chunk, &off, &clen);
     pos = gcx_coll_mod((int)hdr->sender - (int)hdr->chunk, size);
@@ -237,8 +282,13 @@ gcx_status_t gcx_car_hdr_parse(const void *bytes, size_t len, size_t payload,
     case GCX_CAR_CHUNK: /* from any worker */
         return payload == clen * sizeof(float) ? GCX_OK : GCX_ERR_INVALID;
     case GCX_CAR_DECODED: /* from an owner of the chunk */
-        return payload == clen * sizeof(float) && pos < line ?
-                   GCX_OK : GCX_ERR_INVALID;
+        if (payload != clen * sizeof(float) || pos >= line) {
+            return GCX_ERR_INVALID;
+        }
+        if (used_p != NULL) {
+            *used_p = used;
+        }
+        return GCX_OK;
     case GCX_CAR_ACK: /* from a later owner */
         return payload == 0 && pos > 0 && pos < line ? GCX_OK :
                                                        GCX_ERR_INVALID;
@@ -259,7 +309,7 @@ void gcx_car_am_handler(void *arg, const gcx_tl_am_msg_t *msg)
 
     if (gcx_car_hdr_parse(msg->header, msg->header_length, msg->length,
                           car->base.comm->size, car->line, car->base.count,
-                          &hdr) != GCX_OK) {
+                          &hdr, NULL) != GCX_OK) {
         gcx_warn("coded allreduce: dropping a malformed message");
         return;
     }
@@ -306,11 +356,12 @@ void gcx_car_unstash(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
         *pp = slot->next;
         if (slot->hdr.kind == GCX_CAR_CHUNK) {
             /* landed or not: the taken slot's request is checked later */
-            gcx_car_take(car, &op->ch[c], slot->hdr.sender, NULL, NULL, slot);
+            gcx_car_take(car, op->ch[c].own, slot->hdr.sender, NULL, NULL,
+                         slot);
             continue;
         }
         if (slot->hdr.kind == GCX_CAR_VOID) {
-            op->ch[c].abstained |= 1ull << slot->hdr.sender;
+            gcx_wset_add(op->ch[c].own->abstained, slot->hdr.sender);
             gcx_car_drop(car, slot);
             continue;
         }
