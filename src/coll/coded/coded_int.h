@@ -116,8 +116,11 @@ typedef struct gcx_coded_slot {
                                          master-less: a DECODED chunk's
                                          used set (one); allocated on
                                          first use */
-    int                    nreqs;     /* result fan-out: one per rank */
-    gcx_tl_req_t          *reqs;      /* size entries */
+    int                    nreqs;     /* in use: 1, or one per rank for
+                                         a fan-out (gcx_coded_slot_fan) */
+    int                    cap;       /* entries of reqs */
+    gcx_tl_req_t          *reqs;      /* &req1, or a fan-out's array */
+    gcx_tl_req_t           req1;      /* a single transfer's request */
     /* a received eager payload kept where the transport put it (am_hold,
      * in_place; held.data non-NULL): read there instead of block->data,
      * released when the slot goes back (gcx_coded_slot_put) */
@@ -304,6 +307,12 @@ gcx_coded_slot_t *gcx_coded_slot_get_ctl(gcx_coded_t *coded);
  *  possible (copy it). */
 int gcx_coded_slot_hold(gcx_coded_t *coded, gcx_coded_slot_t *slot,
                         const gcx_tl_am_msg_t *msg);
+
+/** Requests for a fan-out to @p n ranks (a slot just taken, no transfer
+ *  on it): nreqs = n, each done (GCX_OK) until its send is posted. A slot
+ *  holds one request otherwise, so the pool costs O(1) per slot, not
+ *  O(P): the array goes when the slot goes back. 0 when out of memory. */
+int gcx_coded_slot_fan(gcx_coded_slot_t *slot, int n);
 
 /** Back to the free list (its transfers must be done; a held payload is
  *  released). */

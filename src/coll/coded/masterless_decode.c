@@ -189,7 +189,7 @@ void gcx_car_contribute(gcx_coded_allreduce_t *car, gcx_car_op_t *op)
             }
             continue;
         }
-        slot = gcx_car_out_slot(car, op->round, 1);
+        slot = gcx_car_out_slot(car, op->round, 1, 1);
         if (slot == NULL) {
             op->super.status = GCX_ERR_NOMEM;
             return;
@@ -345,12 +345,13 @@ void gcx_car_own(gcx_coded_allreduce_t *car, gcx_car_op_t *op, int c)
                 op->super.status = GCX_ERR_NOMEM;
                 return;
             }
-            slot->round = op->round;
-            slot->nreqs = car->base.comm->size;
-            for (pos = 0; pos < slot->nreqs; ++pos) {
-                slot->reqs[pos].status = GCX_OK;
+            if (!gcx_coded_slot_fan(slot, car->base.comm->size)) {
+                gcx_coded_slot_put(&car->base, slot);
+                op->super.status = GCX_ERR_NOMEM;
+                return;
             }
-            own->pub = slot;
+            slot->round = op->round;
+            own->pub    = slot;
         }
         slot = own->pub;
         if (!gcx_car_owner_bits(car, op, c, slot->block->data)) {

@@ -60,7 +60,7 @@ static gcx_status_t gcx_car_resend_kept(gcx_coded_allreduce_t *car, int c,
     size_t            off, len;
     int               mypos = gcx_car_pos(car, c, car->base.comm->rank);
 
-    slot = gcx_car_out_slot(car, kept->round, 1);
+    slot = gcx_car_out_slot(car, kept->round, 1, car->base.comm->size);
     if (slot == NULL) {
         return GCX_ERR_NOMEM;
     }

@@ -271,7 +271,7 @@ void gcx_car_send(gcx_coded_allreduce_t *car, gcx_coded_slot_t *slot,
                   int i, int peer, const gcx_car_hdr_t *hdr,
                   const uint64_t *used, size_t len);
 gcx_coded_slot_t *gcx_car_out_slot(gcx_coded_allreduce_t *car,
-                                   uint64_t round, int data);
+                                   uint64_t round, int data, int nreqs);
 /* Receivers of a fan-out: to >= 0 names one rank; GCX_CAR_OTHERS every
  * other rank whose connection is not lost, but the owners of the chunk's
  * line before position `below` (0: none left out). */

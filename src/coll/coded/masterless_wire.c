@@ -68,24 +68,24 @@ void gcx_car_send(gcx_coded_allreduce_t *car, gcx_coded_slot_t *slot,
 }
 
 /* A slot whose sends may outlive the round: reclaimed when they end; with
- * a chunk-sized block (@p data) or for header-only sends. NULL when out of
- * memory. */
+ * a chunk-sized block (@p data) or for header-only sends; @p nreqs
+ * requests (1, or the communicator's size for a fan-out, request r to rank
+ * r). NULL when out of memory. */
 gcx_coded_slot_t *gcx_car_out_slot(gcx_coded_allreduce_t *car,
-                                   uint64_t round, int data)
+                                   uint64_t round, int data, int nreqs)
 {
     gcx_coded_slot_t *slot = data ? gcx_coded_slot_get(&car->base) :
                                     gcx_coded_slot_get_ctl(&car->base);
-    int               r;
 
+    if (slot != NULL && !gcx_coded_slot_fan(slot, nreqs)) {
+        gcx_coded_slot_put(&car->base, slot);
+        slot = NULL;
+    }
     if (slot == NULL) {
         gcx_error("coded allreduce: out of memory for a send");
         return NULL;
     }
-    slot->round = round;
-    slot->nreqs = car->base.comm->size;
-    for (r = 0; r < slot->nreqs; ++r) {
-        slot->reqs[r].status = GCX_OK;
-    }
+    slot->round        = round;
     slot->next         = car->base.inflight;
     car->base.inflight = slot;
     return slot;
@@ -113,16 +113,17 @@ int gcx_car_fan_to(const gcx_coded_allreduce_t *car, int c, int to,
 gcx_status_t gcx_car_send_ctl(gcx_coded_allreduce_t *car, int kind,
                               uint64_t round, int c, int to, int below)
 {
-    gcx_coded_slot_t *slot = gcx_car_out_slot(car, round, 0);
+    gcx_coded_slot_t *slot;
     gcx_car_hdr_t     hdr;
     int               r;
 
+    slot = gcx_car_out_slot(car, round, 0, to >= 0 ? 1 : car->base.comm->size);
     if (slot == NULL) {
         return GCX_ERR_NOMEM;
     }
     gcx_car_hdr_init(car, round, kind, c, &hdr);
     if (to >= 0) {
-        gcx_car_send(car, slot, to, to, &hdr, NULL, 0);
+        gcx_car_send(car, slot, 0, to, &hdr, NULL, 0);
         return GCX_OK;
     }
     for (r = 0; r < car->base.comm->size; ++r) {

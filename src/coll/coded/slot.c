@@ -2,7 +2,8 @@
  * slot.c - internal buffers of the coded gather that transfers may
  * outlive their round with.
  *
- * A slot = a block of count floats + up to `size` transfer requests. Slots
+ * A slot = a block of count floats + one transfer request, or one per rank
+ * while it serves a fan-out (gcx_coded_slot_fan). Slots
  * are pooled: taken from a free list, allocated when it is empty (so the
  * pool grows to what the slowest peer holds, at most GCX_CODED_MAX_LAG
  * result slots plus a few), put back when their transfers are done. A
@@ -93,11 +94,8 @@ gcx_coded_slot_t *gcx_coded_slot_get_bare(gcx_coded_t *coded)
         if (slot == NULL) {
             return NULL;
         }
-        slot->reqs = calloc((size_t)coded->comm->size, sizeof(*slot->reqs));
-        if (slot->reqs == NULL) {
-            free(slot);
-            return NULL;
-        }
+        slot->reqs = &slot->req1;
+        slot->cap  = 1;
     }
     slot->next  = NULL;
     slot->nreqs = 0;
@@ -151,6 +149,39 @@ static void gcx_coded_slot_unhold(gcx_coded_t *coded, gcx_coded_slot_t *slot)
     }
 }
 
+int gcx_coded_slot_fan(gcx_coded_slot_t *slot, int n)
+{
+    gcx_tl_req_t *reqs;
+    int           i;
+
+    if (n > slot->cap) {
+        reqs = calloc((size_t)n, sizeof(*reqs));
+        if (reqs == NULL) {
+            return 0;
+        }
+        if (slot->reqs != &slot->req1) {
+            free(slot->reqs);
+        }
+        slot->reqs = reqs;
+        slot->cap  = n;
+    }
+    slot->nreqs = n;
+    for (i = 0; i < n; ++i) {
+        slot->reqs[i].status = GCX_OK;
+    }
+    return 1;
+}
+
+/* Back to one request (every one settled or abandoned: detached) */
+static void gcx_coded_slot_unfan(gcx_coded_slot_t *slot)
+{
+    if (slot->reqs != &slot->req1) {
+        free(slot->reqs);
+        slot->reqs = &slot->req1;
+        slot->cap  = 1;
+    }
+}
+
 void gcx_coded_slot_put(gcx_coded_t *coded, gcx_coded_slot_t *slot)
 {
     gcx_coded_slot_unhold(coded, slot);
@@ -158,6 +189,7 @@ void gcx_coded_slot_put(gcx_coded_t *coded, gcx_coded_slot_t *slot)
         /* an abandoned transfer still holds it: let go, take a new one */
         gcx_coded_slot_drop_block(coded, slot);
     }
+    gcx_coded_slot_unfan(slot);
     slot->nreqs       = 0;
     slot->next        = coded->free_slots;
     coded->free_slots = slot;
@@ -214,7 +246,7 @@ static void gcx_coded_list_release(gcx_coded_t *coded, gcx_coded_slot_t *slot)
             gcx_coded_slot_drop_block(coded, slot);
         }
         free(slot->sets);
-        free(slot->reqs);
+        gcx_coded_slot_unfan(slot);
         free(slot);
     }
 }

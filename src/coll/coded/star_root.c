@@ -535,6 +535,10 @@ static void gcx_coded_root_tell(gcx_coded_op_t *op, unsigned kind,
     gcx_coded_slot_t *slot  = gcx_coded_slot_get(coded);
     int               r, w;
 
+    if (slot != NULL && !gcx_coded_slot_fan(slot, coded->comm->size)) {
+        gcx_coded_slot_put(coded, slot);
+        slot = NULL; /* best effort, as below */
+    }
     gcx_coded_root_release_held(op);
     gcx_coded_root_hdr(op, kind, &hdr, sets);
     hdr.status = status;
@@ -545,10 +549,8 @@ static void gcx_coded_root_tell(gcx_coded_op_t *op, unsigned kind,
             memcpy(slot->block->hdr_tail, sets,
                    gcx_coded_sets_bytes(coded->n));
         }
-        slot->nreqs      = coded->comm->size;
         for (r = 0; r < coded->comm->size; ++r) {
-            w                    = gcx_coded_worker(coded, r);
-            slot->reqs[r].status = GCX_OK;
+            w = gcx_coded_worker(coded, r);
             if (r == coded->comm->rank || tl->ops->peer_failed(tl, r) ||
                 (kind == GCX_CODED_LOST && w >= 0 &&
                  gcx_wset_has(coded->gone, w))) {
@@ -890,6 +892,11 @@ static void gcx_coded_root_publish(gcx_coded_op_t *op)
             return;
         }
         slot = gcx_coded_slot_get(coded);
+        if (slot != NULL &&
+            !gcx_coded_slot_fan(slot, coded->comm->size)) {
+            gcx_coded_slot_put(coded, slot);
+            slot = NULL;
+        }
         if (slot == NULL) {
             op->super.status = GCX_ERR_NOMEM;
             return;
@@ -912,12 +919,10 @@ static void gcx_coded_root_publish(gcx_coded_op_t *op)
         }
         slot->block->hdr = hdr;
         slot->round = op->round;
-        slot->nreqs = coded->comm->size;
         iov.buffer  = slot->block->data;
         iov.length  = coded->bytes;
         for (r = 0; r < coded->comm->size; ++r) {
-            w                    = gcx_coded_worker(coded, r);
-            slot->reqs[r].status = GCX_OK;
+            w = gcx_coded_worker(coded, r);
             if (r == coded->comm->rank ||
                 (w >= 0 && gcx_wset_has(coded->gone, w))) {
                 continue;
