@@ -351,15 +351,6 @@ static gcx_status_t gcx_car_create_locked(gcx_comm_t *comm,
                   comm->size, GCX_CODED_MAX_WORKERS);
         return GCX_ERR_UNSUPPORTED;
     }
-    if (gcx_code_stragglers(params->code) + 1 > GCX_CAR_LINE_MAX &&
-        comm->size > GCX_CAR_LINE_MAX) {
-        gcx_error("gcx_coded_allreduce_create: a code for %d stragglers: "
-                  "the master-less coded allreduce keeps a chunk's owners "
-                  "(s + 1) as bits of one word, at most %d (use the star, "
-                  "GCX_CODED_ALGO=star)",
-                  gcx_code_stragglers(params->code), GCX_CAR_LINE_MAX);
-        return GCX_ERR_UNSUPPORTED;
-    }
     car = calloc(1, sizeof(*car));
     if (car == NULL) {
         return GCX_ERR_NOMEM;
@@ -381,13 +372,12 @@ static gcx_status_t gcx_car_create_locked(gcx_comm_t *comm,
     car->base.lost_rounds = params->lost_rounds ? 1 : 0; /* checked */
     car->base.window     = gcx_car_window(&comm->config, params->count);
     car->base.hdr_tail   = GCX_WSET_WORDS(comm->size) * sizeof(uint64_t);
-    car->kept    = calloc(gcx_car_kept_len(car) + 1, sizeof(*car->kept));
     car->scratch = calloc(GCX_WSET_WORDS(comm->size), sizeof(uint64_t));
     car->coeffs  = calloc((size_t)comm->size, sizeof(double));
     car->vecs    = calloc((size_t)comm->size, sizeof(*car->vecs));
     car->acting  = calloc((size_t)comm->size, sizeof(int));
-    if (car->kept == NULL || car->scratch == NULL || car->coeffs == NULL ||
-        car->vecs == NULL || car->acting == NULL) {
+    if (car->scratch == NULL || car->coeffs == NULL || car->vecs == NULL ||
+        car->acting == NULL) {
         status = GCX_ERR_NOMEM;
         goto err_free;
     }
@@ -411,6 +401,24 @@ static gcx_status_t gcx_car_create_locked(gcx_comm_t *comm,
     car->base.am_id = id;
     status = gcx_coded_agree(&car->base, GCX_CAR_COLL_ID);
     if (status != GCX_OK) {
+        goto err_unregister;
+    }
+    /* after the agreement: every rank has the same code, so every rank
+     * refuses it alike (a rank refusing alone would leave the others in
+     * the agreement until GCX_TIMEOUT) */
+    if (car->line > GCX_CAR_LINE_MAX) {
+        gcx_error("gcx_coded_allreduce_create: a code for %d stragglers: "
+                  "the master-less coded allreduce keeps a chunk's owners "
+                  "(s + 1) as bits of one word, at most %d (use the star, "
+                  "GCX_CODED_ALGO=star)",
+                  car->base.s, GCX_CAR_LINE_MAX);
+        status = GCX_ERR_UNSUPPORTED;
+        goto err_unregister;
+    }
+    car->kept = calloc(gcx_car_kept_len(car) + 1, sizeof(*car->kept));
+    if (car->kept == NULL) {
+        status = GCX_ERR_NOMEM; /* local: the others' first round times
+                                   out, as for any allocation failure */
         goto err_unregister;
     }
     gcx_context_progress_register(comm->ctx, &car->ahead_cb, gcx_car_ahead,

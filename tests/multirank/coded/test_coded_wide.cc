@@ -14,6 +14,8 @@
 // CodedWide.MasterlessFrPastOneWord: the master-less coded allreduce (a
 // decode per chunk: used is their union; arrived, what reached this rank's
 // own chunk, has a worker of each group, and arrival times are NAN).
+// CodedWide.MasterlessRefusesMoreThan64Owners: s + 1 > 64 is refused by
+// master-less on every rank (auto takes the star), the world goes on.
 #include "../harness.h"
 #include "coded_util.h"
 
@@ -133,6 +135,32 @@ TEST(CodedWide, StarFrPastOneWord)
 TEST(CodedWide, MasterlessFrPastOneWord)
 {
     fr_past_one_word(GCX_CODED_ALGO_MASTERLESS);
+}
+
+// A chunk's owners are bits of one word: a code whose s + 1 passes 64 is
+// refused by the master-less algorithm on every rank alike (after the
+// ranks agreed on the code, so none waits for one that refused alone),
+// and the communicator goes on.
+TEST(CodedWide, MasterlessRefusesMoreThan64Owners)
+{
+    const int n = world_size();
+    if (n <= 64) {
+        GTEST_SKIP() << "needs more than 64 ranks, has " << n;
+    }
+    gcx_code_t *code = make_code(GCX_CODE_FR, n, n - 1); // one group of n
+    ASSERT_NE(nullptr, code);
+    gcx_coded_params_t params = {};
+    params.code  = code;
+    params.count = 16;
+    params.algo  = GCX_CODED_ALGO_MASTERLESS;
+    gcx_coded_t *coded = nullptr;
+    EXPECT_EQ(GCX_ERR_UNSUPPORTED, gcx_coded_create(g_world, &params, &coded));
+    EXPECT_EQ(nullptr, coded);
+    params.algo = GCX_CODED_ALGO_AUTO; // auto takes the star for it
+    ASSERT_EQ(GCX_OK, gcx_coded_create(g_world, &params, &coded));
+    gcx_coded_destroy(coded);
+    gcx_code_destroy(code);
+    EXPECT_EQ(GCX_OK, gcx_barrier(g_world, nullptr)); // nothing was broken
 }
 
 } // namespace
