@@ -53,6 +53,9 @@ def parse_args():
     ap.add_argument("--min-p", type=int, default=2)
     ap.add_argument("--max-p", type=int, default=6)
     ap.add_argument("--max-bytes", default="64K")
+    ap.add_argument("--only", default=None,
+                    help="every step of this kind (gcx_soak --only: e.g. "
+                         "coded_gather, sparse_allreduce; the draws stay as they were)")
     ap.add_argument("--inject", type=int, default=15,
                     help="percent of collectives injected (default 15)")
     ap.add_argument("--delays", type=int, default=10,
@@ -131,6 +134,8 @@ def command(a, p, seed, ops, kills, tcp):
         cmd.append("--more")
     if kills:
         cmd += ["--kills", str(kills)]
+    if a.only:
+        cmd += ["--only", a.only]
     return env, cmd
 
 

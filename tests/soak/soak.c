@@ -376,7 +376,9 @@ static void soak_step(uint64_t *rng, uint64_t *seq, size_t max_bytes,
             soak_vanish(NULL, 0, 0);
         }
     }
-    if (what < 150) { /* a batch of non-blocking collectives */
+    if (what < 150 && S.opt.only != K_CODED) {
+        /* a batch of non-blocking collectives (a coded gather step is
+         * never batched: --only coded_gather runs single steps) */
         int nb = 2 + (int)soak_rng_below(&s, SOAK_MAX_BATCH - 1), order[SOAK_MAX_BATCH];
         uint64_t t = soak_mix(s, 0x7669637469);
         int      upto = victim ? 1 + (int)soak_rng_below(&t, (size_t)nb) : nb;
@@ -758,7 +760,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--inject")) S.opt.inject = atoi(v);
         else if (!strcmp(a, "--only")) {
             S.opt.only = -1;
-            for (int k = 0; k < K_CODED; ++k) {
+            for (int k = 0; k <= K_CODED; ++k) {
                 if (!strcmp(v, soak_kind_names[k])) {
                     S.opt.only = k;
                 }

@@ -199,6 +199,7 @@ typedef struct {
     int              force_algo; /* sparse: -1, or the algo_index to use */
     /* coded gather */
     int              cd_kind, cd_s, cd_rnw, cd_rounds;
+    int              cd_algo; /* GCX_CODED_ALGO_STAR or _MASTERLESS */
 } soak_op_t;
 
 /* ---- generator, inputs, one collective step (soak_ops.c) ----------------- */

@@ -867,8 +867,9 @@ static gcx_status_t soak_code_make(int kind, int n, int s, gcx_code_t **code)
 }
 
 /* Coded gather: a code drawn for the communicator (uncoded, FR, CR; root
- * a worker or not), 1-3 rounds, each rank checks the decoded sum (exact
- * for uncoded and FR, within 1e-3 * 11 n for CR, as the coded suite). */
+ * a worker or not), the star or, every rank a worker, the master-less
+ * algorithm, 1-3 rounds, each rank checks the decoded sum (exact for
+ * uncoded and FR, within 1e-3 * 11 n for CR, as the coded suite). */
 gcx_status_t soak_coded_run(soak_op_t *o, size_t max_bytes, int die_inside)
 {
     soak_slot_t       *sl = o->slot;
@@ -907,6 +908,9 @@ gcx_status_t soak_coded_run(soak_op_t *o, size_t max_bytes, int die_inside)
     o->cd_kind   = kind;
     o->cd_s      = s;
     o->cd_rounds = 1 + (int)soak_rng_below(&o->rng, 3);
+    /* the star, or (every rank a worker) the master-less algorithm */
+    o->cd_algo = !o->cd_rnw && soak_rng_below(&o->rng, 2) ?
+                     GCX_CODED_ALGO_MASTERLESS : GCX_CODED_ALGO_STAR;
     soak_inject_pick(o);
     st = soak_code_make(kind, workers, s, &code);
     if (st != GCX_OK) {
@@ -918,6 +922,7 @@ gcx_status_t soak_coded_run(soak_op_t *o, size_t max_bytes, int die_inside)
     params.count           = count;
     params.root            = o->root;
     params.root_not_worker = o->cd_rnw;
+    params.algo            = (gcx_coded_algo_t)o->cd_algo;
     /* outputs: the decoded sum between guards */
     o->out_bytes = count * 4;
     o->out = soak_place(&o->rng, sl->recv, sl->bytes, o->out_bytes, 4, 1);
@@ -956,7 +961,13 @@ gcx_status_t soak_coded_run(soak_op_t *o, size_t max_bytes, int die_inside)
         if (o->liar) {
             switch (o->inj_var % 3) {
             case 0: lie.count = count + 1; break;
-            case 1: lie.root = (o->root + 1) % n; break;
+            case 1: /* master-less ignores the root: lie about count */
+                if (o->cd_algo == GCX_CODED_ALGO_MASTERLESS) {
+                    lie.count = count + 1;
+                } else {
+                    lie.root = (o->root + 1) % n;
+                }
+                break;
             default: /* another matrix: all ones or the identity */
                 if (workers >= 2 &&
                     soak_code_make(s == 0 ? GCX_CODE_FR : GCX_CODE_UNCODED,
@@ -1044,8 +1055,13 @@ gcx_status_t soak_coded_run(soak_op_t *o, size_t max_bytes, int die_inside)
             soak_bad_status(o, "gcx_coded_gather", st); /* returns on a kill */
             break;
         }
+        /* the star decodes once (used within arrived); master-less per
+         * chunk (used is the union, arrived its own chunk's) */
         if (res.round != (uint64_t)r || gcx_wset_count(res.used, workers) == 0 ||
-            !soak_wset_subset(res.used, res.arrived, workers)) {
+            !gcx_wset_valid(res.used, workers) ||
+            !gcx_wset_valid(res.arrived, workers) ||
+            (o->cd_algo == GCX_CODED_ALGO_STAR &&
+             !soak_wset_subset(res.used, res.arrived, workers))) {
             char m2[160];
             snprintf(m2, sizeof(m2), "round %d: result round %llu, used %s, "
                      "arrived %s", r, (unsigned long long)res.round,
@@ -1059,10 +1075,12 @@ gcx_status_t soak_coded_run(soak_op_t *o, size_t max_bytes, int die_inside)
                 want += soak_grad(o->seq, r, j, i);
             }
             if (!(fabs(want - out[i]) <= tol)) {
-                char m2[160];
+                char m2[200];
                 snprintf(m2, sizeof(m2), "round %d: decoded sum %g at %zu, "
-                         "expected %g (code %d, s %d, used %s)", r,
+                         "expected %g (code %d, s %d, %s, used %s)", r,
                          (double)out[i], i, want, kind, s,
+                         o->cd_algo == GCX_CODED_ALGO_STAR ? "star" :
+                                                             "master-less",
                          soak_wset_hex(res.used, workers, hex1, sizeof(hex1)));
                 soak_wrong(o, m2);
                 break;
