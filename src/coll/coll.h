@@ -15,10 +15,24 @@
 #include <gcx/gcx.h>
 #include <stdint.h>
 
-/** Tag of step @p step of @p task for a message sent by @p src. */
+/**
+ * Tag of step @p step of @p task for a message sent by @p src. A task with
+ * a step_span (task.h) wraps its steps: step k and step k + step_span share
+ * a tag. That is safe for a task that sends to a peer in step order and
+ * receives from it in step order (the ring: one neighbour each way, its
+ * transfers posted unit by unit): the transport matches equal tags of one
+ * sender in the order they were sent and posted (UCX's tag matching is
+ * ordered per endpoint; the eager path's lists are FIFO), which the ring
+ * already relies on for the chunks of one step. The creator sets a span
+ * no wider than the step range it gives the task, so wrapped steps never
+ * meet another task's. Cost: a modulo per tag.
+ */
 static inline uint64_t gcx_coll_tag(const gcx_task_t *task, uint32_t step,
                                     int src)
 {
+    if (task->step_span != 0) {
+        step %= task->step_span;
+    }
     return gcx_tl_tag(task->comm->id, task->seq, task->step_base + step,
                       (uint32_t)src);
 }
@@ -100,7 +114,9 @@ static inline int gcx_coll_rd_real_rank(int rem, int vrank)
  * Run @p sub as a part of @p parent, outside the queue (for algorithms that
  * choose their next step from what they received, or run sub-tasks
  * concurrently): it gets the parent's sequence number and deadline and tag
- * steps from parent->step_base + @p step_offset, then is posted.
+ * steps from parent->step_base + @p step_offset, then is posted. Its
+ * step_span stays what its creator set (0 unless set): the parent's wraps
+ * the parent's own steps only.
  */
 void gcx_coll_subtask_post(gcx_task_t *parent, gcx_task_t *sub,
                            uint32_t step_offset);

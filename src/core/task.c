@@ -33,6 +33,7 @@ void gcx_task_init(gcx_task_t *task, const gcx_task_ops_t *ops,
     task->status    = GCX_INPROGRESS;
     task->seq       = 0;
     task->step_base = 0;
+    task->step_span = 0;
     task->deadline  = 0;
     task->next      = NULL;
 }

@@ -15,7 +15,8 @@
  *
  * A schedule is a task that runs sub-tasks one after another (argument
  * check -> algorithm; ring reduce-scatter -> ring allgather). Sub-tasks share
- * the collective's sequence number and get disjoint tag step ranges.
+ * the collective's sequence number and get disjoint tag step ranges; a task
+ * with more steps than its range may wrap them inside it (step_span).
  */
 #ifndef GCX_CORE_TASK_H
 #define GCX_CORE_TASK_H
@@ -45,6 +46,12 @@ struct gcx_task {
     gcx_status_t          status;    /* GCX_INPROGRESS until final */
     uint32_t              seq;       /* collective sequence number */
     uint32_t              step_base; /* first tag step of this task */
+    /* 0: the task's steps run from step_base up, each its own tag; else
+     * they wrap every step_span steps (gcx_coll_tag, coll.h), for a task
+     * whose steps outnumber the range it was given (a ring of more ranks
+     * than its slot has steps). Set by the task's creator before it is
+     * posted; gcx_task_init clears it and no sub-task inherits it. */
+    uint32_t              step_span;
     double                deadline;  /* set when the task becomes active */
     gcx_task_t           *next;      /* communicator queue link */
 };

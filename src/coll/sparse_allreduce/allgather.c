@@ -11,6 +11,7 @@
  * Cost: 2(P-1)·α + 8·(S - nnz_min)·β with S = Σ nnz (about 8k(P-1)·β for
  * k pairs per rank), plus log2(P) local merge passes over S pairs. Simple
  * and latency-light, but the traffic grows with P and ignores overlap.
+ * Memory: the S gathered pairs, 2S more for the merge, 40 bytes per rank.
  */
 #include "sparse_allreduce.h"
 
@@ -23,6 +24,9 @@ typedef struct gcx_sparse_ag {
     uint32_t   *wi; /* merge work: 2 x S pairs */
     float      *wv;
     size_t     *counts; /* P counts + P displs */
+    uint32_t  **li;     /* the P gathered lists to merge (the merge */
+    float     **lv;     /* rewrites these and the lengths ln) */
+    size_t     *ln;
     gcx_task_t *ring_idx, *ring_val;
     int         done_idx, done_val;
 } gcx_sparse_ag_t;
@@ -66,12 +70,18 @@ static void gcx_sparse_ag_start(gcx_sparse_task_t *t)
     ag->gv     = malloc(S * sizeof(float) + 1);
     ag->wi     = malloc(wn * sizeof(uint32_t) + 1);
     ag->wv     = malloc(wn * sizeof(float) + 1);
-    ag->counts = malloc(2 * (size_t)P * sizeof(size_t));
+    /* P counts, P displs, the merge's P lengths, then its P list
+     * pointers of each kind */
+    ag->counts = malloc(3 * (size_t)P * sizeof(size_t) +
+                        (size_t)P * (sizeof(uint32_t *) + sizeof(float *)));
     if (ag->gi == NULL || ag->gv == NULL || ag->wi == NULL || ag->wv == NULL ||
         ag->counts == NULL) {
         t->super.status = GCX_ERR_NOMEM;
         return;
     }
+    ag->ln = ag->counts + 2 * (size_t)P;
+    ag->li = (uint32_t **)(ag->ln + P);
+    ag->lv = (float **)(ag->li + P);
     for (r = 0; r < P; ++r) {
         ag->counts[r]     = t->nnz[r];
         ag->counts[P + r] = r == 0 ? 0 : ag->counts[P + r - 1] + t->nnz[r - 1];
@@ -97,9 +107,6 @@ static int gcx_sparse_ag_progress(gcx_sparse_task_t *t)
 {
     gcx_sparse_ag_t *ag = t->algo_state;
     int              P = t->super.comm->size, r, state;
-    uint32_t        *li[GCX_SPARSE_MAX_RANKS];
-    float           *lv[GCX_SPARSE_MAX_RANKS];
-    size_t           ln[GCX_SPARSE_MAX_RANKS];
 
     if (!ag->done_idx) {
         state = gcx_coll_subtask_progress(&t->super, ag->ring_idx);
@@ -126,13 +133,13 @@ static int gcx_sparse_ag_progress(gcx_sparse_task_t *t)
         return 1;
     }
     for (r = 0; r < P; ++r) {
-        li[r] = ag->gi + ag->counts[P + r];
-        lv[r] = ag->gv + ag->counts[P + r];
-        ln[r] = ag->counts[r];
+        ag->li[r] = ag->gi + ag->counts[P + r];
+        ag->lv[r] = ag->gv + ag->counts[P + r];
+        ag->ln[r] = ag->counts[r];
     }
-    gcx_sparse_merge_lists(li, lv, ln, P, ag->wi, ag->wv, ag->wi + t->nnz_sum,
-                           ag->wv + t->nnz_sum, &t->res_idx, &t->res_val,
-                           &t->res_n);
+    gcx_sparse_merge_lists(ag->li, ag->lv, ag->ln, P, ag->wi, ag->wv,
+                           ag->wi + t->nnz_sum, ag->wv + t->nnz_sum,
+                           &t->res_idx, &t->res_val, &t->res_n);
     return 1;
 }
 

@@ -7,8 +7,9 @@
  * and whether only the dense sum is wanted. No communicator: a task fills
  * one from its exchanged info (gcx_sparse_task_model), a test by hand.
  * Every rank holds the same inputs, so every rank predicts the same times
- * and makes the same choice. Cost: O(P) per prediction, O(P^2) for the
- * split variants (each owner's load from every rank's quantiles).
+ * and makes the same choice. Cost: O(P) per prediction, O(P^2 log P) for
+ * the split variants (each owner's load from every rank's quantiles), no
+ * memory of their own (the ranges are computed bound by bound).
  */
 #ifndef GCX_SPARSE_MODEL_H
 #define GCX_SPARSE_MODEL_H
@@ -27,13 +28,14 @@ typedef struct gcx_sparse_model {
     double         alpha;     /* s per message */
     double         beta;      /* s per byte */
     double         gamma;     /* s per pair written by a merge */
-    int            P;         /* ranks, 1..GCX_SPARSE_MAX_RANKS */
+    int            P;         /* ranks, >= 1 */
     size_t         N;         /* dense length */
     const size_t  *nnz;       /* per rank */
     size_t         nnz_sum, nnz_max;
     /* rank r's index quantile q/P (q = 1..P-1), the index at position
      * q·nnz/P of its sorted list (q·N/P when it is empty), is
-     * quant[r·quant_stride + q - 1] */
+     * quant[r·quant_stride + q - 1]; non-decreasing in q, at most N (the
+     * cdf's binary search relies on it) */
     const int64_t *quant;
     size_t         quant_stride;
     double         union_est; /* union size of all ranks (sketch); 0: none */
@@ -50,14 +52,19 @@ typedef struct gcx_sparse_model {
 double gcx_sparse_union_estimate(const gcx_sparse_model_t *m, double nranks);
 
 /** Estimated count of rank r's entries below x: piecewise linear through
- *  its quantiles (0 at 0, j·nnz/P at quantile j, nnz at N). */
+ *  its quantiles (0 at 0, j·nnz/P at quantile j, nnz at N). O(log P). */
 double gcx_sparse_rank_cdf(const gcx_sparse_model_t *m, int r, double x);
 
-/** Split's ranges: N/P each (gcx_coll_block), P+1 bounds (split.c). */
-void gcx_sparse_even_bounds(const gcx_sparse_model_t *m, size_t *bounds);
+/** Split's ranges: N/P each (gcx_coll_block), P+1 bounds (split.c);
+ *  bound @p q (0..P) alone. */
+void   gcx_sparse_even_bounds(const gcx_sparse_model_t *m, size_t *bounds);
+size_t gcx_sparse_even_bound(const gcx_sparse_model_t *m, int q);
 /** Balanced split's: bound q = the nnz-weighted mean of the ranks' q-th
- *  quantiles, non-decreasing, at most N (balanced_split.c). */
-void gcx_sparse_balanced_bounds(const gcx_sparse_model_t *m, size_t *bounds);
+ *  quantiles, non-decreasing, at most N (balanced_split.c); bound @p q
+ *  (0..P) alone from bound q-1 (@p prev), O(P). */
+void   gcx_sparse_balanced_bounds(const gcx_sparse_model_t *m, size_t *bounds);
+size_t gcx_sparse_balanced_bound(const gcx_sparse_model_t *m, int q,
+                                 size_t prev);
 
 /*
  * Predicted seconds of each algorithm (K = union of all P, S = nnz_sum):

@@ -10,9 +10,9 @@
  * first, to be measured. The formulas and the choice are pure functions of
  * a gcx_sparse_model_t (model.h), which a task fills from what every rank
  * holds alike, so every rank picks the same algorithm.
- * Cost: one prediction per algorithm per call, O(P^2) for the split
- * variants (each owner's load from every rank's quantiles); no
- * communication.
+ * Cost: one prediction per algorithm per call, O(P^2 log P) for the split
+ * variants (each owner's load from every rank's quantiles, a binary search
+ * each) and no memory beyond the task's; no communication.
  */
 #include "sparse_allreduce.h"
 
@@ -93,22 +93,39 @@ double gcx_sparse_union_estimate(const gcx_sparse_model_t *m, double nranks)
     return (double)m->N * (1.0 - pow(1.0 - d, nranks));
 }
 
+/* The cdf's knot j = 1..P: quantile j (x_P = N); 0 at j = 0. */
+static double gcx_sparse_knot(const gcx_sparse_model_t *m, const int64_t *q,
+                              int j)
+{
+    return j == 0 ? 0 : j < m->P ? (double)q[j - 1] : (double)m->N;
+}
+
+/* The segment that holds x is the first knot j with x < x_j: a binary
+ * search, as the knots are in order (gcx_sparse_info_parse checks the
+ * exchanged quantiles), O(log P) per call. */
 double gcx_sparse_rank_cdf(const gcx_sparse_model_t *m, int r, double x)
 {
-    int            P = m->P, j;
+    int            P = m->P, lo = 1, hi = P + 1, mid, j;
     const int64_t *q = m->quant + (size_t)r * m->quant_stride;
-    double         n = (double)m->nnz[r], x0 = 0, y0 = 0, x1, y1;
+    double         n = (double)m->nnz[r], x0, y0, x1, y1;
 
-    for (j = 1; j <= P; ++j) {
-        x1 = j < P ? (double)q[j - 1] : (double)m->N;
-        y1 = j < P ? floor((double)j * n / P) : n;
-        if (x < x1) {
-            return x1 > x0 ? y0 + (y1 - y0) * (x - x0) / (x1 - x0) : y0;
+    while (lo < hi) {
+        mid = lo + (hi - lo) / 2;
+        if (x < gcx_sparse_knot(m, q, mid)) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
         }
-        x0 = x1;
-        y0 = y1;
     }
-    return n;
+    j = lo;
+    if (j > P) {
+        return n;
+    }
+    x0 = gcx_sparse_knot(m, q, j - 1);
+    y0 = j > 1 ? floor((double)(j - 1) * n / P) : 0;
+    x1 = gcx_sparse_knot(m, q, j);
+    y1 = j < P ? floor((double)j * n / P) : n;
+    return x1 > x0 ? y0 + (y1 - y0) * (x - x0) / (x1 - x0) : y0;
 }
 
 /* The baseline: two allgatherv rings carry every other rank's pairs, then
@@ -159,26 +176,53 @@ double gcx_sparse_cost_rd(const gcx_sparse_model_t *m)
     return cost;
 }
 
+/* Where a split cost's ranges come from: an array of P + 1 bounds, or
+ * the even or balanced ones computed bound by bound (no array per
+ * prediction). */
+enum {
+    GCX_SPARSE_RANGES_ARRAY = 0,
+    GCX_SPARSE_RANGES_EVEN,
+    GCX_SPARSE_RANGES_BALANCED,
+};
+
+static size_t gcx_sparse_bound(const gcx_sparse_model_t *m, int ranges,
+                               const size_t *bounds, int q, size_t prev)
+{
+    switch (ranges) {
+    case GCX_SPARSE_RANGES_ARRAY:
+        return bounds[q];
+    case GCX_SPARSE_RANGES_EVEN:
+        return gcx_sparse_even_bound(m, q);
+    default:
+        return gcx_sparse_balanced_bound(m, q, prev);
+    }
+}
+
 /* The split engine for the given ranges: sparse reduce-scatter, each
  * owner's tree merge, the sizes ring and the sparse (or dense) allgather;
- * with top-k its 4 histogram allreduces. */
-double gcx_sparse_cost_split_ranges(const gcx_sparse_model_t *m,
-                                    const size_t *bounds)
+ * with top-k its 4 histogram allreduces. Each owner's load from every
+ * rank's cdf: O(P^2 log P). */
+static double gcx_sparse_cost_ranges(const gcx_sparse_model_t *m, int ranges,
+                                     const size_t *bounds)
 {
     int    P = m->P, r, j;
     double load_max = 0, send_max, kj_max = 0, width_max = 0, K, a = m->alpha;
     double cost;
+    size_t lo, hi = 0;
 
     K = gcx_sparse_union_estimate(m, P);
     if (m->topk > 0 && (double)m->topk < K) {
         K = (double)m->topk;
     }
-    for (j = 0; j < P; ++j) {
-        double load = 0, w = (double)(bounds[j + 1] - bounds[j]);
+    lo = gcx_sparse_bound(m, ranges, bounds, 0, 0);
+    for (j = 0; j < P; ++j, lo = hi) {
+        double load = 0, w;
 
+        hi = gcx_sparse_bound(m, ranges, bounds, j + 1, lo);
+        w  = (double)(hi - lo);
         for (r = 0; r < P; ++r) {
-            load += gcx_sparse_rank_cdf(m, r, (double)bounds[j + 1]) -
-                    gcx_sparse_rank_cdf(m, r, (double)bounds[j]);
+            load += gcx_sparse_rank_cdf(m, r, (double)hi) -
+                    gcx_sparse_rank_cdf(m, r, (double)lo);
         }
         load_max = load > load_max ? load : load_max;
         if (m->nnz_sum > 0 && K * load / (double)m->nnz_sum > kj_max) {
@@ -202,20 +246,20 @@ double gcx_sparse_cost_split_ranges(const gcx_sparse_model_t *m,
     return cost;
 }
 
+double gcx_sparse_cost_split_ranges(const gcx_sparse_model_t *m,
+                                    const size_t *bounds)
+{
+    return gcx_sparse_cost_ranges(m, GCX_SPARSE_RANGES_ARRAY, bounds);
+}
+
 double gcx_sparse_cost_split(const gcx_sparse_model_t *m)
 {
-    size_t bounds[GCX_SPARSE_MAX_RANKS + 1];
-
-    gcx_sparse_even_bounds(m, bounds);
-    return gcx_sparse_cost_split_ranges(m, bounds);
+    return gcx_sparse_cost_ranges(m, GCX_SPARSE_RANGES_EVEN, NULL);
 }
 
 double gcx_sparse_cost_balanced_split(const gcx_sparse_model_t *m)
 {
-    size_t bounds[GCX_SPARSE_MAX_RANKS + 1];
-
-    gcx_sparse_balanced_bounds(m, bounds);
-    return gcx_sparse_cost_split_ranges(m, bounds);
+    return gcx_sparse_cost_ranges(m, GCX_SPARSE_RANGES_BALANCED, NULL);
 }
 
 /* ---- the choice ---------------------------------------------------------- */

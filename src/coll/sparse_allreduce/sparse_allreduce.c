@@ -7,10 +7,11 @@
  * a rank's local error fails every rank with GCX_ERR_MISMATCH) -> info
  * exchange (ring allgather of [nnz, capacity, P-1 index quantiles, a 32-hash
  * union sketch on every 16th auto call, the feedback record, the model
- * record] per rank: (P-1)·α, ~340 bytes) -> selection from that info alone,
- * so every rank picks the same algorithm -> the algorithm -> epilogue: top-k (if the
- * algorithm did not select it already), capacity check against every
- * rank's capacity (all ranks fail together), outputs, in_result.
+ * record] per rank: (P-1)·α, 8(P+43) bytes each) -> selection from that
+ * info alone, so every rank picks the same algorithm -> the algorithm ->
+ * epilogue: top-k (if the algorithm did not select it already), capacity
+ * check against every rank's capacity (all ranks fail together), outputs,
+ * in_result.
  *
  * Selection (auto): the algorithm with the lowest modelled time (select.c),
  * with α, β and γ from GCX_NET_* or measured once per communicator at its
@@ -23,9 +24,12 @@
  * GCX_LOG_LEVEL=info prints the choice and every modelled time. A new
  * algorithm = one file + one row (select.c).
  *
- * Cost: (P-1)·α and ~300 bytes per rank for the info exchange, O(nnz) for
- * the validation, then the algorithm's and the epilogue's (top-k over the
- * result, one pass for the outputs and in_result).
+ * Cost: (P-1)·α and 8(P+43) bytes per rank for the info exchange, whose P
+ * records every rank holds (O(P^2): 8.7 MB at 1024 ranks, 136 MB at 4096),
+ * O(nnz) for the validation, then the algorithm's and the epilogue's (top-k
+ * over the result, one pass for the outputs and in_result). No rank cap:
+ * the rings wrap their tag steps inside their slots (sparse_allreduce.h),
+ * and the per-rank arrays of the algorithms are allocated for P per call.
  */
 #include "sparse_allreduce.h"
 
@@ -283,8 +287,10 @@ int gcx_sparse_info_parse(const int64_t *info, int P, size_t stride, size_t N,
         if (rec[0] < 0 || (uint64_t)rec[0] > N || rec[1] < 0) {
             return r;
         }
-        for (q = 1; q < P; ++q) { /* what the model and ranges read */
-            if (rec[1 + q] < 0 || (uint64_t)rec[1 + q] > N) {
+        for (q = 1; q < P; ++q) { /* what the model and ranges read; the
+                                     model's search needs them in order */
+            if (rec[1 + q] < 0 || (uint64_t)rec[1 + q] > N ||
+                (q > 1 && rec[1 + q] < rec[q])) {
                 return r;
             }
         }
@@ -371,7 +377,8 @@ static void gcx_sparse_progress(gcx_task_t *task)
             if (r >= 0) { /* every rank sees the same records: all fail */
                 gcx_error("sparse allreduce #%u: rank %d's info record is "
                           "out of range (nnz, capacity or an index quantile "
-                          "outside [0, N = %zu])", task->seq, r, t->N);
+                          "outside [0, N = %zu], or a quantile below the one "
+                          "before)", task->seq, r, t->N);
                 task->status = GCX_ERR_MISMATCH;
                 return;
             }
@@ -419,6 +426,22 @@ static void gcx_sparse_progress(gcx_task_t *task)
     }
 }
 
+/* 0: the slot width; a test's smaller span (gcx_sparse_test_step_span) */
+static uint32_t gcx_sparse_span_override;
+
+void gcx_sparse_test_step_span(uint32_t span)
+{
+    gcx_sparse_span_override = span <= GCX_SPARSE_SLOT_WIDTH ? span : 0;
+}
+
+/* Steps a ring cycles through: its slot's width (a no-op below 1026
+ * ranks), or a test's smaller span. */
+static uint32_t gcx_sparse_step_span(void)
+{
+    return gcx_sparse_span_override != 0 ? gcx_sparse_span_override :
+                                           GCX_SPARSE_SLOT_WIDTH;
+}
+
 gcx_task_t *gcx_sparse_ring(gcx_comm_t *comm, void *buf, const void *src,
                             const size_t *counts, const size_t *displs,
                             gcx_dtype_t dtype)
@@ -428,6 +451,7 @@ gcx_task_t *gcx_sparse_ring(gcx_comm_t *comm, void *buf, const void *src,
 
     if (ring != NULL) {
         gcx_ring_prefer_tagged(ring);
+        ring->step_span = gcx_sparse_step_span();
     }
     return ring;
 }
@@ -586,11 +610,6 @@ gcx_status_t gcx_sparse_allreduce(gcx_comm_t *comm,
         return GCX_ERR_INVALID;
     }
     P = comm->size;
-    if (P > GCX_SPARSE_MAX_RANKS) {
-        gcx_error("gcx_sparse_allreduce: at most %d ranks",
-                  GCX_SPARSE_MAX_RANKS);
-        return GCX_ERR_UNSUPPORTED;
-    }
     local_error = !gcx_sparse_input_ok(comm, input);
     L = GCX_SPARSE_INFO_LEN(P);
     if (gcx_sparse_state_create(comm) != GCX_OK ||
@@ -598,10 +617,16 @@ gcx_status_t gcx_sparse_allreduce(gcx_comm_t *comm,
         return GCX_ERR_NOMEM;
     }
     gcx_task_init(&t->super, &gcx_sparse_ops, comm);
-    /* one allocation: info_send (L), info (P·L), nnz (P) + displs (P) */
+    /* one allocation: info_send (L), info (P·L), nnz (P) + displs (P); the
+     * records carry P-1 quantiles each, so P·L grows as P^2 */
     t->info_send = malloc((L + (size_t)P * L) * sizeof(int64_t) +
                           2 * (size_t)P * sizeof(size_t));
     if (t->info_send == NULL) {
+        gcx_error("gcx_sparse_allreduce: rank %d: out of memory for the info "
+                  "exchange (%d records of %zu int64: P-1 index quantiles "
+                  "per rank, %.1f MB at P = %d)",
+                  comm->rank, P, L,
+                  (double)((L + (size_t)P * L) * sizeof(int64_t)) / 1e6, P);
         free(t);
         return GCX_ERR_NOMEM;
     }

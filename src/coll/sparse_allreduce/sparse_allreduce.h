@@ -30,9 +30,22 @@
 #include <gcx/sparse.h>
 #include <stdint.h>
 
-/* tag step slots inside the task's range (one per sub-task or exchange) */
-#define GCX_SPARSE_SLOT(_i) ((uint32_t)(_i) * 0x400u)
-#define GCX_SPARSE_MAX_RANKS 1000 /* a ring of P ranks uses P-1 steps */
+/*
+ * Tag step slots inside the task's range (one per sub-task or exchange).
+ * A ring of P ranks takes P-1 steps, more than a slot holds past 1025
+ * ranks: the rings (gcx_sparse_ring) wrap their steps inside their slot
+ * (step_span, coll.h's gcx_coll_tag), so any P the transport carries fits.
+ */
+#define GCX_SPARSE_SLOT_WIDTH 0x400u
+#define GCX_SPARSE_SLOT(_i)   ((uint32_t)(_i) * GCX_SPARSE_SLOT_WIDTH)
+
+/**
+ * Tests only: make the sparse allreduce's rings wrap their steps every
+ * @p span steps (1..GCX_SPARSE_SLOT_WIDTH; 0: the slot width, the default)
+ * so that a handful of ranks wraps as more than 1025 do. Call it before the
+ * first call, with the same span on every rank.
+ */
+void gcx_sparse_test_step_span(uint32_t span);
 
 /* GCX_SPARSE_ALGO values (and opts->algo names): ids of
  * gcx_sparse_algo_names */
@@ -247,7 +260,9 @@ double gcx_sparse_measure_merge(void);
  * A ring allgather of the sparse allreduce (counts/displs in elements, as
  * gcx_ring_create): its chunks stay tagged under GCX_RING_EAGER=auto, since
  * eager copies compete with the merges for the CPU (1-8% slower at 1%
- * density, 4 ranks on the emulated cluster).
+ * density, 4 ranks on the emulated cluster). Its P-1 steps wrap every
+ * GCX_SPARSE_SLOT_WIDTH (step_span), so it must be posted at a slot's
+ * start with the whole slot to itself.
  */
 gcx_task_t *gcx_sparse_ring(gcx_comm_t *comm, void *buf, const void *src,
                             const size_t *counts, const size_t *displs,
@@ -256,9 +271,12 @@ gcx_task_t *gcx_sparse_ring(gcx_comm_t *comm, void *buf, const void *src,
 /**
  * The split engine (split.c): sparse reduce-scatter by the index ranges
  * [bounds[j], bounds[j+1]) owned by rank j, then sparse or dense allgather.
- * @p bounds holds P+1 entries (copied).
+ * @p ranges writes the P+1 bounds from the task's model (model.h: the
+ * even or the balanced ones) into the engine's state.
  */
-void gcx_sparse_split_start(gcx_sparse_task_t *t, const size_t *bounds);
+void gcx_sparse_split_start(gcx_sparse_task_t *t,
+                            void (*ranges)(const gcx_sparse_model_t *m,
+                                           size_t *bounds));
 int  gcx_sparse_split_progress(gcx_sparse_task_t *t);
 void gcx_sparse_split_cleanup(gcx_sparse_task_t *t);
 
@@ -298,14 +316,16 @@ static inline gcx_sparse_comm_state_t *gcx_sparse_state(const gcx_comm_t *comm)
 {
     int slot = gcx_sparse_state_slot();
 
-    return slot < 0 ? NULL : comm->state[slot].data;
+    /* the cast: C++ tests include this header too */
+    return slot < 0 ? NULL : (gcx_sparse_comm_state_t *)comm->state[slot].data;
 }
 
 /**
  * The P exchanged info records (rank r's at @p info + r·@p stride, the
  * GCX_SPARSE_INFO_* layout) of a call of dense length @p N: checks what the
- * rest reads from them (0 <= nnz <= N, capacity >= 0, every index quantile
- * in [0, N]) and takes nnz[r], their sum and maximum. Pure: the fuzz target
+ * rest reads from them (0 <= nnz <= N, capacity >= 0, the index quantiles
+ * in [0, N] and non-decreasing, as a sorted input gives them) and takes
+ * nnz[r], their sum and maximum. Pure: the fuzz target
  * tests/fuzz/fuzz_sparse.c calls it. @return -1 when every record is valid,
  * else the first rank whose record is not (nothing is taken then).
  */

@@ -42,6 +42,9 @@ typedef struct gcx_sparse_split {
     gcx_iov_t    *siov;    /* 2 per owner */
     char         *rbuf;
     size_t       *roff, *rcap; /* bytes, per sender */
+    uint32_t    **li;      /* the P slices to merge (lists of my range) */
+    float       **lv;
+    size_t       *ln;
     size_t        lo, hi;  /* my slice for myself */
     uint32_t     *wi[2];
     float        *wv[2];
@@ -107,13 +110,16 @@ static size_t gcx_sparse_lower_bound(const gcx_sparse_task_t *t, size_t x)
     return lo;
 }
 
-void gcx_sparse_split_start(gcx_sparse_task_t *t, const size_t *bounds)
+void gcx_sparse_split_start(gcx_sparse_task_t *t,
+                            void (*ranges)(const gcx_sparse_model_t *m,
+                                           size_t *bounds))
 {
     gcx_task_t         *task = &t->super;
     gcx_comm_t         *comm = task->comm;
     int                 P = comm->size, me = comm->rank, j;
-    size_t              width, total, mem, *sz;
+    size_t              width, total, mem, *sz, *bounds;
     gcx_sparse_split_t *sp = calloc(1, sizeof(*sp));
+    gcx_sparse_model_t  m;
     char               *p;
 
     t->algo_state = sp;
@@ -121,10 +127,13 @@ void gcx_sparse_split_start(gcx_sparse_task_t *t, const size_t *bounds)
         task->status = GCX_ERR_NOMEM;
         return;
     }
-    /* one block for every small per-rank array */
+    /* one block for every small per-rank array: O(P), ~4.2 KB per rank
+     * (most of it the top-k histograms) */
     mem = (size_t)P * (2 * sizeof(gcx_tl_req_t) + 2 * sizeof(gcx_iov_t) +
                        2 * sizeof(size_t) + 2 * sizeof(size_t) +
-                       (2 * 256 + 3) * sizeof(int64_t)) +
+                       (2 * 256 + 3) * sizeof(int64_t) +
+                       sizeof(uint32_t *) + sizeof(float *) +
+                       sizeof(size_t)) +
           (size_t)(P + 1) * sizeof(size_t);
     sp->bounds = malloc(mem);
     if (sp->bounds == NULL) {
@@ -142,8 +151,13 @@ void gcx_sparse_split_start(gcx_sparse_task_t *t, const size_t *bounds)
     sp->siov     = (gcx_iov_t *)p, p += 2 * P * sizeof(gcx_iov_t);
     sp->roff     = (size_t *)p, p += P * sizeof(size_t);
     sp->rcap     = (size_t *)p, p += P * sizeof(size_t);
+    sp->li       = (uint32_t **)p, p += P * sizeof(uint32_t *);
+    sp->lv       = (float **)p, p += P * sizeof(float *);
+    sp->ln       = (size_t *)p, p += P * sizeof(size_t);
     sp->counts   = (size_t *)p;
-    memcpy(sp->bounds, bounds, (size_t)(P + 1) * sizeof(size_t));
+    bounds       = sp->bounds;
+    gcx_sparse_task_model(t, &m);
+    ranges(&m, bounds);
     width = bounds[me + 1] - bounds[me];
     sp->lo = gcx_sparse_lower_bound(t, bounds[me]);
     sp->hi = gcx_sparse_lower_bound(t, bounds[me + 1]);
@@ -203,9 +217,9 @@ static int gcx_sparse_split_merge(gcx_sparse_task_t *t)
 {
     gcx_sparse_split_t *sp = t->algo_state;
     int                 P = t->super.comm->size, me = t->super.comm->rank, j;
-    uint32_t           *li[GCX_SPARSE_MAX_RANKS];
-    float              *lv[GCX_SPARSE_MAX_RANKS];
-    size_t              ln[GCX_SPARSE_MAX_RANKS];
+    uint32_t          **li = sp->li;
+    float             **lv = sp->lv;
+    size_t             *ln = sp->ln;
 
     for (j = 0; j < P; ++j) {
         if (j == me) {
@@ -454,25 +468,29 @@ int gcx_sparse_split_progress(gcx_sparse_task_t *t)
 
 /* ---- split by even index ranges ------------------------------------------ */
 
+size_t gcx_sparse_even_bound(const gcx_sparse_model_t *m, int q)
+{
+    size_t bound, len;
+
+    if (q >= m->P) {
+        return m->N;
+    }
+    gcx_coll_block(m->N, m->P, q, &bound, &len);
+    return bound;
+}
+
 void gcx_sparse_even_bounds(const gcx_sparse_model_t *m, size_t *bounds)
 {
-    int    P = m->P, j;
-    size_t len;
+    int q;
 
-    for (j = 0; j < P; ++j) {
-        gcx_coll_block(m->N, P, j, &bounds[j], &len);
+    for (q = 0; q <= m->P; ++q) {
+        bounds[q] = gcx_sparse_even_bound(m, q);
     }
-    bounds[P] = m->N;
 }
 
 static void gcx_sparse_split_even_start(gcx_sparse_task_t *t)
 {
-    size_t             bounds[GCX_SPARSE_MAX_RANKS + 1];
-    gcx_sparse_model_t m;
-
-    gcx_sparse_task_model(t, &m);
-    gcx_sparse_even_bounds(&m, bounds);
-    gcx_sparse_split_start(t, bounds);
+    gcx_sparse_split_start(t, gcx_sparse_even_bounds);
 }
 
 const gcx_sparse_algo_t gcx_sparse_algo_split = {

@@ -3,18 +3,35 @@
 // divisible by P, dense and/or sparse output, top-k re-sparsification and
 // in_result flags, and the bad-input errors (every rank must fail alike).
 // Values are small integers, so every sum is exact and compared with ==.
+// With GCX_TEST_SPARSE_STEP_SPAN=S (read by this test, not the library) the
+// rings wrap their tag steps every S steps, as rings of more than 1025
+// ranks wrap them in their 1024-step slots: every case then runs on the
+// wrapped tags (meson tests mr-sparse-wrap-*).
 #include "harness.h"
 
 #include <gcx/sparse.h>
 
+extern "C" {
+#include "coll/sparse_allreduce/sparse_allreduce.h"
+}
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
 #include <vector>
 
 namespace {
+
+// The span GCX_TEST_SPARSE_STEP_SPAN asks for (0: none), set before main.
+uint32_t forced_span()
+{
+    const char *s = getenv("GCX_TEST_SPARSE_STEP_SPAN");
+    return s != nullptr ? (uint32_t)strtoul(s, nullptr, 10) : 0u;
+}
+const bool kSpanSet = (gcx_sparse_test_step_span(forced_span()), true);
 
 const char *const kAlgos[] = {"auto", "allgather", "recursive_doubling",
                               "split", "balanced_split"};
@@ -337,6 +354,26 @@ TEST(SparseStats, ReportsAlgorithmAndBytes)
     // ring allgather: P-1 blocks of 2 pairs, plus the info records
     EXPECT_GE(stats.bytes_sent, (uint64_t)(P - 1) * 16);
     gcx_comm_destroy(comm);
+}
+
+// The rings carry the span their steps wrap in: the slot's 1024 steps, or
+// the span forced for the whole run (a ring of P ranks takes P-1 steps).
+TEST(SparseSteps, RingsWrapInTheirSlot)
+{
+    int                 P = gcx_comm_size(g_world);
+    std::vector<size_t> counts(2 * (size_t)P);
+    std::vector<char>   buf((size_t)P);
+    for (int r = 0; r < P; ++r) {
+        counts[(size_t)r]     = 1;
+        counts[(size_t)P + r] = (size_t)r;
+    }
+    gcx_task_t *ring = gcx_sparse_ring(g_world, buf.data(), nullptr,
+                                       counts.data(), counts.data() + P,
+                                       GCX_DT_U8);
+    ASSERT_NE(nullptr, ring);
+    EXPECT_TRUE(kSpanSet);
+    EXPECT_EQ(forced_span() != 0 ? forced_span() : 1024u, ring->step_span);
+    ring->ops->finalize(ring);
 }
 
 // opts.algo: each call runs the algorithm it names, whatever the

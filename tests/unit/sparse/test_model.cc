@@ -11,6 +11,8 @@ extern "C" {
 #include "coll/sparse_allreduce/model.h"
 }
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -170,6 +172,96 @@ TEST(SparseModel, EvenAndBalancedRanges)
     EXPECT_EQ(1000u, b[1]);
     EXPECT_EQ(1000u, b[2]);
     EXPECT_EQ(1000u, b[3]);
+}
+
+/* The cdf by its definition: the first knot j (quantile j, N at j = P)
+ * with x below it, scanned linearly (as the model did before its binary
+ * search). */
+double cdf_by_scan(const gcx_sparse_model_t *m, int r, double x)
+{
+    const int64_t *q = m->quant + (size_t)r * m->quant_stride;
+    double         n = (double)m->nnz[r], x0 = 0, y0 = 0;
+
+    for (int j = 1; j <= m->P; ++j) {
+        double x1 = j < m->P ? (double)q[j - 1] : (double)m->N;
+        double y1 = j < m->P ? std::floor((double)j * n / m->P) : n;
+        if (x < x1) {
+            return x1 > x0 ? y0 + (y1 - y0) * (x - x0) / (x1 - x0) : y0;
+        }
+        x0 = x1;
+        y0 = y1;
+    }
+    return n;
+}
+
+/* P ranks whose quantiles are random, sorted, repeats and ends included. */
+Model random_model(int P, size_t N, unsigned seed)
+{
+    std::vector<size_t> k((size_t)P);
+    for (int r = 0; r < P; ++r) {
+        seed = seed * 1103515245u + 12345u;
+        k[(size_t)r] = (seed >> 8) % 5000;
+    }
+    Model x(P, N, k, 0.0);
+    for (int r = 0; r < P && P > 1; ++r) {
+        int64_t *q = &x.quant[(size_t)r * (size_t)(P - 1)];
+        for (int j = 0; j < P - 1; ++j) {
+            seed = seed * 1103515245u + 12345u;
+            q[j] = (int64_t)((seed >> 4) % (N + 1));
+        }
+        std::sort(q, q + P - 1);
+        if (r % 3 == 0) {
+            q[0] = 0;
+            q[P - 2] = (int64_t)N;
+        }
+    }
+    x.m.gamma = 10e-9;
+    return x;
+}
+
+TEST(SparseModel, RankCdfSearchMatchesTheScan)
+{
+    for (int P : {1, 2, 3, 7, 64}) {
+        Model x = random_model(P, 100000, (unsigned)P);
+        for (int r = 0; r < P; ++r) {
+            for (double v : {0.0, 1.0, 77.5, 5000.0, 49999.0, 99999.0,
+                             100000.0, 200000.0}) {
+                EXPECT_EQ(cdf_by_scan(&x.m, r, v),
+                          gcx_sparse_rank_cdf(&x.m, r, v))
+                    << "P " << P << " rank " << r << " x " << v;
+            }
+            for (int j = 0; j + 1 < P; ++j) { /* on every knot */
+                double v = (double)x.quant[(size_t)r * (size_t)(P - 1) + j];
+                EXPECT_EQ(cdf_by_scan(&x.m, r, v),
+                          gcx_sparse_rank_cdf(&x.m, r, v));
+            }
+        }
+    }
+}
+
+/* The split costs compute their ranges bound by bound (no array of P+1):
+ * the same as over the arrays gcx_sparse_*_bounds fill, bit for bit; also
+ * past the 1000 ranks the stack arrays once capped them at. */
+TEST(SparseModel, SplitCostsWithoutRangeArrays)
+{
+    for (int P : {1, 2, 5, 33, 1100}) {
+        Model               x = random_model(P, 10000000, 7u * (unsigned)P);
+        std::vector<size_t> b((size_t)P + 1);
+
+        gcx_sparse_even_bounds(&x.m, b.data());
+        EXPECT_EQ(gcx_sparse_cost_split_ranges(&x.m, b.data()),
+                  gcx_sparse_cost_split(&x.m)) << "P " << P;
+        gcx_sparse_balanced_bounds(&x.m, b.data());
+        for (int q = 0; q < P; ++q) {
+            ASSERT_LE(b[(size_t)q], b[(size_t)q + 1]);
+        }
+        EXPECT_EQ(10000000u, b[(size_t)P]);
+        EXPECT_EQ(gcx_sparse_cost_split_ranges(&x.m, b.data()),
+                  gcx_sparse_cost_balanced_split(&x.m)) << "P " << P;
+        if (P > 1) { /* one rank sends nothing */
+            EXPECT_GT(gcx_sparse_cost_split(&x.m), 0);
+        }
+    }
 }
 
 /* ---- predicted times against the formulas, by hand ------------------- */
