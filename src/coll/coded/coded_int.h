@@ -17,6 +17,7 @@
 #include <gcx/coded.h>
 #include <gcx/coding.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Most workers of a coded object, star or master-less: the star's RESULT
  * header carries three worker sets (40 + 3 n / 8 bytes: 6,184 at this n),
@@ -70,6 +71,26 @@ typedef struct gcx_coded_hdr {
 static inline size_t gcx_coded_sets_bytes(int n)
 {
     return 3 * GCX_WSET_WORDS(n) * sizeof(uint64_t);
+}
+
+/* 1 when none of the @p nsets worker sets of n workers at @p bytes (as
+ * they came off the wire: consecutive, unaligned) names a worker at or
+ * past n -- gcx_wset_valid for a message's sets (the star's RESULT/LOST
+ * header, the master-less DECODED header). O(nsets). */
+static inline int gcx_coded_wire_sets_valid(const unsigned char *bytes,
+                                            size_t nsets, int n)
+{
+    size_t   words = GCX_WSET_WORDS(n), k;
+    uint64_t last;
+
+    for (k = 1; n % 64 != 0 && k <= nsets; ++k) {
+        memcpy(&last, bytes + (k * words - 1) * sizeof(uint64_t),
+               sizeof(last));
+        if (last >> (n % 64) != 0) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /**

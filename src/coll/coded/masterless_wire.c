@@ -256,7 +256,6 @@ gcx_status_t gcx_car_hdr_parse(const void *bytes, size_t len, size_t payload,
 {
     const unsigned char *used = (const unsigned char *)bytes + sizeof(*hdr);
     size_t               off, clen, words = GCX_WSET_WORDS(size);
-    uint64_t             last;
     int                  pos;
 
     if (used_p != NULL) {
@@ -271,11 +270,9 @@ gcx_status_t gcx_car_hdr_parse(const void *bytes, size_t len, size_t payload,
         hdr->sender >= (unsigned)size || hdr->chunk >= (unsigned)size) {
         return GCX_ERR_INVALID;
     }
-    if (hdr->kind == GCX_CAR_DECODED && size % 64 != 0) {
-        memcpy(&last, used + (words - 1) * sizeof(uint64_t), sizeof(last));
-        if (last >> (size % 64) != 0) {
-            return GCX_ERR_INVALID; /* a worker at or past n */
-        }
+    if (hdr->kind == GCX_CAR_DECODED &&
+        !gcx_coded_wire_sets_valid(used, 1, size)) {
+        return GCX_ERR_INVALID; /* a worker at or past n */
     }
     gcx_coll_block(count, size, (int)hdr->chunk, &off, &clen);
     pos = gcx_coll_mod((int)hdr->sender - (int)hdr->chunk, size);

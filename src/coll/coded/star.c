@@ -106,20 +106,10 @@ gcx_status_t gcx_coded_hdr_parse(const void *bytes, size_t len, int n,
         hdr->nwords != (with_sets ? GCX_WSET_WORDS(n) : 0)) {
         return GCX_ERR_INVALID;
     }
-    if (with_sets && n % 64 != 0) {
-        /* no worker at or past n in any of the three sets */
-        size_t   words = GCX_WSET_WORDS(n), k;
-        uint64_t last;
-
-        for (k = 1; k <= 3; ++k) {
-            memcpy(&last,
-                   (const unsigned char *)bytes + sizeof(*hdr) +
-                       (k * words - 1) * sizeof(uint64_t),
-                   sizeof(last));
-            if (last >> (n % 64) != 0) {
-                return GCX_ERR_INVALID;
-            }
-        }
+    if (with_sets &&
+        !gcx_coded_wire_sets_valid((const unsigned char *)bytes + sizeof(*hdr),
+                                   3, n)) {
+        return GCX_ERR_INVALID; /* a worker at or past n */
     }
     *sets_p = with_sets ? (const unsigned char *)bytes + sizeof(*hdr) : NULL;
     return GCX_OK;
