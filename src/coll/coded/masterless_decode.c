@@ -65,11 +65,9 @@ static int gcx_car_wanted(gcx_coded_allreduce_t *car, gcx_car_own_t *own)
 {
     int decodable = 0;
 
-    if (own->ostate != GCX_CAR_COLLECT) {
-        return 0;
-    }
+    /* whatever the state: the look lets go of failed transfers */
     gcx_code_decodable(car->base.code, gcx_car_landed(car, own), &decodable);
-    return !decodable;
+    return own->ostate == GCX_CAR_COLLECT && !decodable;
 }
 
 /* Owner of chunk c: worker w's chunk, in msg (live) or in a staged slot. */
