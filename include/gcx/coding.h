@@ -14,9 +14,14 @@
  *
  * Codes (gcx_code_kind_t):
  * - UNCODED: s = 0, B = I.
- * - FR (fractional repetition): (s+1) | n; workers and partitions form
- *   n/(s+1) groups of s+1; every worker of group k holds all partitions of
- *   group k with coefficient 1. Decoding: one reply per group, coefficient 1.
+ * - FR (fractional repetition): workers and partitions form
+ *   q = floor(n/(s+1)) groups of consecutive indices; every worker of group
+ *   k holds all partitions of group k with coefficient 1. Decoding: one
+ *   reply per group, coefficient 1. With (s+1) | n the groups are Tandon
+ *   et al.'s, n/(s+1) of s+1 each; otherwise the first n mod q groups have
+ *   floor(n/q) + 1 workers and the others floor(n/q) (>= s+1), so any s
+ *   stragglers still leave every group a worker, at a load of up to
+ *   ceil(n/q) partitions (n = 1024, s = 2: 341 groups, load 4).
  * - CR (cyclic repetition, Tandon et al., ICML 2017): worker i holds
  *   partitions {i, ..., i+s} mod n; B_ii = 1 and
  *   B_{i,S\i} = -H_{:,S\i}^{-1} H_{:,i}, with H an s x n matrix whose rows
@@ -182,7 +187,7 @@ extern "C" {
 /** Which code. */
 typedef enum gcx_code_kind {
     GCX_CODE_UNCODED = 0, /**< s = 0, B = I. */
-    GCX_CODE_FR = 1,      /**< Fractional repetition, needs (s+1) | n. */
+    GCX_CODE_FR = 1,      /**< Fractional repetition, any n > s. */
     GCX_CODE_CR = 2,      /**< Cyclic repetition (Tandon et al.). */
     GCX_CODE_MATRIX = 3,  /**< Caller-supplied encoding matrix. */
 } gcx_code_kind_t;
@@ -194,7 +199,7 @@ typedef enum gcx_code_decoding {
     /**
      * 0/1 encoding coefficients on the assignment; the first n-s replies are
      * added with weight n/((n-s)(s+1)). Needs every partition held by
-     * exactly s+1 workers (always true for FR and CR).
+     * exactly s+1 workers (CR, and FR with (s+1) | n).
      */
     GCX_CODE_DECODE_WEIGHTED = 1,
 } gcx_code_decoding_t;
@@ -226,9 +231,10 @@ typedef struct gcx_code gcx_code_t;
  *
  * @param[in]  params  Parameters; params->matrix is copied.
  * @param[out] code_p  New code, owned by the caller (gcx_code_destroy()).
- * @return GCX_OK; GCX_ERR_INVALID (NULL, n < 1, s out of 0..n-1, FR without
- *         (s+1) | n, UNCODED with s != 0, MATRIX without a matrix, WEIGHTED
- *         on a matrix whose columns do not all have s+1 nonzeros);
+ * @return GCX_OK; GCX_ERR_INVALID (NULL, n < 1, s out of 0..n-1, UNCODED
+ *         with s != 0, MATRIX without a matrix, WEIGHTED on an FR code
+ *         without (s+1) | n or on a matrix whose columns do not all have
+ *         s+1 nonzeros);
  *         GCX_ERR_RANGE (a matrix entry is NaN or infinite);
  *         GCX_ERR_UNSUPPORTED (n > GCX_CODE_MAX_WORKERS, or CR or MATRIX
  *         with n > GCX_CODE_MAX_SOLVED_WORKERS); GCX_ERR_NOMEM;
@@ -255,8 +261,9 @@ GCX_API
 int gcx_code_stragglers(const gcx_code_t *code);
 
 /**
- * Largest number of partitions a worker holds: s+1 for UNCODED, FR and CR,
- * the most nonzeros in a row for MATRIX. Size of the arrays of
+ * Largest number of partitions a worker holds: 1 for UNCODED, s+1 for CR
+ * and for FR with (s+1) | n (else ceil(n/floor(n/(s+1)))), the most
+ * nonzeros in a row for MATRIX. Size of the arrays of
  * gcx_code_assignment().
  */
 GCX_API
@@ -350,7 +357,7 @@ gcx_status_t gcx_code_arrival_coeff(const gcx_code_t *code,
  * Incremental decodability of the streaming codes: for UNCODED, FR and
  * WEIGHTED decoding, a round is decodable exactly when this many senders
  * have been folded in with a nonzero coefficient by
- * gcx_code_arrival_coeff() (UNCODED: n; FR: n / (s + 1), one per group;
+ * gcx_code_arrival_coeff() (UNCODED: n; FR: floor(n / (s + 1)), one per group;
  * WEIGHTED: n - s). A collective that counts its nonzero coefficients
  * thus tests decodability in O(1) per arrival, O(n) per round, instead of
  * calling gcx_code_decodable() (O(n) per call) after each.

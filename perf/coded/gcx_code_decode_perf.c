@@ -21,9 +21,8 @@
  *
  * Usage: gcx_code_decode_perf [--n 16,64,256,1024,4096] [--s 1,3,-8]
  *                             [--kinds fr,cr] [--rounds 200]
- * A negative s = -k means s = n / k - 1 (FR groups of n / k workers: the
- * nearest to s = n / k that FR's (s + 1) | n allows); FR rows whose s + 1
- * does not divide n are left out.
+ * A negative s = -k means s = n / k (e.g. -8: s = n / 8). FR takes any s:
+ * floor(n / (s + 1)) groups of s + 1 or more workers.
  * Output: one row per (kind, n, s): microseconds per round of each way and
  * per new arrival set; a refused code prints the library's reason (logged
  * by gcx_code_create) and "refused".
@@ -67,15 +66,18 @@ static int parse_list(const char *text, int *out, int max)
     return count;
 }
 
-/* FR by its definition: decodable iff every group of s + 1 has an arrival;
- * the vector is 1 on the lowest arrived worker of each group. */
+/* FR by its definition: q = floor(n / (s + 1)) groups of consecutive
+ * workers, the first n mod q of them floor(n / q) + 1 workers, the others
+ * floor(n / q); decodable iff every group has an arrival; the vector is 1
+ * on the lowest arrived worker of each group. */
 static int fr_check(int n, int s, const uint64_t *set, const double *a)
 {
-    int g = s + 1;
+    int q = n / (s + 1), lo = 0;
 
-    for (int grp = 0; grp < n / g; grp++) {
-        int first = -1;
-        for (int w = grp * g; w < grp * g + g && first < 0; w++) {
+    for (int grp = 0; grp < q; grp++) {
+        int hi = lo + n / q + (grp < n % q), first = -1;
+
+        for (int w = lo; w < hi && first < 0; w++) {
             if (gcx_wset_has(set, w)) {
                 first = w;
             }
@@ -83,13 +85,14 @@ static int fr_check(int n, int s, const uint64_t *set, const double *a)
         if (first < 0) {
             return 0;
         }
-        for (int w = grp * g; a != NULL && w < grp * g + g; w++) {
+        for (int w = lo; a != NULL && w < hi; w++) {
             if (a[w] != (w == first ? 1.0 : 0.0)) {
                 return 0;
             }
         }
+        lo = hi;
     }
-    return 1;
+    return lo == n;
 }
 
 typedef struct {
@@ -208,15 +211,14 @@ int main(int argc, char **argv)
         for (int i = 0; i < nn; i++) {
             for (int j = 0; j < ns_s; j++) {
                 result_t res;
-                int      n = ns[i], s = ss[j] < 0 ? n / -ss[j] - 1 : ss[j];
+                int      n = ns[i], s = ss[j] < 0 ? n / -ss[j] : ss[j];
 
                 int      dup = 0;
 
-                for (int q = 0; q < j; q++) { /* e.g. -8 at n = 16 is 1 */
-                    dup |= (ss[q] < 0 ? n / -ss[q] - 1 : ss[q]) == s;
+                for (int q = 0; q < j; q++) { /* e.g. -8 at n = 16 is 2 */
+                    dup |= (ss[q] < 0 ? n / -ss[q] : ss[q]) == s;
                 }
-                if (dup || s < 0 || s >= n ||
-                    (kind == GCX_CODE_FR && n % (s + 1) != 0)) {
+                if (dup || s < 0 || s >= n) {
                     continue;
                 }
                 fflush(stdout); /* a refusal logs to stderr */

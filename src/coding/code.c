@@ -10,7 +10,8 @@
  * read off B's nonzeros, so they share the solver. WEIGHTED decoding
  * replaces B by its 0/1 support.
  *
- * Cost: UNCODED and FR create O(n (s + 1)) memory and time; CR and MATRIX
+ * Cost: UNCODED and FR create O(n load) memory and time (load = s + 1, or
+ * ceil(n / floor(n / (s + 1))) when s + 1 does not divide n); CR and MATRIX
  * O(n^2) memory and, for CR, O(n s^3) time (cr.c), with the solver
  * workspace and the cache sized once, so decoding never allocates. The
  * getters are O(1), gcx_code_assignment() O(load), gcx_code_matrix()
@@ -69,8 +70,14 @@ static gcx_status_t code_check_params(const gcx_code_params_t *p,
         *why = "an uncoded code has s = 0";
         return (p->s == 0) ? GCX_OK : GCX_ERR_INVALID;
     case GCX_CODE_FR:
-        *why = "FR needs s + 1 to divide n (groups of s + 1 workers)";
-        return (p->n % (p->s + 1) == 0) ? GCX_OK : GCX_ERR_INVALID;
+        /* floor(n / (s + 1)) groups of s + 1 or more workers: any n */
+        *why = "WEIGHTED decoding needs every partition held by exactly "
+               "s + 1 workers: an FR code with (s + 1) | n (the groups of "
+               "this one differ in size), or use EXACT";
+        return (p->decoding == GCX_CODE_DECODE_EXACT ||
+                p->n % (p->s + 1) == 0)
+                   ? GCX_OK
+                   : GCX_ERR_INVALID;
     case GCX_CODE_CR:
         return GCX_OK;
     case GCX_CODE_MATRIX:
@@ -90,19 +97,39 @@ static gcx_status_t code_check_params(const gcx_code_params_t *p,
     return GCX_ERR_INVALID;
 }
 
+/*
+ * UNCODED and FR: the groups. FR with (s + 1) | n is Tandon et al.'s: n / (s
+ * + 1) groups of s + 1. Otherwise q = floor(n / (s + 1)) groups, the first
+ * n mod q of them one worker larger: every group still has at least s + 1
+ * workers (q (s + 1) <= n), so any s stragglers leave each group a worker,
+ * and a worker holds at most ceil(n / q) partitions (n = 1024, s = 2: 341
+ * groups, one of 4, load 4 instead of 3; s = 128: 7 groups, load 147
+ * instead of 129). UNCODED: n groups of one.
+ */
+static void code_set_groups(gcx_code_t *code)
+{
+    int width = code->kind == GCX_CODE_FR ? code->s + 1 : 1;
+
+    code->groups = code->n / width;
+    code->group_size = code->n / code->groups;
+    code->groups_big = code->n % code->groups;
+    code->load = code->group_size + (code->groups_big > 0);
+}
+
 /* UNCODED and FR: the rows directly (coefficient 1; also WEIGHTED). */
 static void code_fill_rows(gcx_code_t *code)
 {
-    int g = code->kind == GCX_CODE_FR ? code->s + 1 : 1;
-
-    code->load = g;
     for (int i = 0; i < code->n; i++) {
-        int base = (i / g) * g;
-        for (int k = 0; k < g; k++) {
-            code->parts[(size_t)i * g + k] = base + k;
-            code->coeffs[(size_t)i * g + k] = 1.0;
+        int g = gcx_code_group_of(code, i);
+        int base = gcx_code_group_start(code, g);
+        int size = gcx_code_group_start(code, g + 1) - base;
+        size_t row = (size_t)i * (size_t)code->load;
+
+        for (int k = 0; k < code->load; k++) {
+            code->parts[row + k] = k < size ? base + k : -1;
+            code->coeffs[row + k] = k < size ? 1.0 : 0.0;
         }
-        code->nparts[i] = g;
+        code->nparts[i] = size;
     }
 }
 
@@ -255,9 +282,9 @@ gcx_status_t gcx_code_create(const gcx_code_params_t *params,
             return status;
         }
     } else {
-        size_t g = code->kind == GCX_CODE_FR ? (size_t)params->s + 1 : 1;
-        code->parts = calloc(n * g, sizeof(int));
-        code->coeffs = calloc(n * g, sizeof(double));
+        code_set_groups(code);
+        code->parts = calloc(n * (size_t)code->load, sizeof(int));
+        code->coeffs = calloc(n * (size_t)code->load, sizeof(double));
         if (code->parts == NULL || code->coeffs == NULL) {
             gcx_code_destroy(code);
             return GCX_ERR_NOMEM;

@@ -44,6 +44,14 @@ struct gcx_code {
     int n;             /* Workers = partitions. */
     int s;             /* Stragglers tolerated. */
     int load;          /* Most partitions held by a worker. */
+    /* UNCODED and FR: the workers (= partitions) form `groups` consecutive
+     * groups, the first `groups_big` of them group_size + 1 workers, the
+     * others group_size (FR: groups = floor(n / (s + 1)), so every group
+     * has at least s + 1 workers; equal groups of s + 1 when (s + 1) | n;
+     * UNCODED: n groups of one). */
+    int groups;
+    int group_size;
+    int groups_big;
     int dense;         /* 1: CR or MATRIX, n <= GCX_CODE_MAX_SOLVED_WORKERS:
                           b, holders, all, solver and cache below. */
     double weight;     /* WEIGHTED coefficient n/((n-s)(s+1)). */
@@ -60,6 +68,24 @@ struct gcx_code {
     gcx_code_solver_t *solver;
     gcx_code_cache_t cache;
 };
+
+/* The group of worker (or partition) w of an UNCODED or FR code: O(1). */
+static inline int gcx_code_group_of(const gcx_code_t *code, int w)
+{
+    int big = code->groups_big * (code->group_size + 1);
+
+    return w < big ? w / (code->group_size + 1)
+                   : code->groups_big + (w - big) / code->group_size;
+}
+
+/* The first worker of group g (g = groups: n), UNCODED or FR: O(1). */
+static inline int gcx_code_group_start(const gcx_code_t *code, int g)
+{
+    return g <= code->groups_big
+               ? g * (code->group_size + 1)
+               : code->groups_big * (code->group_size + 1) +
+                     (g - code->groups_big) * code->group_size;
+}
 
 /* cr.c: fill b (n*n, row-major) with the cyclic-repetition matrix. */
 gcx_status_t gcx_code_cr_fill(int n, int s, double *b);

@@ -4,8 +4,9 @@
  *
  * Idea: closed forms where the code has one, least squares otherwise.
  * - UNCODED: everybody, coefficient 1.
- * - FR (exact): one worker per group, coefficient 1; the lowest-numbered
- *   arrived one for a set, the first to arrive when streaming.
+ * - FR (exact): one worker per group (groups of s + 1 or more,
+ *   gcx_code_group_of), coefficient 1; the lowest-numbered arrived one for
+ *   a set, the first to arrive when streaming.
  * - WEIGHTED: any n-s workers, coefficient n/((n-s)(s+1)).
  * - CR and MATRIX (exact, n <= 64): a quick coverage test (every partition
  *   has an arrived holder, a necessary condition: two AND per partition),
@@ -64,7 +65,7 @@ static int decode_set_valid(const gcx_code_t *code, const uint64_t *set)
 static int decode_closed_form(const gcx_code_t *code, const uint64_t *set,
                               double *a)
 {
-    int n = code->n, w, need, last_group = -1, g = code->s + 1;
+    int n = code->n, w, need, group;
 
     if (code->decoding == GCX_CODE_DECODE_WEIGHTED) {
         need = n - code->s;
@@ -87,16 +88,14 @@ static int decode_closed_form(const gcx_code_t *code, const uint64_t *set,
         return 1;
     }
     /* FR: the lowest arrived worker of each group, groups in order */
-    need = n / g;
-    for (w = decode_next(code, set, 0); w < n; w = decode_next(code, set, w + 1)) {
-        if (w / g != last_group) {
-            last_group = w / g;
-            --need;
-            if (a != NULL) {
-                a[w] = 1.0;
-            }
-            w = (last_group + 1) * g - 1; /* skip the rest of the group */
+    need = code->groups;
+    for (w = decode_next(code, set, 0); w < n; w = decode_next(code, set, w)) {
+        group = gcx_code_group_of(code, w);
+        --need;
+        if (a != NULL) {
+            a[w] = 1.0;
         }
+        w = gcx_code_group_start(code, group + 1); /* skip the group's rest */
     }
     return need == 0;
 }
@@ -199,9 +198,9 @@ gcx_status_t gcx_code_arrival_coeff(const gcx_code_t *code,
         coeff = 1.0;
     } else if (code->kind == GCX_CODE_FR) {
         known = 1;
-        g     = code->s + 1;
-        coeff = decode_any_in(code, before, (worker / g) * g,
-                              (worker / g) * g + g)
+        g     = gcx_code_group_of(code, worker);
+        coeff = decode_any_in(code, before, gcx_code_group_start(code, g),
+                              gcx_code_group_start(code, g + 1))
                     ? 0.0
                     : 1.0;
     }
@@ -220,7 +219,7 @@ gcx_status_t gcx_code_stream_need(const gcx_code_t *code, int *need_p)
     } else if (code->kind == GCX_CODE_UNCODED) {
         *need_p = code->n;
     } else if (code->kind == GCX_CODE_FR) {
-        *need_p = code->n / (code->s + 1);
+        *need_p = code->groups;
     } else {
         return GCX_ERR_UNSUPPORTED;
     }

@@ -35,6 +35,14 @@ def test_decoded_gradient_is_the_reference_and_ranks_agree():
         assert all(f"exact {code} ok" in o for o in outs), (code, outs[0])
 
 
+def test_fr_whose_s_plus_1_does_not_divide_n_is_the_reference():
+    # 3 workers, s = 1: FR takes it as one group of 3 (floor(3/2) groups),
+    # each worker computing 3 partitions (gc), pgc's period 3 steps, not 2
+    outs = run("exact:gc-fr,pgc-fr", 3, timeout=240)
+    for code in ("gc-fr", "pgc-fr"):
+        assert all(f"exact {code} ok" in o for o in outs), (code, outs[0])
+
+
 def test_ignore_averages_the_partitions_the_root_used():
     outs = run("ignore:0,1", 4, timeout=240)
     for s in (0, 1):

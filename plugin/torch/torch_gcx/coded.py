@@ -25,7 +25,10 @@ decodes the sum of all partition gradients from the first decodable set of
 workers (the fastest n-s at worst; FR: one per group), so up to s slow or
 dead workers never hold a step up. Encoding, the coded gather and decoding
 are libgcx's (gcx/coding.h, gcx/coded.h), run by the C++ half (csrc/coded.cc)
-as one composite job on the engine, with the GIL released.
+as one composite job on the engine, with the GIL released. FR takes any n:
+when s+1 does not divide n its floor(n/(s+1)) groups are s+1 or more workers
+(gcx/coding.h), so a worker computes up to ceil(n/floor(n/(s+1))) partitions
+(gc) and pgc's period is that many steps instead of s+1.
 
 Learning rate: a pgc partition gradient is the latest of its slot for s+1
 steps, so it enters s+1 decoded sums, and at DDP's learning rate every
@@ -136,9 +139,6 @@ def _check_code(code, s, n):
     if s >= n:
         raise ValueError(f"torch_gcx.coded: s = {s} stragglers needs more "
                          f"than s workers, there are n = {n} (s < n)")
-    if CODES[code][0] == "fr" and n % (s + 1) != 0:
-        raise ValueError(f"torch_gcx.coded: {code} (fractional repetition) "
-                         f"needs s+1 = {s + 1} to divide the n = {n} workers")
 
 
 class CodedSampler:
@@ -181,7 +181,9 @@ class CodedSampler:
         self.seed, self.shuffle = int(seed), bool(shuffle)
         kind, pipelined = CODES[code]
         self._info = _C.CodeInfo(kind, pipelined, n, s)
-        self.steps_per_batch = s + 1 if pipelined else 1
+        # pgc: the period, s+1 (an FR code whose s+1 does not divide n has
+        # larger groups: its period is the largest group)
+        self.steps_per_batch = self._info.load() if pipelined else 1
         self.batches = self.dataset_len // (n * self.batch_size)
         if self.batches == 0:
             raise ValueError(
@@ -510,7 +512,7 @@ class CodedDataParallel(torch.nn.Module):
         into global batches for the new n (pgc: the steps of that batch
         done before the failure are redone). s: the stragglers the new
         code tolerates; default: this one's s, or the largest smaller one
-        the new worker count allows (FR: s+1 must divide n; s < n). The
+        the new worker count allows (s < n; FR takes any n). The
         root stays the same process unless it died (then the new group's
         rank 0); straggler=(rank, ms) follows its process (dropped if it
         died); a top-k residual starts empty. Returns the new model; its
@@ -571,8 +573,6 @@ class CodedDataParallel(torch.nn.Module):
         workers = size - (0 if self.master_is_worker else 1)
         if s is None:
             s = min(self.s, workers - 1)
-            while CODES[self.code][0] == "fr" and workers % (s + 1) != 0:
-                s -= 1
         straggler = None
         if self._exp_m > 0:
             straggler = f"exp:{self._exp_m!r}"

@@ -178,12 +178,6 @@ static gcx_status_t coded_init(train_sync_t *sync, train_kv_t *args,
                     kind == GCX_CODE_CR ? " or weighted" : "");
         return GCX_ERR_INVALID;
     }
-    if (kind == GCX_CODE_FR && n % (s + 1) != 0) {
-        train_error("--sync %s: fractional repetition needs s+1 = %ld to "
-                    "divide the %d workers",
-                    mode, s + 1, n);
-        return GCX_ERR_INVALID;
-    }
     cs = calloc(1, sizeof(*cs));
     if (cs == NULL) {
         return GCX_ERR_NOMEM;

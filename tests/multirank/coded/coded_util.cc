@@ -211,6 +211,16 @@ int fr_s(int n)
     return 0;
 }
 
+int fr_uneven_s(int n)
+{
+    for (int s = 1; s < n; ++s) {
+        if (n % (s + 1) != 0) {
+            return s;
+        }
+    }
+    return 0;
+}
+
 
 gcx_code_kind_t failure_kind()
 {

@@ -91,6 +91,9 @@ uint64_t sum_over_world(uint64_t v);
 void     fr_create(gcx_comm_t *comm, int n, int s, size_t count, FrGather &fr);
 void     fr_release(FrGather &fr);
 int      fr_s(int n);
+// The smallest s >= 1 whose s + 1 does not divide n (an FR code with groups
+// of unequal size: floor(n / (s + 1)) of them), 0 when there is none.
+int      fr_uneven_s(int n);
 gcx_code_kind_t failure_kind();
 void     make_coded(gcx_comm_t *comm, gcx_code_kind_t kind, size_t count,
                     gcx_code_t **code_p, gcx_coded_t **coded_p,

@@ -54,6 +54,17 @@ TEST(Coded, FrRandomStragglers)
     random_stragglers(GCX_CODE_FR, s, 0, 0);
 }
 
+// An FR code whose s + 1 does not divide n (groups of s + 1 and more):
+// every round's sum against the serial sum, stragglers random.
+TEST(Coded, FrUnevenGroupsRandomStragglers)
+{
+    int s = fr_uneven_s(world_size());
+    if (s == 0) {
+        GTEST_SKIP() << "every s + 1 divides " << world_size() << " ranks";
+    }
+    random_stragglers(GCX_CODE_FR, s, 0, 0);
+}
+
 TEST(Coded, CrRandomStragglers)
 {
     if (world_size() < 2) {

@@ -119,6 +119,17 @@ TEST(CodedAllreduce, FrRandomStragglers)
     }
 }
 
+// FR with groups of unequal size (s + 1 does not divide n): master-less
+// and star, each against the serial sum
+TEST(CodedAllreduce, FrUnevenGroups)
+{
+    int s = fr_uneven_s(world_size());
+    if (s == 0) {
+        GTEST_SKIP() << "every s + 1 divides " << world_size() << " ranks";
+    }
+    rounds(GCX_CODE_FR, s, 1000, 60);
+}
+
 TEST(CodedAllreduce, CrRandomStragglers)
 {
     if (world_size() < 2) {

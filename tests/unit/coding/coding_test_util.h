@@ -61,19 +61,53 @@ inline CodePtr make_code(gcx_code_kind_t kind, int n, int s,
     return make_code(params(kind, n, s, dec));
 }
 
-/* Every worker's assignment of an FR code is its group's s + 1 partitions,
- * coefficient 1 (from the definition: worker i is in group i / (s + 1)). */
+/*
+ * The groups of an FR code over n workers tolerating s, from the
+ * definition in coding.h: q = floor(n / (s + 1)) groups of consecutive
+ * workers, the first n mod q of them floor(n / q) + 1 long, the others
+ * floor(n / q). Returns the q + 1 bounds: group k is [b[k], b[k + 1]).
+ */
+inline std::vector<int> fr_bounds(int n, int s)
+{
+    int q = n / (s + 1);
+    std::vector<int> b{0};
+    for (int k = 0; k < q; k++) {
+        b.push_back(b.back() + n / q + (k < n % q ? 1 : 0));
+    }
+    return b;
+}
+
+/* The group of worker w in those bounds (a scan: the reference). */
+inline int fr_group(const std::vector<int> &bounds, int w)
+{
+    int k = 0;
+    while (bounds[k + 1] <= w) {
+        k++;
+    }
+    return k;
+}
+
+/* Every worker's assignment of an FR code is its group's partitions,
+ * coefficient 1 (fr_bounds above). */
 inline void expect_fr_assignment(const gcx_code_t *c, int n, int s)
 {
-    std::vector<int> parts(s + 1, -7);
-    std::vector<double> coeffs(s + 1, -7.0);
+    auto b = fr_bounds(n, s);
+    int load = 0;
+    for (size_t k = 0; k + 1 < b.size(); k++) {
+        load = std::max(load, b[k + 1] - b[k]);
+        ASSERT_GE(b[k + 1] - b[k], s + 1) << "group " << k;
+    }
+    ASSERT_EQ(b.back(), n);
+    ASSERT_EQ(gcx_code_load(c), load);
+    std::vector<int> parts(load, -7);
+    std::vector<double> coeffs(load, -7.0);
     for (int i = 0; i < n; i++) {
-        int cnt = -1;
+        int cnt = -1, g = fr_group(b, i);
         ASSERT_EQ(gcx_code_assignment(c, i, parts.data(), coeffs.data(), &cnt),
                   GCX_OK);
-        ASSERT_EQ(cnt, s + 1);
+        ASSERT_EQ(cnt, b[g + 1] - b[g]) << "worker " << i;
         for (int k = 0; k < cnt; k++) {
-            EXPECT_EQ(parts[k], i / (s + 1) * (s + 1) + k) << "worker " << i;
+            EXPECT_EQ(parts[k], b[g] + k) << "worker " << i;
             EXPECT_EQ(coeffs[k], 1.0) << "worker " << i;
         }
     }

@@ -37,8 +37,13 @@ TEST(CodingCreate, RejectsBadParameters)
     EXPECT_EQ(try_create(params(GCX_CODE_CR, 0, 0)), GCX_ERR_INVALID);
     EXPECT_EQ(try_create(params(GCX_CODE_CR, 4, -1)), GCX_ERR_INVALID);
     EXPECT_EQ(try_create(params(GCX_CODE_CR, 4, 4)), GCX_ERR_INVALID);
-    EXPECT_EQ(try_create(params(GCX_CODE_FR, 5, 1)), GCX_ERR_INVALID);
+    EXPECT_EQ(try_create(params(GCX_CODE_FR, 5, 1)), GCX_OK); /* 2 + 3 */
     EXPECT_EQ(try_create(params(GCX_CODE_FR, 6, 2)), GCX_OK);
+    /* WEIGHTED needs s + 1 holders per partition: FR with (s + 1) | n */
+    EXPECT_EQ(try_create(params(GCX_CODE_FR, 5, 1, GCX_CODE_DECODE_WEIGHTED)),
+              GCX_ERR_INVALID);
+    EXPECT_EQ(try_create(params(GCX_CODE_FR, 6, 1, GCX_CODE_DECODE_WEIGHTED)),
+              GCX_OK);
     EXPECT_EQ(try_create(params(GCX_CODE_UNCODED, 4, 1)), GCX_ERR_INVALID);
     EXPECT_EQ(try_create(params(GCX_CODE_MATRIX, 4, 1)), GCX_ERR_INVALID);
     EXPECT_EQ(try_create(params((gcx_code_kind_t)9, 4, 1)), GCX_ERR_INVALID);
@@ -94,17 +99,29 @@ TEST(CodingCreate, UncodedIsIdentity)
     }
 }
 
+/* FR for every n <= 40 and s < n, (s + 1) | n or not: the groups of the
+ * definition (fr_bounds), Tandon et al.'s groups of s + 1 when (s + 1) | n. */
 TEST(CodingCreate, FractionalRepetitionAssignment)
 {
-    for (int n = 1; n <= 12; n++) {
+    for (int n = 1; n <= 40; n++) {
         for (int s = 0; s < n; s++) {
-            if (n % (s + 1) != 0) {
-                continue;
-            }
+            SCOPED_TRACE(testing::Message() << "n " << n << " s " << s);
             auto c = make_code(GCX_CODE_FR, n, s);
             ASSERT_TRUE(c);
-            ASSERT_EQ(gcx_code_load(c.get()), s + 1);
+            if (n % (s + 1) == 0) {
+                ASSERT_EQ(gcx_code_load(c.get()), s + 1);
+            }
             expect_fr_assignment(c.get(), n, s);
+        }
+    }
+    /* a worked case: n = 7, s = 2: groups {0..3}, {4..6}, load 4 */
+    auto c = make_code(GCX_CODE_FR, 7, 2);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(gcx_code_load(c.get()), 4);
+    auto b = matrix_of(c.get());
+    for (int i = 0; i < 7; i++) {
+        for (int j = 0; j < 7; j++) {
+            EXPECT_EQ(b[i * 7 + j], (i < 4) == (j < 4) ? 1.0 : 0.0);
         }
     }
 }

@@ -57,11 +57,11 @@ std::vector<int> random_order(int n, std::mt19937_64 &rng)
 std::vector<double> fr_reference_vector(int n, int s,
                                         const std::vector<bool> &arrived)
 {
-    int g = s + 1;
+    auto b = fr_bounds(n, s);
     std::vector<double> a(n, 0.0);
-    for (int group = 0; group < n / g; group++) {
+    for (size_t group = 0; group + 1 < b.size(); group++) {
         int first = -1;
-        for (int w = group * g; w < (group + 1) * g; w++) {
+        for (int w = b[group]; w < b[group + 1]; w++) {
             if (arrived[w]) {
                 first = w;
                 break;
@@ -98,7 +98,8 @@ std::vector<uint64_t> set_of(const std::vector<bool> &members)
  */
 void fr_round(gcx_code_t *code, int n, int s, const std::vector<int> &order)
 {
-    const int g = s + 1, groups = n / g;
+    const auto bounds = fr_bounds(n, s);
+    const int groups = (int)bounds.size() - 1;
     int need = -1;
     ASSERT_EQ(gcx_code_stream_need(code, &need), GCX_OK);
     ASSERT_EQ(need, groups);
@@ -115,11 +116,12 @@ void fr_round(gcx_code_t *code, int n, int s, const std::vector<int> &order)
                   GCX_OK)
             << "arrival " << k;
         ASSERT_EQ(known, 1);
-        bool first = !covered[w / g];
+        int group = fr_group(bounds, w);
+        bool first = !covered[group];
         ASSERT_EQ(coeff, first ? 1.0 : 0.0)
             << "worker " << w << " arrival " << k;
         if (first) {
-            covered[w / g] = true;
+            covered[group] = true;
             ncovered++;
             nonzero++;
             gcx_wset_add(used.data(), w);
@@ -243,13 +245,15 @@ TEST(CodingLarge, FrAssignmentAndMatrixAt96)
 TEST(CodingLarge, FrStreamingMatchesGroupCoverage)
 {
     std::mt19937_64 rng(31);
-    for (int n : {96, 1024, 4096}) {
-        for (int s : {1, 3, 7}) {
-            ASSERT_EQ(n % (s + 1), 0);
+    for (int n : {96, 1000, 1024, 4096}) {
+        /* s + 1 dividing n, and not: s = 2 and s = n / 8 (groups of s + 1
+         * and s + 2 workers) */
+        for (int s : {1, 2, 3, 7, n / 8}) {
             SCOPED_TRACE(testing::Message() << "n " << n << " s " << s);
             auto c = make_code(GCX_CODE_FR, n, s);
             ASSERT_TRUE(c);
-            int reps = n <= 96 ? 20 : n <= 1024 ? 4 : 2;
+            ASSERT_NO_FATAL_FAILURE(expect_fr_assignment(c.get(), n, s));
+            int reps = n <= 96 ? 20 : n <= 1024 ? 3 : 1;
             for (int rep = 0; rep < reps; rep++) {
                 ASSERT_NO_FATAL_FAILURE(
                     fr_round(c.get(), n, s, random_order(n, rng)))
@@ -257,11 +261,12 @@ TEST(CodingLarge, FrStreamingMatchesGroupCoverage)
             }
             /* arrivals group by group, lowest group last: decodable only
              * at the very first arrival of the last group */
+            const int first_end = fr_bounds(n, s)[1];
             std::vector<int> order;
-            for (int w = s + 1; w < n; w++) {
+            for (int w = first_end; w < n; w++) {
                 order.push_back(w);
             }
-            for (int w = s; w >= 0; w--) {
+            for (int w = first_end - 1; w >= 0; w--) {
                 order.push_back(w);
             }
             ASSERT_NO_FATAL_FAILURE(fr_round(c.get(), n, s, order));
@@ -274,17 +279,20 @@ TEST(CodingLarge, FrStreamingMatchesGroupCoverage)
 TEST(CodingLarge, FrOneWorkerPerGroup)
 {
     std::mt19937_64 rng(32);
-    for (int n : {96, 1024, 4096}) {
-        for (int s : {1, 3, 7}) {
+    for (int n : {96, 1000, 1024, 4096}) {
+        for (int s : {1, 2, 3, 7, n / 8}) { /* (s + 1) | n or not */
             SCOPED_TRACE(testing::Message() << "n " << n << " s " << s);
-            const int g = s + 1, groups = n / g;
+            const auto bounds = fr_bounds(n, s);
+            const int groups = (int)bounds.size() - 1;
             auto c = make_code(GCX_CODE_FR, n, s);
             ASSERT_TRUE(c);
             std::vector<double> a(n);
             for (int rep = 0; rep < 5; rep++) {
                 std::vector<bool> members(n, false);
                 for (int group = 0; group < groups; group++) {
-                    members[group * g + (int)(rng() % (uint64_t)g)] = true;
+                    int size = bounds[group + 1] - bounds[group];
+                    members[bounds[group] + (int)(rng() % (uint64_t)size)] =
+                        true;
                 }
                 auto set = set_of(members);
                 int dec = -1;
@@ -300,7 +308,7 @@ TEST(CodingLarge, FrOneWorkerPerGroup)
                 /* every worker but those of one group */
                 int hole = (int)(rng() % (uint64_t)groups);
                 std::vector<bool> most(n, true);
-                for (int w = hole * g; w < (hole + 1) * g; w++) {
+                for (int w = bounds[hole]; w < bounds[hole + 1]; w++) {
                     most[w] = false;
                 }
                 set = set_of(most);
@@ -317,7 +325,9 @@ TEST(CodingLarge, FrOneWorkerPerGroup)
             ASSERT_EQ(gcx_code_decode_vector(c.get(), set.data(), a.data()),
                       GCX_OK);
             for (int w = 0; w < n; w++) {
-                ASSERT_EQ(a[w], w % g == 0 ? 1.0 : 0.0) << "w " << w;
+                bool lowest = std::find(bounds.begin(), bounds.end(), w) !=
+                              bounds.end();
+                ASSERT_EQ(a[w], lowest ? 1.0 : 0.0) << "w " << w;
             }
             /* nobody */
             auto none = empty_set(n);

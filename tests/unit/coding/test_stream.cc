@@ -83,11 +83,13 @@ void make_messages(gcx_code_t *code, std::mt19937_64 &rng,
 TEST(CodingStream, FractionalRepetitionFoldsFirstReplyPerGroup)
 {
     std::mt19937_64 rng(11);
-    for (int n : {2, 4, 6, 8, 12}) {
+    for (int n : {2, 4, 5, 6, 7, 8, 11, 12}) { /* (s + 1) | n or not */
         for (int s = 1; s <= 3; s++) {
-            if (n % (s + 1) != 0 || s >= n) {
+            if (s >= n) {
                 continue;
             }
+            auto bounds = fr_bounds(n, s);
+            const int groups = (int)bounds.size() - 1;
             auto c = make_code(GCX_CODE_FR, n, s);
             ASSERT_TRUE(c);
             for (int rep = 0; rep < 30; rep++) {
@@ -107,9 +109,9 @@ TEST(CodingStream, FractionalRepetitionFoldsFirstReplyPerGroup)
                 for (int k = 0; k < n && want_at < 0; k++) {
                     seen |= UINT64_C(1) << order[k];
                     bool all = true;
-                    for (int g = 0; g < n / (s + 1); g++) {
-                        all = all &&
-                              ((seen >> (g * (s + 1))) & all_mask(s + 1)) != 0;
+                    for (int g = 0; g < groups; g++) {
+                        all = all && ((seen >> bounds[g]) &
+                                      all_mask(bounds[g + 1] - bounds[g])) != 0;
                     }
                     if (all) {
                         want_at = k + 1;
@@ -117,12 +119,13 @@ TEST(CodingStream, FractionalRepetitionFoldsFirstReplyPerGroup)
                 }
                 ASSERT_EQ(r.complete_at, want_at);
                 /* One used worker per group, the first to arrive. */
-                EXPECT_EQ(popcount(r.used), n / (s + 1));
+                EXPECT_EQ(popcount(r.used), groups);
                 for (int k = 0; k < r.complete_at; k++) {
                     int w = order[k];
                     bool first = true;
                     for (int q = 0; q < k; q++) {
-                        first = first && order[q] / (s + 1) != w / (s + 1);
+                        first = first && fr_group(bounds, order[q]) !=
+                                             fr_group(bounds, w);
                     }
                     EXPECT_EQ(r.applied[w], first ? 1.0 : 0.0);
                 }
