@@ -305,16 +305,27 @@ void gcx_car_am_handler(void *arg, const gcx_tl_am_msg_t *msg)
     gcx_coded_allreduce_t *car = arg;
     gcx_car_hdr_t          hdr;
 
+    /* another object's message (a destroyed one's, whose AM id this object
+     * took: its lengths follow its own size and count) is counted foreign
+     * before its lengths are held against this object's */
+    if (msg->header_length >= sizeof(hdr)) {
+        memcpy(&hdr, msg->header, sizeof(hdr)); /* may be unaligned */
+        if (hdr.comm_id != car->base.comm->id ||
+            hdr.instance != car->base.instance) {
+            ++car->rx_foreign;
+            car->rx_foreign_comm     = hdr.comm_id;
+            car->rx_foreign_instance = hdr.instance;
+            return;
+        }
+    }
     if (gcx_car_hdr_parse(msg->header, msg->header_length, msg->length,
                           car->base.comm->size, car->line, car->base.count,
                           &hdr, NULL) != GCX_OK) {
         gcx_warn("coded allreduce: dropping a malformed message");
         return;
     }
-    if (hdr.comm_id != car->base.comm->id ||
-        hdr.instance != car->base.instance ||
-        hdr.sender == (unsigned)car->base.comm->rank) {
-        ++car->rx_foreign; /* another object's (destroyed) message: drop */
+    if (hdr.sender == (unsigned)car->base.comm->rank) {
+        ++car->rx_foreign; /* not from a peer: drop */
         car->rx_foreign_comm     = hdr.comm_id;
         car->rx_foreign_instance = hdr.instance;
         return;

@@ -121,15 +121,26 @@ static void gcx_coded_am_handler(void *arg, const gcx_tl_am_msg_t *msg)
     gcx_coded_hdr_t      hdr;
     const unsigned char *sets;
 
+    /* another object's message (a destroyed one's, whose AM id this object
+     * took, and whose sets were sized by its own n) is dropped before its
+     * length is held against this object's n */
+    if (msg->header_length >= sizeof(hdr)) {
+        memcpy(&hdr, msg->header, sizeof(hdr)); /* may be unaligned */
+        if (hdr.comm_id != coded->comm->id ||
+            hdr.instance != coded->instance) {
+            return;
+        }
+    }
     if (gcx_coded_hdr_parse(msg->header, msg->header_length, coded->n, &hdr,
                             &sets) != GCX_OK) {
         gcx_warn("coded gather: dropping a message with a bad header "
                  "(%zu bytes)", msg->header_length);
         return;
     }
-    if (hdr.comm_id != coded->comm->id || hdr.instance != coded->instance ||
-        hdr.sender >= (unsigned)coded->comm->size) {
-        return; /* another object's (destroyed) message: drop */
+    if (hdr.sender >= (unsigned)coded->comm->size) {
+        gcx_warn("coded gather: dropping a message from rank %u of %d",
+                 hdr.sender, coded->comm->size);
+        return;
     }
     switch (hdr.kind) {
     case GCX_CODED_CONTRIB:
