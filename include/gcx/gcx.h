@@ -32,6 +32,10 @@
  *   GCX_ERR_TIMEOUT, every outstanding transfer is cancelled before the error
  *   is returned (nothing lands in user buffers afterwards) and the communicator
  *   becomes unusable: later collectives fail with the same status. Destroy it.
+ *   A rank whose communicator fails so tells the other ranks (a failure
+ *   notice: n - 1 small messages, once), and their operations on it fail
+ *   with the same status as soon as they hear it, even those waiting on a
+ *   live partner that will never send (ULFM's revoke, done for them).
  * - Recovery: gcx_comm_revoke() makes every rank's pending and later
  *   operations on a communicator fail at once; gcx_comm_shrink() gives the
  *   survivors of a failure a new communicator of them (ULFM's revoke and

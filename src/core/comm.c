@@ -106,11 +106,18 @@ void gcx_comm_fail(gcx_comm_t *comm, gcx_status_t status)
         }
     }
     comm->error = status;
-    gcx_error("communicator failed: %s; cancelling outstanding transfers "
-              "(destroy the communicator)",
-              gcx_strerror(status));
+    if (comm->failure_heard != GCX_OK && status == comm->failure_heard) {
+        gcx_error("communicator failed: %s (told by rank %d); cancelling "
+                  "outstanding transfers (destroy the communicator)",
+                  gcx_strerror(status), comm->failure_from);
+    } else {
+        gcx_error("communicator failed: %s; cancelling outstanding "
+                  "transfers (destroy the communicator)",
+                  gcx_strerror(status));
+    }
     comm->tl->ops->abort(comm->tl);
     gcx_queue_fail(&comm->queue, status);
+    gcx_comm_fail_notify(comm, status);
 }
 
 /* Links the communicator into the context's list of live ones (newest

@@ -57,6 +57,12 @@ struct gcx_comm {
     /* the control channel and revoke (comm_ctl.c), shrink (shrink.c) */
     int               revoked;      /* revoked here: notices sent */
     int               revoke_heard; /* a peer's revoke notice arrived */
+    /* failure notices (comm_ctl.c): the cause a peer's notice carried
+     * (GCX_OK: none heard) and from which rank; whether this rank's own
+     * failure was told to the others */
+    gcx_status_t      failure_heard;
+    int               failure_from;
+    int               failure_told;
     uint32_t          shrink_epoch; /* shrinks of this communicator begun */
     struct gcx_ctl_msg *ctl_head, *ctl_tail; /* control messages not
                                                 consumed yet (FIFO) */
@@ -121,6 +127,14 @@ void gcx_comm_ctl_adopt(gcx_comm_t *comm);
 
 /** Drop the early control messages for id @p id (it is free again). */
 void gcx_ctl_early_forget(gcx_context_t *ctx, uint32_t id);
+
+/** After @p comm failed here with @p status by its own detection (a peer
+ *  process ended or a transfer timed out: GCX_ERR_PEER, GCX_ERR_TIMEOUT),
+ *  tell every rank not known dead, once, so their collectives on it fail
+ *  with that cause at once instead of each waiting for its own detection
+ *  (GCX_TIMEOUT where the dead rank is not its direct partner). Lock
+ *  held; called by gcx_comm_fail. */
+void gcx_comm_fail_notify(gcx_comm_t *comm, gcx_status_t status);
 
 /** Revoke @p comm here: tell every other rank, then fail it with
  *  GCX_ERR_REVOKED (unless it failed already). Idempotent; lock held. */

@@ -19,6 +19,19 @@
  * notice gets through if the revoker dies half way. Cost: n - 1 small
  * messages per rank, n(n-1) in all; the progress callback is a test of two
  * flags per progress call; a control message costs a malloc and a copy.
+ *
+ * Failure notices: a communicator that fails by its own detection (a peer
+ * process ended, GCX_ERR_PEER; a transfer timed out, GCX_ERR_TIMEOUT)
+ * tells every rank not known dead, once (gcx_comm_fail_notify), and a rank
+ * that hears one fails its communicator with the same cause without
+ * passing it on. Without them a rank whose partners in a collective are
+ * alive but stuck behind the dead one waits for GCX_TIMEOUT from its own
+ * call's start (one abort per hop of the collective's dependency chain,
+ * each hop waiting for a CPU on a crowded host). A failed communicator is
+ * unusable on its rank (destroy or shrink it), so the others' next
+ * collective with that rank could not complete anyway. Cost: n - 1 small
+ * messages per rank whose communicator failed by itself (the ranks that
+ * saw the death or timed out: a few, at most n), nothing per peer held.
  */
 #include "comm.h"
 #include "ctl_wire.h"
@@ -40,6 +53,25 @@ static void gcx_ctl_append(gcx_comm_t *comm, gcx_ctl_msg_t *msg)
         comm->ctl_head = msg;
     }
     comm->ctl_tail = msg;
+}
+
+/* A peer's failure notice (GCX_CTL_FAILED, @p data its whole message) for
+ * @p comm: the first one's cause is noted; the communicator fails with it
+ * in gcx_comm_ctl_progress, out of the transport's progress. */
+static void gcx_ctl_note_failure(gcx_comm_t *comm, const gcx_ctl_hdr_t *hdr,
+                                 const void *data, size_t length)
+{
+    int32_t cause;
+
+    if (length != sizeof(*hdr) + sizeof(cause)) {
+        return;
+    }
+    memcpy(&cause, (const char *)data + sizeof(*hdr), sizeof(cause));
+    if (comm->failure_heard == GCX_OK &&
+        (cause == GCX_ERR_PEER || cause == GCX_ERR_TIMEOUT)) {
+        comm->failure_heard = (gcx_status_t)cause;
+        comm->failure_from  = hdr->src;
+    }
 }
 
 /* The context's control-message handler (transport.h's
@@ -69,6 +101,16 @@ static void gcx_ctl_deliver(void *arg, uint32_t comm_id, const void *data,
     }
     if (comm != NULL && hdr.type == GCX_CTL_REVOKE) {
         comm->revoke_heard = 1;
+        return;
+    }
+    if (hdr.type == GCX_CTL_FAILED) {
+        /* not kept for a communicator not here (yet or any more): a
+         * notice outliving its communicator must not fail a later one
+         * that takes its id; a rank that creates it late finds the
+         * failure itself, as without notices */
+        if (comm != NULL) {
+            gcx_ctl_note_failure(comm, &hdr, data, length);
+        }
         return;
     }
     msg = malloc(sizeof(*msg) + (length - sizeof(hdr)));
@@ -158,13 +200,19 @@ static void gcx_ctl_early_free(gcx_context_t *ctx)
 }
 
 /* The control channel's progress callback: a revoke heard acts here, out
- * of the transport's progress (tell the others, fail). */
+ * of the transport's progress (tell the others, fail); so does a failure
+ * notice (fail with its cause; the notice is not passed on). */
 static int gcx_comm_ctl_progress(void *arg)
 {
     gcx_comm_t *comm = arg;
 
     if (comm->revoke_heard && !comm->revoked) {
         gcx_comm_revoke_locked(comm);
+        return 1;
+    }
+    if (comm->failure_heard != GCX_OK && comm->error == GCX_OK) {
+        comm->failure_told = 1; /* its sender told every rank */
+        gcx_comm_fail(comm, comm->failure_heard);
         return 1;
     }
     return 0;
@@ -194,6 +242,30 @@ void gcx_comm_ctl_free(gcx_comm_t *comm)
     comm->ctl_tail = NULL;
     if (comm->ctx->refcount == 1) {
         gcx_ctl_early_free(comm->ctx); /* the context goes next */
+    }
+}
+
+/* ---- failure notices ---------------------------------------------------------- */
+
+void gcx_comm_fail_notify(gcx_comm_t *comm, gcx_status_t status)
+{
+    struct {
+        gcx_ctl_hdr_t hdr;
+        int32_t       cause;
+    } notice = {{GCX_CTL_MAGIC, GCX_CTL_FAILED, 0, 0, comm->rank, comm->size},
+                (int32_t)status};
+    int r;
+
+    if (comm->failure_told || comm->revoked || comm->size < 2 ||
+        (status != GCX_ERR_PEER && status != GCX_ERR_TIMEOUT)) {
+        return;
+    }
+    comm->failure_told = 1;
+    for (r = 0; r < comm->size; ++r) {
+        if (r != comm->rank && !comm->tl->ops->peer_lost(comm->tl, r)) {
+            (void)comm->tl->ops->ctl_send(comm->tl, r, &notice,
+                                          sizeof(notice));
+        }
     }
 }
 

@@ -15,6 +15,8 @@ enum {
     GCX_CTL_REVOKE   = 1,
     GCX_CTL_PROPOSAL = 2,
     GCX_CTL_DECIDED  = 3,
+    GCX_CTL_FAILED   = 4, /* the sender's communicator failed: its cause
+                             (an int32 gcx_status_t) follows the header */
 };
 
 /* Every control message starts with this (wire format). */

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <unistd.h>
 #include <vector>
 
@@ -64,6 +65,54 @@ TEST(Failure, RankExitsMidCollective)
     gcx_status_t status = gcx_allreduce(g_world, in.data(), out.data(), n,
                                         GCX_DT_F32, GCX_OP_SUM, nullptr);
     expect_failed_in_time(status, seconds_since(t0));
+}
+
+// A rank waiting on a live partner hears of a death elsewhere: the last
+// rank exits; rank 1 finds it (its receive from that rank fails, and with
+// it the communicator, GCX_ERR_PEER) and tells the others; rank 0
+// meanwhile waits for a message from rank 1 that never comes -- its own
+// transport sees nothing wrong with rank 1. Rank 0's receive must end
+// with rank 1's cause, GCX_ERR_PEER, before GCX_TIMEOUT (60 s here:
+// GCX_ERR_TIMEOUT, the status it would return without the notice, fails
+// the test; so does the test's timeout). Ranks 2..size-2 wait on the last
+// rank too, as rank 1.
+TEST(Failure, DeathIsToldToRanksWaitingElsewhere)
+{
+    ASSERT_GE(world_size(), 3);
+    int rank = world_rank(), last = world_size() - 1;
+    std::vector<float> v(1024, 1.0f);
+    ASSERT_EQ(GCX_OK, gcx_allreduce(g_world, GCX_IN_PLACE, v.data(), v.size(),
+                                    GCX_DT_F32, GCX_OP_SUM, nullptr));
+    if (rank == last) {
+        printf("rank %d: exiting\n", rank);
+        fflush(stdout);
+        _exit(0);
+    }
+    auto         t0 = std::chrono::steady_clock::now();
+    gcx_status_t status;
+    float x = 0.0f; // a message nobody sends
+    status = gcx_recv(g_world, &x, 1, GCX_DT_F32, rank == 0 ? 1 : last, 7,
+                      nullptr);
+    printf("rank %d: %s after %.2f s\n", rank, gcx_strerror(status),
+           seconds_since(t0));
+    EXPECT_EQ(GCX_ERR_PEER, status) << gcx_strerror(status);
+    EXPECT_EQ(GCX_ERR_PEER, gcx_comm_error(g_world));
+    // the others stay alive until rank 0 is done (a process that ends is a
+    // death rank 0 would see by itself), then say they leave
+    auto marker = [](const char *what, int r) {
+        return job_marker((std::string("told-") + what + std::to_string(r)).c_str());
+    };
+    if (rank != 0) {
+        EXPECT_TRUE(wait_for_marker(marker("done", 0), nullptr, 45));
+        touch_marker(marker("left", rank));
+        return;
+    }
+    touch_marker(marker("done", 0));
+    for (int r = 1; r < last; ++r) {
+        EXPECT_TRUE(wait_for_marker(marker("left", r), nullptr, 45)) << "rank " << r;
+        unlink(marker("left", r).c_str());
+    }
+    unlink(marker("done", 0).c_str());
 }
 
 TEST(Failure, RankSleepsPastTimeout)
