@@ -70,10 +70,21 @@
 /* most progress calls that take what a dead peer left in shared memory */
 #define GCX_TL_UCX_DEAD_DRAIN 256
 
-/* seconds a deafness probe waits for its message: it is written and read
- * by this thread, so only a live peer stopped inside a write (a claimed
- * slot it has not marked yet) delays it */
-#define GCX_TL_UCX_PROBE_WAIT 1.0
+/* How long a deafness probe waits for its message before the process
+ * counts itself deaf: at least GCX_TL_UCX_PROBE_WAIT seconds and at least
+ * GCX_TL_UCX_PROBE_CPU seconds of this thread's own CPU time spent polling,
+ * at most GCX_TL_UCX_PROBE_WAIT_MAX seconds. The message is written and
+ * read by this thread, so what delays it is a live peer stopped inside a
+ * write (a claimed slot it has not marked yet) and this thread's own share
+ * of the CPU to take what queued before it -- both only a matter of CPU on
+ * a crowded host: with 255 busy ranks on 2 CPUs a thread gets ~8 ms of CPU
+ * per second, and a fixed 1 s made 18 of 255 live ranks count themselves
+ * deaf after one SIGKILL (a real deafness is one receiver per interrupted
+ * write). On an idle host the two bounds coincide (1 s); a deaf process
+ * under load reports later, a live one as soon as its message comes. */
+#define GCX_TL_UCX_PROBE_WAIT     1.0
+#define GCX_TL_UCX_PROBE_CPU      0.2
+#define GCX_TL_UCX_PROBE_WAIT_MAX 30.0
 
 /* ---- control messages ----------------------------------------------------- */
 
@@ -288,8 +299,9 @@ void gcx_tl_ucx_ep_unwatch(gcx_tl_ctx_t *ctx, gcx_tl_ucx_ep_t *ep)
 }
 
 /* Whether a message from a worker of this process's own to its worker
- * arrives (over shared memory, as from a peer on this host) within
- * GCX_TL_UCX_PROBE_WAIT; 1 also when the probe cannot be made. */
+ * arrives (over shared memory, as from a peer on this host) within the
+ * probe's wait (GCX_TL_UCX_PROBE_*); 1 also when the probe cannot be
+ * made. */
 static int gcx_tl_ucx_hears_itself(gcx_tl_ctx_t *ctx)
 {
     ucp_worker_params_t wparams = {0};
@@ -298,7 +310,7 @@ static int gcx_tl_ucx_hears_itself(gcx_tl_ctx_t *ctx)
     ucp_worker_h        probe;
     ucp_ep_h            ep;
     ucs_status_ptr_t    send;
-    double              deadline;
+    double              start, cpu_start, now;
     int                 heard;
 
     wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -317,9 +329,15 @@ static int gcx_tl_ucx_hears_itself(gcx_tl_ctx_t *ctx)
     param.flags        = UCP_AM_SEND_FLAG_EAGER;
     send = ucp_am_send_nbx(ep, GCX_TL_UCX_PROBE_AM_ID, NULL, 0,
                            &ctx->probe_sent, sizeof(ctx->probe_sent), &param);
-    deadline = gcx_time_now() + GCX_TL_UCX_PROBE_WAIT;
-    while (!UCS_PTR_IS_ERR(send) && ctx->probe_heard != ctx->probe_sent &&
-           gcx_time_now() < deadline) {
+    start     = gcx_time_now();
+    cpu_start = gcx_time_thread_cpu();
+    while (!UCS_PTR_IS_ERR(send) && ctx->probe_heard != ctx->probe_sent) {
+        now = gcx_time_now();
+        if (now - start >= GCX_TL_UCX_PROBE_WAIT_MAX ||
+            (now - start >= GCX_TL_UCX_PROBE_WAIT &&
+             gcx_time_thread_cpu() - cpu_start >= GCX_TL_UCX_PROBE_CPU)) {
+            break;
+        }
         ucp_worker_progress(probe);
         ucp_worker_progress(ctx->worker);
     }
