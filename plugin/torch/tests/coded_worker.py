@@ -70,6 +70,16 @@ def load_params(model, flat):
             off += p.numel()
 
 
+def period(code, n, s):
+    """pgc's period from the codes' definition (gcx/coding.h): s+1, but an
+    FR code whose s+1 does not divide n has floor(n/(s+1)) groups, the
+    largest ceil(n/q) workers: its period."""
+    if "fr" in code:
+        q = n // (s + 1)
+        return -(-n // q)
+    return s + 1
+
+
 class Reference:
     """What the decoded gradient of each round must be, computed serially."""
 
@@ -77,7 +87,7 @@ class Reference:
         self.cdp, self.sampler, self.X, self.Y = cdp, sampler, X, Y
         self.ref = make_model()
         self.history = []  # parameters before each round's update
-        self.P = cdp.s + 1 if cdp.pipelined else 1
+        self.P = period(cdp.code, cdp.n, cdp.s) if cdp.pipelined else 1
 
     def indices(self, round_, j):
         per_epoch = len(self.sampler)
