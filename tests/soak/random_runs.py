@@ -150,12 +150,17 @@ def sanitizer_env(env):
         env[var] = (old + ":" if old else "") + "exitcode=%d" % SANITIZER_EXIT
 
 
+WRONG_LINE = re.compile(r"\[soak rank \d+\] WRONG ")
+
+
 def classify(rc, out):
     if rc == SANITIZER_EXIT:
         return "crash"
     if rc == 0:
         return "ok" if RANDOM_LINE.search(out) else "unexpected"
-    if rc == 1:
+    # gcxrun exits with the first failing rank's status: a wrong result on
+    # any rank makes the sequence wrong, whatever another rank exited with
+    if rc == 1 or WRONG_LINE.search(out):
         return "wrong"
     if rc in (4, 124):
         return "hang"

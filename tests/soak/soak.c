@@ -465,7 +465,7 @@ static void soak_catch_up(uint64_t *rng, uint64_t *seq, uint64_t *done)
         if (what < 12 || extra < 10) {
             continue; /* an event */
         }
-        if (what < 150) {
+        if (what < 150 && S.opt.only != K_CODED) { /* as soak_step */
             uint64_t nb = 2 + soak_rng_below(&s, SOAK_MAX_BATCH - 1);
             *seq  += nb;
             *done += nb;
